@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Prepare a fresh Debian/Ubuntu machine to run and test ckptio.nfs.
+#
+# Everything expensive lives outside the repository, under $CKPTIO_CACHE (default
+# ~/.cache/ckptio), keyed on what built it, so a second run is fast and a changed pin rebuilds.
+#
+#   scripts/setup.sh            apt packages, venv, collections, staged collection tree
+#   source scripts/activate     put the venv and the collection on this shell's paths
+#
+# Prints nothing on stdout but the environment file path, so other scripts can `source` it.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CKPTIO_CACHE=${CKPTIO_CACHE:-$HOME/.cache/ckptio}
+mkdir -p "$CKPTIO_CACHE"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+# pip's output is noise when it works and essential when it does not: keep it, show it on failure.
+quiet() {
+  local out
+  out=$(mktemp)
+  if ! "$@" >"$out" 2>&1; then
+    cat "$out" >&2
+    rm -f "$out"
+    return 1
+  fi
+  rm -f "$out"
+}
+
+# --- Debian packages -------------------------------------------------------------------------
+# podman/runc/mmdebstrap: molecule containers; qemu*/e2fsprogs/openssh-client: the real-kernel
+# lab; shellcheck: ansible-test sanity; fio: canary benchmark; nfs-common: nfs-utils'
+# `mountstats`, the reference our deltas are checked against; socat: the lab's raw TCP ceiling.
+APT_PACKAGES=(podman runc mmdebstrap debian-archive-keyring qemu-system-x86 qemu-utils e2fsprogs
+  openssh-client shellcheck fio nfs-common socat rsync git python3-venv)
+
+install_apt_packages() {
+  local missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    log "missing Debian packages: ${missing[*]} (run as root or install them with sudo)"
+    return 1
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+if [ "${CKPTIO_SKIP_APT:-0}" != 1 ]; then
+  install_apt_packages
+fi
+
+# --- Python virtual environment --------------------------------------------------------------
+PYTHON=${CKPTIO_PYTHON:-python3}
+py_version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+venv_key=$(cat "$REPO/requirements-dev.txt" "$REPO/requirements-constraints.txt" | sha256sum | cut -c1-12)
+VENV="$CKPTIO_CACHE/venv-py$py_version-$venv_key"
+if [ ! -f "$VENV/.ckptio-complete" ]; then
+  log "creating virtual environment $VENV"
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+  quiet "$VENV/bin/pip" install -q --disable-pip-version-check \
+    -r "$REPO/requirements-dev.txt" -c "$REPO/requirements-constraints.txt"
+  touch "$VENV/.ckptio-complete"
+fi
+
+# --- Collections we depend on for tests (Galaxy is unreachable: take them from the wheel) ----
+ANSIBLE_WHEEL_VERSION=12.3.0
+DEPS="$CKPTIO_CACHE/collections-ansible-$ANSIBLE_WHEEL_VERSION"
+if [ ! -d "$DEPS/ansible_collections/containers/podman" ]; then
+  log "extracting containers.podman and ansible.posix from ansible==$ANSIBLE_WHEEL_VERSION"
+  tmp=$(mktemp -d)
+  quiet "$VENV/bin/pip" download -q --no-deps --disable-pip-version-check -d "$tmp" "ansible==$ANSIBLE_WHEEL_VERSION"
+  "$VENV/bin/python" - "$tmp" "$DEPS.tmp" <<'PY'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/ansible-*.whl")[0]
+wanted = ("ansible_collections/containers/podman/", "ansible_collections/ansible/posix/")
+with zipfile.ZipFile(wheel) as zf:
+    zf.extractall(sys.argv[2], [n for n in zf.namelist() if n.startswith(wanted)])
+PY
+  rm -rf "$DEPS" "$tmp"
+  mv "$DEPS.tmp" "$DEPS"
+fi
+
+# --- ansible-test's pip bootstrap, which would otherwise be downloaded from the internet ------
+pip_bootstrap_version=$("$VENV/bin/python" - <<'PY'
+from ansible_test._internal.python_requirements import get_venv_packages
+class P:  # only .version is read
+    version = "3.11"
+print(get_venv_packages(P())["pip"])
+PY
+)
+bootstrap="$HOME/.ansible/test/cache/get_pip_${pip_bootstrap_version//./_}.py"
+if [ ! -f "$bootstrap" ]; then
+  mkdir -p "$(dirname "$bootstrap")"
+  cat > "$bootstrap" <<PY
+"""Local stand-in for get-pip.py: seed pip from ensurepip, then pin it like get-pip would."""
+import subprocess, sys
+subprocess.check_call([sys.executable, "-m", "ensurepip", "--upgrade", "--default-pip"])
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+subprocess.check_call([sys.executable, "-m", "pip", "install", "pip==$pip_bootstrap_version"] + args)
+PY
+fi
+
+# --- Put this checkout where Ansible and ansible-test expect a collection -------------------
+# Playbooks only need ckptio.nfs on ANSIBLE_COLLECTIONS_PATH: a symlink to the checkout keeps
+# edits live. ansible-test insists on a real .../ansible_collections/ckptio/nfs directory, so
+# scripts/test.sh syncs a copy into $CKPTIO_STAGE before it runs.
+repo_key=$(printf '%s' "$REPO" | sha256sum | cut -c1-12)
+LINKS="$CKPTIO_CACHE/link-$repo_key"
+mkdir -p "$LINKS/ansible_collections/ckptio"
+ln -sfn "$REPO" "$LINKS/ansible_collections/ckptio/nfs"
+ENV_FILE="$CKPTIO_CACHE/env-$repo_key.sh"
+# Written to a temp file and renamed: several shells may run setup at once.
+cat > "$ENV_FILE.$$" <<EOF
+export CKPTIO_REPO='$REPO'
+export CKPTIO_CACHE='$CKPTIO_CACHE'
+export CKPTIO_VENV='$VENV'
+# A caller may choose its own stage (parallel test runs must not share one).
+export CKPTIO_STAGE="\${CKPTIO_STAGE:-$CKPTIO_CACHE/stage-$repo_key}"
+export CKPTIO_DEPS='$DEPS'
+export VIRTUAL_ENV='$VENV'
+export PATH='$VENV/bin':"\$PATH"
+export ANSIBLE_COLLECTIONS_PATH='$LINKS:$DEPS'
+EOF
+mv -f "$ENV_FILE.$$" "$ENV_FILE"
+printf '%s\n' "$ENV_FILE"

@@ -1,0 +1,103 @@
+"""Drive a module through its real main() and capture the result dict.
+
+Modules call exit_json/fail_json, which print and sys.exit; tests want the dict instead. We
+patch both to raise, so `run_module(mod, args)` returns the exit dict and `fail_module` returns
+the failure dict (and a test fails if the other one happens).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+
+class AnsibleExitJson(Exception):
+    """Raised in place of a module's exit_json."""
+
+
+class AnsibleFailJson(Exception):
+    """Raised in place of a module's fail_json."""
+
+
+def _exit_json(self, **kwargs):
+    kwargs.setdefault("changed", False)
+    raise AnsibleExitJson(kwargs)
+
+
+def _fail_json(self, **kwargs):
+    kwargs["failed"] = True
+    raise AnsibleFailJson(kwargs)
+
+
+def _invoke(module, args, check_mode=False, diff=False):
+    args = dict(args)
+    if check_mode:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    with patch_module_args(args), \
+            mock.patch.object(basic.AnsibleModule, "exit_json", _exit_json), \
+            mock.patch.object(basic.AnsibleModule, "fail_json", _fail_json):
+        module.main()
+
+
+def run_module(module, args, check_mode=False, diff=False):
+    """Run module.main() with args; return the exit_json dict (fail the test on fail_json)."""
+    try:
+        _invoke(module, args, check_mode=check_mode, diff=diff)
+    except AnsibleExitJson as exc:
+        return exc.args[0]
+    except AnsibleFailJson as exc:
+        pytest.fail("module failed: %r" % (exc.args[0],))
+    pytest.fail("module returned without exit_json")
+
+
+def fail_module(module, args, check_mode=False, diff=False):
+    """Run module.main() with args; return the fail_json dict (fail the test on success)."""
+    try:
+        _invoke(module, args, check_mode=check_mode, diff=diff)
+    except AnsibleFailJson as exc:
+        return exc.args[0]
+    except AnsibleExitJson as exc:
+        pytest.fail("module succeeded but should have failed: %r" % (exc.args[0],))
+    pytest.fail("module returned without fail_json")
+
+
+def tree_checksums(root):
+    """Map every file and symlink under root to its sha256 (or link target) and mode.
+
+    Used to prove that check mode and rejected input leave a fake /etc, /proc, /sys untouched.
+    """
+    result = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in sorted(dirnames + filenames):
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            st = os.lstat(full)
+            if os.path.islink(full):
+                result[rel] = ("link", os.readlink(full))
+            elif os.path.isfile(full):
+                with open(full, "rb") as handle:
+                    result[rel] = ("file", st.st_mode, hashlib.sha256(handle.read()).hexdigest())
+            else:
+                result[rel] = ("dir", st.st_mode)
+    return result
+
+
+SAMPLES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "samples")
+
+
+def sample_path(*parts):
+    """Path of a real capture from the lab, shipped in tests/fixtures/samples."""
+    return os.path.normpath(os.path.join(SAMPLES, *parts))
+
+
+def read_sample(*parts):
+    with open(sample_path(*parts)) as handle:
+        return handle.read()
