@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Tasks in uninterruptible sleep (D state) and what they wait on: pure logic and the
+capture-bundle line format `EPOCH COUNT wchan1,wchan2,...` (COUNT 0 is written `EPOCH 0 -`).
+
+Why: a rank stuck writing to NFS sits in D; its /proc/PID/wchan says where. Measured in the
+lab (kernel 6.1): RPC waits show as rpc_wait_bit_killable, page-cache throttling as
+balance_dirty_pages / folio_wait_bit_common, ranks serialised on one shared file's lock as
+nfs_start_io_write, and a server outage as wait_on_commit.
+"""
+
+from __future__ import annotations
+
+# Where a D-state task waits, grouped by what it tells the diagnosis.
+WCHAN_GROUPS = (
+    ("shared_file_lock", ("nfs_start_io_write", "nfs_start_io_direct")),
+    ("rpc_wait", ("rpc_wait_bit_killable", "rpc_")),
+    ("commit_wait", ("wait_on_commit", "nfs_commit")),
+    ("dirty_page_throttle", ("balance_dirty_pages",)),
+    ("page_writeback", ("folio_wait_bit_common", "wait_on_page_bit", "folio_wait_writeback")),
+    ("nfs_other", ("nfs_", "nfs4_")),
+)
+
+
+def wchan_group(wchan):
+    for group, prefixes in WCHAN_GROUPS:
+        for prefix in prefixes:
+            if wchan == prefix or wchan.startswith(prefix):
+                return group
+    return "other"
+
+
+def task_state(stat_text):
+    """Field 3 of /proc/PID/stat. The command (field 2) may hold spaces and ')', so split
+    after the last ')' as proc(5) advises."""
+    close = stat_text.rfind(")")
+    if close < 0:
+        return None
+    rest = stat_text[close + 1:].split()
+    return rest[0] if rest else None
+
+
+def dstate_task(pid, stat_text, wchan_text):
+    """{pid, wchan} when the task is in D state, else None. An unreadable or empty wchan
+    ("0" while the task is running in the kernel) is kept as "0", as the lab capture does."""
+    if task_state(stat_text) != "D":
+        return None
+    wchan = (wchan_text or "").strip() or "0"
+    return {"pid": int(pid), "wchan": wchan}
+
+
+def format_sample(epoch, wchans):
+    """One dstate.txt line."""
+    wchans = [wchan.replace(",", "_").replace(" ", "_") for wchan in wchans]
+    return "%.3f %d %s" % (float(epoch), len(wchans), ",".join(wchans) if wchans else "-")
+
+
+def parse_dstate(text):
+    """dstate.txt -> list of {epoch, count, wchans}; malformed lines are skipped."""
+    samples = []
+    for line in (text or "").splitlines():
+        words = line.split()
+        if len(words) < 2:
+            continue
+        try:
+            epoch = float(words[0])
+            count = int(words[1])
+        except ValueError:
+            continue
+        wchans = [] if len(words) < 3 or words[2] == "-" else words[2].split(",")
+        samples.append({"epoch": epoch, "count": count, "wchans": wchans})
+    return samples
+
+
+def summarize_dstate(samples):
+    """Counts the diagnosis uses: how often and how many ranks sat in D, and where."""
+    wchan_counts = {}
+    group_counts = {}
+    for sample in samples:
+        for wchan in sample["wchans"]:
+            wchan_counts[wchan] = wchan_counts.get(wchan, 0) + 1
+            group = wchan_group(wchan)
+            group_counts[group] = group_counts.get(group, 0) + 1
+    with_d = [sample for sample in samples if sample["count"] > 0]
+    # Longest run of consecutive samples with a task in D: "sustained" in the validation sense.
+    longest = run = 0
+    for sample in samples:
+        run = run + 1 if sample["count"] > 0 else 0
+        longest = max(longest, run)
+    return {
+        "samples": len(samples),
+        "samples_with_dstate": len(with_d),
+        "max_count": max([sample["count"] for sample in samples] or [0]),
+        "longest_run": longest,
+        "wchan_counts": wchan_counts,
+        "group_counts": group_counts,
+    }

@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parse the NFS server's counters: /proc/net/rpc/nfsd and /proc/fs/nfsd/{threads,pool_stats,...}.
+
+Pure functions on text. Format of /proc/net/rpc/nfsd (kernel fs/nfsd/stats.c nfsd_show,
+net/sunrpc/stats.c svc_seq_show; nfs-utils nfsstat reads the same lines):
+    rc hits misses nocache | fh stale ... | io bytes_read bytes_written | th threads ...
+    net packets udp tcp tcpconn | rpc calls badcalls badfmt badauth badclnt
+    proc3 COUNT n0 n1 ... | proc4 COUNT ... | proc4ops COUNT n0 n1 ...  (index = op number)
+Only the first number of `th` still means anything (the thread count); the histogram after it
+has been zero since kernel 2.6.x. Unknown lines are kept by label under `other`.
+"""
+
+from __future__ import annotations
+
+# NFSv3 procedures by number (RFC 1813).
+NFS3_PROCS = (
+    "NULL", "GETATTR", "SETATTR", "LOOKUP", "ACCESS", "READLINK", "READ", "WRITE", "CREATE",
+    "MKDIR", "SYMLINK", "MKNOD", "REMOVE", "RMDIR", "RENAME", "LINK", "READDIR", "READDIRPLUS",
+    "FSSTAT", "FSINFO", "PATHCONF", "COMMIT",
+)
+NFS4_PROCS = ("NULL", "COMPOUND")
+# NFSv4 operations by number (RFC 7530, 8881, 7862, 8276); 0-2 are unused.
+NFS4_OPS = (
+    "OP0", "OP1", "OP2", "ACCESS", "CLOSE", "COMMIT", "CREATE", "DELEGPURGE", "DELEGRETURN",
+    "GETATTR", "GETFH", "LINK", "LOCK", "LOCKT", "LOCKU", "LOOKUP", "LOOKUPP", "NVERIFY", "OPEN",
+    "OPENATTR", "OPEN_CONFIRM", "OPEN_DOWNGRADE", "PUTFH", "PUTPUBFH", "PUTROOTFH", "READ",
+    "READDIR", "READLINK", "REMOVE", "RENAME", "RENEW", "RESTOREFH", "SAVEFH", "SECINFO",
+    "SETATTR", "SETCLIENTID", "SETCLIENTID_CONFIRM", "VERIFY", "WRITE", "RELEASE_LOCKOWNER",
+    "BACKCHANNEL_CTL", "BIND_CONN_TO_SESSION", "EXCHANGE_ID", "CREATE_SESSION",
+    "DESTROY_SESSION", "FREE_STATEID", "GET_DIR_DELEGATION", "GETDEVICEINFO", "GETDEVICELIST",
+    "LAYOUTCOMMIT", "LAYOUTGET", "LAYOUTRETURN", "SECINFO_NO_NAME", "SEQUENCE", "SET_SSV",
+    "TEST_STATEID", "WANT_DELEGATION", "DESTROY_CLIENTID", "RECLAIM_COMPLETE", "ALLOCATE", "COPY",
+    "COPY_NOTIFY", "DEALLOCATE", "IO_ADVISE", "LAYOUTERROR", "LAYOUTSTATS", "OFFLOAD_CANCEL",
+    "OFFLOAD_STATUS", "READ_PLUS", "SEEK", "WRITE_SAME", "CLONE", "GETXATTR", "SETXATTR",
+    "LISTXATTRS", "REMOVEXATTR",
+)
+
+_NAMED_LINES = {
+    "rc": ("hits", "misses", "nocache"),
+    "fh": ("stale", "total_lookups", "anon_lookups", "dir_not_in_cache", "nondir_not_in_cache"),
+    "io": ("bytes_read", "bytes_written"),
+    "net": ("packets", "udp", "tcp", "tcp_connections"),
+    "rpc": ("calls", "bad_calls", "bad_format", "bad_auth", "bad_client"),
+}
+_PROC_LINES = {"proc2": None, "proc3": NFS3_PROCS, "proc4": NFS4_PROCS, "proc4ops": NFS4_OPS}
+
+
+def _ints(words):
+    values = []
+    for word in words:
+        try:
+            values.append(int(word))
+        except ValueError:
+            try:
+                values.append(float(word))
+            except ValueError:
+                break
+    return values
+
+
+def parse_nfsd_stats(text):
+    """/proc/net/rpc/nfsd text -> dict (io, rpc, net, rc, fh: named; proc3/proc4ops: by op name)."""
+    result = {"threads": None, "other": {}}
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        label = words[0]
+        values = _ints(words[1:])
+        if label in _NAMED_LINES:
+            names = _NAMED_LINES[label]
+            entry = dict(zip(names, values))
+            if len(values) > len(names):
+                entry["extra"] = values[len(names):]
+            result[label] = entry
+        elif label == "th":
+            result["threads"] = int(values[0]) if values else None
+        elif label in _PROC_LINES:
+            # First number is how many counters follow; newer kernels add ops at the end.
+            counters = values[1:] if values else []
+            names = _PROC_LINES[label] or ()
+            result[label] = dict(
+                (names[index] if index < len(names) else "%s_%d" % (label, index), int(value))
+                for index, value in enumerate(counters))
+        else:
+            result["other"][label] = values
+    return result
+
+
+def parse_pool_stats(text):
+    """/proc/fs/nfsd/pool_stats -> {columns, pools: [{pool, packets-arrived, ...}]}.
+
+    The columns differ by kernel (overloads-avoided was dropped in 6.x, others may come):
+    the header line names them, so we never assume positions.
+    """
+    columns = []
+    pools = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            columns = stripped.lstrip("#").split()
+            continue
+        if not columns:
+            continue
+        values = _ints(stripped.split())
+        if len(values) < 2:
+            continue
+        pool = dict(zip(columns, (int(value) for value in values)))
+        pools.append(pool)
+    return {"columns": columns, "pools": pools}
+
+
+def parse_single_number(text):
+    """Content of /proc/fs/nfsd/threads, max_block_size, min_threads: an int, or None."""
+    words = (text or "").split()
+    try:
+        return int(words[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def parse_pool_threads(text):
+    """/proc/fs/nfsd/pool_threads: one number per pool."""
+    return [int(word) for word in (text or "").split() if word.isdigit()]
