@@ -1,0 +1,224 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure logic of the checkpoint canary: rank plans, write offsets, aggregation, messages.
+
+No I/O here: the module (plugins/modules/checkpoint_canary.py) forks the ranks, reads /proc and
+passes text and numbers in.
+
+The aggregate follows MLPerf Storage's checkpointing rule (DLIO): the checkpoint takes as long
+as its slowest rank, so throughput = total bytes / (latest end - earliest start).
+"""
+
+from __future__ import annotations
+
+import os
+
+LAYOUTS = ("shared_file", "file_per_rank")
+SHARED_FILE_NAME = "shared.ckpt"
+# O_DIRECT needs buffer, offset and length aligned to the logical block size of the device;
+# 4096 covers every NFS client (the NFS client accepts 512, local disks may need 4096).
+DIRECT_ALIGNMENT = 4096
+MAX_RANKS = 4096
+WORKDIR_PREFIX = "ckptio-canary-"
+
+
+def validate_plan(ranks, bytes_per_rank, block_size, layout, files_per_rank, direct):
+    """Return a list of error messages, each naming the option at fault (empty when valid)."""
+    errors = []
+    if not 1 <= ranks <= MAX_RANKS:
+        errors.append("ranks must be between 1 and %d, got %d" % (MAX_RANKS, ranks))
+    if bytes_per_rank < 1:
+        errors.append("bytes_per_rank must be at least 1, got %d" % bytes_per_rank)
+    if block_size < 1:
+        errors.append("block_size must be at least 1, got %d" % block_size)
+    if layout not in LAYOUTS:
+        errors.append("layout must be one of %s, got %r" % (", ".join(LAYOUTS), layout))
+    if files_per_rank < 1:
+        errors.append("files_per_rank must be at least 1, got %d" % files_per_rank)
+    elif files_per_rank > 1 and layout != "file_per_rank":
+        errors.append("files_per_rank > 1 needs layout=file_per_rank (a shared file is one file)")
+    if errors:
+        return errors
+    if bytes_per_rank < files_per_rank * block_size:
+        errors.append("bytes_per_rank (%d) must hold at least one block_size (%d) per file (files_per_rank=%d)"
+                      % (bytes_per_rank, block_size, files_per_rank))
+    if direct:
+        if block_size % DIRECT_ALIGNMENT:
+            errors.append("block_size must be a multiple of %d with direct=true (O_DIRECT alignment), got %d"
+                          % (DIRECT_ALIGNMENT, block_size))
+        elif bytes_per_rank % block_size:
+            errors.append("bytes_per_rank must be a multiple of block_size with direct=true (O_DIRECT alignment)")
+    return errors
+
+
+def _split_aligned(total, parts, block_size):
+    """Split total bytes into parts whose boundaries fall on block_size multiples."""
+    bounds = [(total * index // parts) // block_size * block_size for index in range(parts)] + [total]
+    return [(bounds[index], bounds[index + 1] - bounds[index]) for index in range(parts)]
+
+
+def plan_ranks(ranks, bytes_per_rank, block_size, layout, files_per_rank=1):
+    """Which file, offset and length each rank writes.
+
+    shared_file: every rank pwrites its own disjoint range of one file (the seed's pattern:
+    rank r owns [r * bytes_per_rank, (r + 1) * bytes_per_rank)).
+    file_per_rank: rank r writes files_per_rank files of its own, named like PyTorch DCP's
+    __{rank}_{n}.distcp, each from offset 0.
+    Returns [{rank, files: [{name, offset, length, create}]}]; `create` says whether the rank
+    creates the file (O_CREAT|O_EXCL) or opens one the module created before the start.
+    """
+    plan = []
+    for rank in range(ranks):
+        if layout == "shared_file":
+            files = [{"name": SHARED_FILE_NAME, "offset": rank * bytes_per_rank,
+                      "length": bytes_per_rank, "create": False}]
+        else:
+            files = [{"name": "__%d_%d.ckpt" % (rank, index), "offset": 0, "length": length, "create": True}
+                     for index, (_start, length) in enumerate(_split_aligned(bytes_per_rank, files_per_rank, block_size))]
+        plan.append({"rank": rank, "files": files})
+    return plan
+
+
+def write_chunks(offset, length, block_size):
+    """Yield (offset, size) for sequential block writes covering [offset, offset + length)."""
+    end = offset + length
+    position = offset
+    while position < end:
+        size = min(block_size, end - position)
+        yield position, size
+        position += size
+
+
+def aggregate(results, start_at=None):
+    """MLPerf Storage aggregate over per-rank results [{rank, start, end, bytes, error}].
+
+    Ranks without start/end (never started, stalled) are left out of the time span but
+    counted in `incomplete_ranks`; the aggregate is None when no rank finished.
+    """
+    finished = [r for r in results if r.get("start") is not None and r.get("end") is not None and not r.get("error")]
+    total_bytes = sum(r.get("bytes") or 0 for r in results)
+    summary = {
+        "ranks": len(results),
+        "finished_ranks": len(finished),
+        "incomplete_ranks": sorted(r["rank"] for r in results if r not in finished),
+        "total_bytes": total_bytes,
+        "earliest_start": None,
+        "latest_end": None,
+        "seconds": None,
+        "throughput_bytes_per_second": None,
+        "max_rank_seconds": None,
+        "start_spread_seconds": None,
+        "max_start_delay_seconds": None,
+    }
+    if not finished:
+        return summary
+    starts = [r["start"] for r in finished]
+    ends = [r["end"] for r in finished]
+    summary["earliest_start"] = min(starts)
+    summary["latest_end"] = max(ends)
+    seconds = summary["latest_end"] - summary["earliest_start"]
+    summary["seconds"] = round(seconds, 6)
+    summary["throughput_bytes_per_second"] = round(total_bytes / seconds, 3) if seconds > 0 else None
+    summary["max_rank_seconds"] = round(max(r["end"] - r["start"] for r in finished), 6)
+    summary["start_spread_seconds"] = round(max(starts) - min(starts), 6)
+    if start_at is not None:
+        summary["max_start_delay_seconds"] = round(max(abs(s - start_at) for s in starts), 6)
+    return summary
+
+
+def combine_hosts(host_summaries):
+    """Cluster-wide aggregate from per-host results lists: the same rule over every rank."""
+    every_rank = []
+    for host, results in sorted(host_summaries.items()):
+        for result in results:
+            every_rank.append(dict(result, host=host))
+    return every_rank
+
+
+def parse_stat_state(text):
+    """(comm, state) from /proc/PID/stat text, or None if it does not parse.
+
+    comm sits in parentheses and may itself hold spaces or ')': the state is the first field
+    after the LAST ')' (proc(5)).
+    """
+    close = text.rfind(")")
+    open_ = text.find("(")
+    if close < 0 or open_ < 0 or close < open_:
+        return None
+    rest = text[close + 1:].split()
+    if not rest:
+        return None
+    return text[open_ + 1:close], rest[0]
+
+
+def parse_stat_starttime(text):
+    """Field 22 of /proc/PID/stat (start time in clock ticks since boot), or None.
+
+    Used with the pid to recognise a process again without mistaking a reused pid for it.
+    """
+    close = text.rfind(")")
+    fields = text[close + 1:].split() if close >= 0 else []
+    # Fields after comm start at field 3 (state): field 22 is index 22 - 3.
+    if len(fields) <= 19:
+        return None
+    try:
+        return int(fields[19])
+    except ValueError:
+        return None
+
+
+STATE_NAMES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "uninterruptible (D)",
+    "Z": "zombie",
+    "T": "stopped",
+    "t": "traced",
+    "X": "dead",
+    "I": "idle",
+}
+
+
+def stall_message(stalled, timeout, workdir, cleanup_deferred_pid=None):
+    """One clear failure message naming each stalled rank with its state and wchan."""
+    parts = []
+    for item in stalled:
+        state = item.get("state") or "gone"
+        parts.append("rank %d (pid %d) %s, wchan %s%s" % (
+            item["rank"], item["pid"], STATE_NAMES.get(state, state), item.get("wchan") or "-",
+            "" if item.get("exited") else ", still alive after SIGKILL"))
+    message = "canary ranks did not finish within timeout=%ss: %s." % (timeout, "; ".join(parts))
+    if any(item.get("state") == "D" and not item.get("exited") for item in stalled):
+        message += (" A task in D state cannot be killed until the NFS server answers (hard mount):"
+                    " SIGKILL is pending and takes effect when the server returns.")
+    if cleanup_deferred_pid:
+        message += " Removal of %s is deferred to pid %d, which waits for the ranks to exit." % (workdir, cleanup_deferred_pid)
+    return message
+
+
+def format_dstate_line(epoch, wchans):
+    """One capture-bundle dstate.txt line: "EPOCH COUNT wchan1,wchan2,..." ("-" when none)."""
+    return "%.3f %d %s" % (epoch, len(wchans), ",".join(wchans) if wchans else "-")
+
+
+def mount_for_path(mounts, path):
+    """The mount (from mountinfo.parse_mountinfo) holding an absolute, resolved path.
+
+    The last matching entry wins, as in the kernel: a later mount on the same point hides the
+    earlier one.
+    """
+    best = None
+    best_len = -1
+    for mount in mounts:
+        point = mount["mount_point"]
+        if point == "/" or path == point or path.startswith(point.rstrip("/") + "/"):
+            if len(point) >= best_len:
+                best = mount
+                best_len = len(point)
+    return best
+
+
+def is_inside(child, parent):
+    """True when resolved path child is parent or lies below it."""
+    return os.path.commonpath([child, parent]) == parent

@@ -1,0 +1,634 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: checkpoint_canary
+short_description: Write a checkpoint-shaped load to an NFS mount and time every rank
+version_added: 0.1.0
+description:
+  - Forks O(ranks) writer processes that write O(bytes_per_rank) each in O(block_size) blocks, either
+    into disjoint ranges of one shared file with C(pwrite) (O(layout=shared_file), the pattern of a
+    single-file checkpoint) or into files of their own (O(layout=file_per_rank), the PyTorch DCP and
+    MLPerf Storage pattern), then C(fsync) and close, as a real checkpoint does.
+  - Every rank waits for O(start_at) so ranks on many hosts begin together, and reports its own
+    start, end, bytes and error. The aggregate follows MLPerf Storage's rule
+    (total bytes / (latest end - earliest start)).
+  - Samples the tasks in D state and their C(wchan) once a second while the ranks run.
+  - On a hard mount a dead server leaves writers in D state, where not even SIGKILL ends them. Ranks
+    that do not finish within O(timeout) are sent SIGKILL; the module waits at most O(kill_grace)
+    seconds more and then fails naming each stalled rank with its state and C(wchan). It never waits
+    on a task in D state.
+  - Writes only inside a directory it creates with mode 0700 under O(path), opens every file relative
+    to that directory with C(O_NOFOLLOW) and C(O_EXCL), and removes the directory afterwards, after a
+    failure too, unless O(keep=true). Removal runs in a detached helper that first waits for every
+    rank to exit, so a dead server delays it instead of hanging the play.
+  - Data is random (a block generated once per rank, each write stamped with its offset), so a server
+    that compresses or deduplicates cannot shortcut it.
+author:
+  - ckptio.nfs maintainers
+attributes:
+  check_mode:
+    support: full
+    details: Validates the options and the target and returns the plan; creates and writes nothing.
+  diff_mode:
+    support: partial
+    details: With O(keep=true) the diff lists the files left behind.
+  platform:
+    platforms: linux
+options:
+  path:
+    description:
+      - Existing directory on the NFS mount to test. The canary creates its own 0700 directory inside.
+      - Must be absolute and must not pass through a symbolic link (give the real path).
+    type: path
+    required: true
+  ranks:
+    description: Writer processes on this host (GPUs per node in a training job).
+    type: int
+    default: 1
+  bytes_per_rank:
+    description: Bytes each rank writes (its checkpoint shard).
+    type: int
+    default: 67108864
+  block_size:
+    description: Bytes per write call. With O(direct=true) a multiple of 4096.
+    type: int
+    default: 1048576
+  layout:
+    description:
+      - V(shared_file) - every rank C(pwrite)s its own disjoint range of one file.
+      - V(file_per_rank) - every rank writes O(files_per_rank) files of its own.
+    type: str
+    choices: [shared_file, file_per_rank]
+    default: shared_file
+  files_per_rank:
+    description: Files per rank with O(layout=file_per_rank); O(bytes_per_rank) is split between them.
+    type: int
+    default: 1
+  fsync:
+    description: C(fsync) every file before the rank's end time, as MLPerf Storage requires.
+    type: bool
+    default: true
+  direct:
+    description: Open with C(O_DIRECT) (page-aligned buffers), bypassing the client page cache.
+    type: bool
+    default: false
+  start_at:
+    description:
+      - Unix epoch (seconds, may have a fraction) at which every rank starts writing. Set it once on
+        the controller a few seconds ahead so all hosts start together. Omitted means now.
+    type: float
+  timeout:
+    description: Seconds from the start until every rank must have finished.
+    type: float
+    default: 600
+  kill_grace:
+    description: Seconds to wait for stalled ranks to exit after SIGKILL before failing anyway.
+    type: float
+    default: 5
+  allow_local:
+    description: Allow a O(path) that is not on an NFS mount (tests, benchmarks against local disks).
+    type: bool
+    default: false
+  keep:
+    description: Leave the written files in place (in the directory named by RV(workdir)).
+    type: bool
+    default: false
+notes:
+  - Ranks are forked processes; results, D-state samples and cleanup do not depend on the play's
+    connection staying open.
+seealso:
+  - name: MLPerf Storage checkpointing rules
+    description: Duration is the slowest rank; throughput is total bytes over that duration.
+    link: https://github.com/mlcommons/storage
+"""
+
+EXAMPLES = r"""
+- name: Eight ranks write 1 GiB each into one shared file, starting together
+  ckptio.nfs.checkpoint_canary:
+    path: /mnt/checkpoints
+    ranks: 8
+    bytes_per_rank: 1073741824
+    layout: shared_file
+    start_at: "{{ canary_start_at }}"
+    timeout: 300
+
+- name: File per rank, two files each, O_DIRECT
+  ckptio.nfs.checkpoint_canary:
+    path: /mnt/checkpoints
+    ranks: 8
+    layout: file_per_rank
+    files_per_rank: 2
+    direct: true
+"""
+
+RETURN = r"""
+workdir:
+  description: The 0700 directory the canary wrote into (removed unless O(keep=true)).
+  returned: always
+  type: str
+  sample: /mnt/checkpoints/ckptio-canary-node01-4711-1a2b3c4d
+mount:
+  description: The mount holding O(path).
+  returned: always
+  type: dict
+  sample: {mount_point: /mnt/checkpoints, fstype: nfs4, source: "10.0.0.1:/srv/nfs"}
+plan:
+  description: Files, offsets and lengths per rank.
+  returned: always
+  type: list
+  elements: dict
+ranks:
+  description: Per-rank results; start and end are Unix epochs, error is null on success.
+  returned: when the ranks ran
+  type: list
+  elements: dict
+  sample: [{rank: 0, pid: 4712, start: 1760000000.001, end: 1760000004.2, bytes: 1073741824, error: null}]
+summary:
+  description:
+    - MLPerf Storage aggregate over this host's ranks. C(seconds) is latest end minus earliest start,
+      C(throughput_bytes_per_second) total bytes over that, C(max_start_delay_seconds) the largest
+      distance of a rank's start from O(start_at).
+  returned: when the ranks ran
+  type: dict
+stalled:
+  description: Ranks that did not finish within O(timeout), with state, C(wchan) and whether they exited after SIGKILL.
+  returned: always
+  type: list
+  elements: dict
+dstate_samples:
+  description: Once-a-second samples of tasks in D state, C({epoch, count, wchans, rank_pids}).
+  returned: when the ranks ran
+  type: list
+  elements: dict
+dstate_text:
+  description: The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).
+  returned: always
+  type: str
+dstate_peak:
+  description: Most tasks seen in D state in one sample.
+  returned: always
+  type: int
+cleaned_up:
+  description: True when the work directory was removed before the module returned.
+  returned: always
+  type: bool
+cleanup_deferred_pid:
+  description: Pid of the helper still waiting for stalled ranks before it removes the work directory.
+  returned: when removal could not finish in time
+  type: int
+start_at:
+  description: The start epoch the ranks waited for.
+  returned: always
+  type: float
+"""
+
+import errno
+import json
+import mmap
+import os
+import select
+import signal
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ckptio.nfs.plugins.module_utils import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import NFS_FSTYPES, parse_mountinfo
+
+PROC = "/proc"
+PROC_MOUNTINFO = "/proc/self/mountinfo"
+DSTATE_INTERVAL = 1.0
+# A helper whose ranks are stuck in D waits this long for the server before giving up.
+CLEANUP_PATIENCE = 86400.0
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def task_state(pid):
+    """(state, wchan, starttime) of a live pid; (None, None, None) once it is gone."""
+    stat = _read_text("%s/%d/stat" % (PROC, pid))
+    parsed = canary.parse_stat_state(stat) if stat else None
+    if parsed is None:
+        return None, None, None
+    wchan = _read_text("%s/%d/wchan" % (PROC, pid))
+    return parsed[1], (wchan or "").strip() or None, canary.parse_stat_starttime(stat)
+
+
+def sample_dstate(rank_pids):
+    """Every task in D state right now: (wchans, rank pids among them)."""
+    wchans = []
+    ranks_in_d = []
+    try:
+        entries = os.listdir(PROC)
+    except OSError:
+        return wchans, ranks_in_d
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        stat = _read_text("%s/%s/stat" % (PROC, entry))
+        parsed = canary.parse_stat_state(stat) if stat else None
+        if parsed is None or parsed[1] != "D":
+            continue
+        wchan = (_read_text("%s/%s/wchan" % (PROC, entry)) or "").strip()
+        wchans.append(wchan or "0")
+        if int(entry) in rank_pids:
+            ranks_in_d.append(int(entry))
+    return sorted(wchans), sorted(ranks_in_d)
+
+
+def _quiet_stdio():
+    """Detach a child from the module's stdin/stdout/stderr.
+
+    Ansible waits for EOF on the module's output: a rank stuck in D that still held it would
+    hang the play, which is exactly what the timeout promises not to do.
+    """
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(devnull, target)
+    if devnull > 2:
+        os.close(devnull)
+
+
+def random_block(block_size):
+    """A page-aligned buffer of random bytes (mmap is page aligned, as O_DIRECT needs)."""
+    buffer = mmap.mmap(-1, block_size)
+    buffer.write(os.urandom(block_size))
+    return buffer
+
+
+def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
+    """Write one rank's files; return its result dict. Runs in the forked child."""
+    buffer = random_block(block_size)
+    view = memoryview(buffer)
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_DIRECT if direct else 0)
+    delay = start_at - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    result = {"rank": rank_plan["rank"], "pid": os.getpid(), "start": time.time(), "end": None,
+              "bytes": 0, "error": None}
+    try:
+        for item in rank_plan["files"]:
+            open_flags = flags | (os.O_CREAT | os.O_EXCL if item["create"] else 0)
+            fd = os.open(item["name"], open_flags, 0o600, dir_fd=dir_fd)
+            try:
+                for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
+                    # Stamp the offset into the block so no two blocks are identical (dedupe).
+                    view[0:8] = offset.to_bytes(8, "little")
+                    written = 0
+                    while written < size:
+                        written += os.pwrite(fd, view[written:size], offset + written)
+                    result["bytes"] += size
+                if fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        result["end"] = time.time()
+    except OSError as exc:
+        result["error"] = "%s: %s" % (errno.errorcode.get(exc.errno, exc.errno), exc.strerror)
+    return result
+
+
+def _start_rank(dir_fd, rank_plan, params, start_at):
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+            _quiet_stdio()
+            result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at)
+            os.write(write_end, json.dumps(result).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    return {"rank": rank_plan["rank"], "pid": pid, "fd": read_end, "buffer": b"", "starttime": task_state(pid)[2]}
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _reap(pid):
+    """True once the child has exited (reaped or gone); never blocks."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
+def _rank_gone(pid, starttime):
+    state, _wchan, current_start = task_state(pid)
+    return state in (None, "Z", "X") or (starttime is not None and current_start != starttime)
+
+
+def _remove_workdir(path, workdir_name, rank_ids):
+    """Body of the cleanup helper: wait for every rank to exit, then delete the work directory."""
+    deadline = time.time() + CLEANUP_PATIENCE
+    while not all(_rank_gone(pid, start) for pid, start in rank_ids):
+        if time.time() > deadline:
+            return "ranks still alive after %ds" % CLEANUP_PATIENCE
+        time.sleep(0.2)
+    parent_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        dir_fd = os.open(workdir_name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+        try:
+            for name in os.listdir(dir_fd):
+                # unlink never follows a symlink: only the directory entry goes.
+                os.unlink(name, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        os.rmdir(workdir_name, dir_fd=parent_fd)
+    finally:
+        os.close(parent_fd)
+    return "ok"
+
+
+def start_cleanup(path, workdir_name, rank_ids):
+    """Fork a detached helper that removes the work directory; return (pid, read fd).
+
+    Detached (double fork, new session, no stdio) so that if the server is gone it outlives the
+    module and finishes when the ranks are finally released, instead of holding the play.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            os.setsid()
+            _quiet_stdio()
+            if os.fork() == 0:
+                message = "failed"
+                try:
+                    os.write(write_end, ("%d\n" % os.getpid()).encode())
+                    message = _remove_workdir(path, workdir_name, rank_ids)
+                except OSError as exc:
+                    message = str(exc)
+                finally:
+                    try:
+                        os.write(write_end, message.encode())
+                    finally:
+                        os._exit(0)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    return read_end
+
+
+def wait_cleanup(read_end, seconds):
+    """Read the helper's report for up to `seconds`: (done, message, helper pid)."""
+    deadline = time.time() + seconds
+    data = b""
+    while True:
+        remaining = deadline - time.time()
+        if remaining <= 0:
+            break
+        ready, _w, _x = select.select([read_end], [], [], remaining)
+        if not ready:
+            break
+        chunk = os.read(read_end, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.close(read_end)
+    first, _sep, message = data.decode(errors="replace").partition("\n")
+    helper_pid = int(first) if first.isdigit() else None
+    return message == "ok", message, helper_pid
+
+
+class Canary:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+
+    def fail(self, msg, **extra):
+        self.module.fail_json(msg=msg, **extra)
+
+    def validate(self):
+        params = self.params
+        errors = canary.validate_plan(params["ranks"], params["bytes_per_rank"], params["block_size"],
+                                      params["layout"], params["files_per_rank"], params["direct"])
+        if params["timeout"] <= 0:
+            errors.append("timeout must be greater than 0, got %s" % params["timeout"])
+        if params["kill_grace"] < 0:
+            errors.append("kill_grace must be 0 or more, got %s" % params["kill_grace"])
+        if errors:
+            self.fail("; ".join(errors))
+        path = params["path"]
+        if not os.path.isabs(path):
+            self.fail("path must be absolute, got %r" % path)
+        real = os.path.realpath(path)
+        if real != os.path.normpath(path):
+            self.fail("path %s passes through a symbolic link (it resolves to %s); give the real path" % (path, real))
+        if not os.path.isdir(real):
+            self.fail("path %s is not an existing directory" % path)
+        mount = canary.mount_for_path(parse_mountinfo(_read_text(PROC_MOUNTINFO) or ""), real)
+        mount = {key: mount[key] for key in ("mount_point", "fstype", "source")} if mount else {}
+        if mount.get("fstype") not in NFS_FSTYPES and not params["allow_local"]:
+            self.fail("path %s is on %s (%s), not NFS; set allow_local=true to test a local file system"
+                      % (path, mount.get("mount_point", "an unknown mount"), mount.get("fstype", "unknown type")),
+                      mount=mount)
+        return real, mount
+
+    def make_workdir(self, real):
+        name = "%s%s-%d-%s" % (canary.WORKDIR_PREFIX, socket.gethostname().split(".")[0] or "host",
+                               os.getpid(), os.urandom(4).hex())
+        parent_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            # mkdir fails on any existing entry, a planted symlink included.
+            os.mkdir(name, 0o700, dir_fd=parent_fd)
+            dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+        finally:
+            os.close(parent_fd)
+        os.fchmod(dir_fd, 0o700)
+        # Belt and braces: the directory must resolve inside path (no symlink swapped in).
+        if not canary.is_inside(os.path.realpath(os.path.join(real, name)), real):
+            os.close(dir_fd)
+            self.fail("work directory %s resolves outside path %s; refusing to write" % (name, real))
+        return name, dir_fd
+
+    def run(self):
+        params = self.params
+        real, mount = self.validate()
+        plan = canary.plan_ranks(params["ranks"], params["bytes_per_rank"], params["block_size"],
+                                 params["layout"], params["files_per_rank"])
+        now = time.time()
+        start_at = params["start_at"] if params["start_at"] is not None else now
+        result = {"changed": bool(params["keep"]), "mount": mount, "plan": plan, "start_at": start_at,
+                  "stalled": [], "dstate_text": "", "dstate_peak": 0, "cleaned_up": False,
+                  "workdir": os.path.join(real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>")}
+        warnings = []
+        if params["start_at"] is not None and start_at < now:
+            warnings.append("start_at is %.1f s in the past: ranks start late and max_start_delay_seconds shows it"
+                            % (now - start_at))
+        if self.module.check_mode:
+            self.module.exit_json(warnings=warnings, **result)
+
+        name, dir_fd = self.make_workdir(real)
+        workdir = os.path.join(real, name)
+        result["workdir"] = workdir
+        ranks = []
+        try:
+            if params["layout"] == "shared_file":
+                os.close(os.open(canary.SHARED_FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                                 dir_fd=dir_fd))
+            for rank_plan in plan:
+                ranks.append(_start_rank(dir_fd, rank_plan, params, start_at))
+            results, stalled, samples = self.monitor(ranks, max(start_at, time.time()) + params["timeout"])
+        finally:
+            os.close(dir_fd)
+        rank_ids = [(item["pid"], item["starttime"]) for item in ranks]
+
+        result.update(self.finish_cleanup(real, name, workdir, rank_ids, bool(stalled)))
+        for item in ranks:
+            _reap(item["pid"])
+        result["ranks"] = results
+        result["stalled"] = stalled
+        result["summary"] = canary.aggregate(results, start_at if params["start_at"] is not None else None)
+        result["dstate_samples"] = samples
+        result["dstate_text"] = "".join(canary.format_dstate_line(s["epoch"], s["wchans"]) + "\n" for s in samples)
+        result["dstate_peak"] = max([s["count"] for s in samples] or [0])
+        if params["keep"] and self.module._diff:
+            files = sorted({item["name"] for rank_plan in plan for item in rank_plan["files"]})
+            result["diff"] = [{"before": "", "after": "".join(f + "\n" for f in files),
+                               "before_header": workdir + " (absent)", "after_header": workdir}]
+
+        if stalled:
+            self.fail(canary.stall_message(stalled, params["timeout"], workdir, result.get("cleanup_deferred_pid")),
+                      warnings=warnings, **result)
+        errors = ["rank %d: %s" % (r["rank"], r["error"]) for r in results if r["error"]]
+        if errors:
+            self.fail("canary ranks failed: %s" % "; ".join(errors), warnings=warnings, **result)
+        self.module.exit_json(warnings=warnings, **result)
+
+    def finish_cleanup(self, real, name, workdir, rank_ids, stalled):
+        if self.params["keep"]:
+            return {"cleaned_up": False}
+        read_end = start_cleanup(real, name, rank_ids)
+        # After a stall the ranks may never exit soon: give the helper only the grace period.
+        wait = self.params["kill_grace"] if stalled else max(self.params["timeout"], 30.0)
+        done, message, helper_pid = wait_cleanup(read_end, wait)
+        if done:
+            return {"cleaned_up": True}
+        if message:
+            self.module.warn("could not remove %s: %s" % (workdir, message))
+            return {"cleaned_up": False}
+        return {"cleaned_up": False, "cleanup_deferred_pid": helper_pid}
+
+    def monitor(self, ranks, deadline):
+        """Collect rank results, sampling D state every DSTATE_INTERVAL, until done or deadline."""
+        pending = {item["fd"]: item for item in ranks}
+        rank_pids = {item["pid"] for item in ranks}
+        results = []
+        samples = []
+        next_sample = time.time()
+        while pending and time.time() < deadline:
+            now = time.time()
+            if now >= next_sample:
+                samples.append(self.sample(rank_pids))
+                next_sample = now + DSTATE_INTERVAL
+            wait = max(0.0, min(next_sample, deadline) - time.time())
+            ready, _w, _x = select.select(list(pending), [], [], wait)
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    pending[fd]["buffer"] += chunk
+                    continue
+                item = pending.pop(fd)
+                os.close(fd)
+                results.append(self.rank_result(item))
+        stalled = []
+        if pending:
+            stalled = self.stop_stalled(list(pending.values()), rank_pids, samples)
+            for item in pending.values():
+                os.close(item["fd"])
+                results.append({"rank": item["rank"], "pid": item["pid"], "start": None, "end": None,
+                                "bytes": 0, "error": "stalled: no result within timeout"})
+        for item in ranks:
+            _reap(item["pid"])
+        return sorted(results, key=lambda r: r["rank"]), stalled, samples
+
+    @staticmethod
+    def rank_result(item):
+        try:
+            return json.loads(item["buffer"].decode())
+        except ValueError:
+            _reap(item["pid"])
+            return {"rank": item["rank"], "pid": item["pid"], "start": None, "end": None, "bytes": 0,
+                    "error": "rank process exited without a result"}
+
+    def sample(self, rank_pids):
+        wchans, ranks_in_d = sample_dstate(rank_pids)
+        return {"epoch": round(time.time(), 3), "count": len(wchans), "wchans": wchans, "rank_pids": ranks_in_d}
+
+    def stop_stalled(self, items, rank_pids, samples):
+        """SIGKILL the stalled ranks, wait at most kill_grace for them, never longer."""
+        stalled = []
+        for item in items:
+            state, wchan, _start = task_state(item["pid"])
+            stalled.append({"rank": item["rank"], "pid": item["pid"], "state": state, "wchan": wchan,
+                            "exited": False})
+            _kill(item["pid"])
+        deadline = time.time() + self.params["kill_grace"]
+        next_sample = time.time() + DSTATE_INTERVAL
+        while True:
+            for entry in stalled:
+                if not entry["exited"]:
+                    entry["exited"] = _reap(entry["pid"])
+            if all(entry["exited"] for entry in stalled) or time.time() >= deadline:
+                break
+            if time.time() >= next_sample:
+                samples.append(self.sample(rank_pids))
+                next_sample = time.time() + DSTATE_INTERVAL
+            time.sleep(min(0.1, max(0.0, deadline - time.time())))
+        for entry in stalled:
+            if not entry["exited"]:
+                # Report where it is stuck now, after the kill, not only before it.
+                state, wchan, _start = task_state(entry["pid"])
+                entry["state"] = state or entry["state"]
+                entry["wchan"] = wchan or entry["wchan"]
+        return stalled
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            ranks=dict(type="int", default=1),
+            bytes_per_rank=dict(type="int", default=64 * 1024 * 1024),
+            block_size=dict(type="int", default=1024 * 1024),
+            layout=dict(type="str", default="shared_file", choices=list(canary.LAYOUTS)),
+            files_per_rank=dict(type="int", default=1),
+            fsync=dict(type="bool", default=True),
+            direct=dict(type="bool", default=False),
+            start_at=dict(type="float"),
+            timeout=dict(type="float", default=600.0),
+            kill_grace=dict(type="float", default=5.0),
+            allow_local=dict(type="bool", default=False),
+            keep=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    Canary(module).run()
+
+
+if __name__ == "__main__":
+    main()

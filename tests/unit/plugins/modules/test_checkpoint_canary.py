@@ -1,0 +1,216 @@
+"""checkpoint_canary through its real main(): real forked ranks writing into tmp_path."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary
+from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
+
+KIB = 1024
+
+
+@pytest.fixture
+def target(tmp_path):
+    path = tmp_path / "target"
+    path.mkdir()
+    return path
+
+
+def _args(path, **extra):
+    args = {"path": str(path), "ranks": 3, "bytes_per_rank": 64 * KIB, "block_size": 16 * KIB,
+            "allow_local": True, "timeout": 60}
+    args.update(extra)
+    return args
+
+
+def _workdirs(path):
+    return [name for name in os.listdir(path) if name.startswith("ckptio-canary-")]
+
+
+def test_shared_file_writes_ranks_times_bytes_and_cleans_up(target):
+    result = run_module(checkpoint_canary, _args(target))
+    assert result["changed"] is False
+    assert [r["bytes"] for r in result["ranks"]] == [64 * KIB] * 3
+    assert result["summary"]["total_bytes"] == 3 * 64 * KIB
+    assert result["summary"]["finished_ranks"] == 3
+    assert all(r["error"] is None and r["end"] >= r["start"] for r in result["ranks"])
+    assert result["cleaned_up"] is True
+    assert _workdirs(target) == []
+
+
+def test_keep_leaves_exactly_the_planned_bytes_in_a_0700_dir(target):
+    result = run_module(checkpoint_canary, _args(target, keep=True, layout="file_per_rank", files_per_rank=2),
+                        diff=True)
+    assert result["changed"] is True
+    workdir = result["workdir"]
+    assert os.path.dirname(workdir) == str(target)
+    assert os.stat(workdir).st_mode & 0o777 == 0o700
+    files = sorted(os.listdir(workdir))
+    assert len(files) == 6
+    assert sum(os.path.getsize(os.path.join(workdir, f)) for f in files) == 3 * 64 * KIB
+    assert result["diff"][0]["after"].splitlines() == files
+
+
+def test_shared_file_data_is_not_zeros_and_blocks_differ(target):
+    result = run_module(checkpoint_canary, _args(target, keep=True, ranks=2))
+    with open(os.path.join(result["workdir"], "shared.ckpt"), "rb") as handle:
+        data = handle.read()
+    assert len(data) == 2 * 64 * KIB
+    blocks = [data[i:i + 16 * KIB] for i in range(0, len(data), 16 * KIB)]
+    assert all(block.count(0) < len(block) // 2 for block in blocks)
+    assert len(set(blocks)) == len(blocks)
+
+
+def test_writes_nothing_outside_its_own_directory(tmp_path, target):
+    (target / "existing").write_text("user data\n")
+    before = tree_checksums(str(tmp_path))
+    result = run_module(checkpoint_canary, _args(target, keep=True))
+    after = tree_checksums(str(tmp_path))
+    workdir_rel = os.path.relpath(result["workdir"], str(tmp_path))
+    new = {key for key in after if key not in before}
+    assert new and all(key == workdir_rel or key.startswith(workdir_rel + os.sep) for key in new)
+    assert all(after[key] == value for key, value in before.items() if key != "target")
+
+
+def test_symlinked_target_that_escapes_is_refused(tmp_path, target):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = target / "escape"
+    link.symlink_to(outside)
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, _args(link))
+    assert "symbolic link" in result["msg"] and "path" in result["msg"]
+    assert tree_checksums(str(tmp_path)) == before
+
+
+def test_non_nfs_path_is_refused_unless_allowed(target):
+    result = fail_module(checkpoint_canary, _args(target, allow_local=False))
+    assert "not NFS" in result["msg"] and "allow_local" in result["msg"]
+    assert _workdirs(target) == []
+
+
+def test_nfs_mount_is_accepted_without_allow_local(tmp_path, target, monkeypatch):
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                         "40 22 0:50 / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % target)
+    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+    result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
+    assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv"}
+
+
+def test_check_mode_writes_nothing(tmp_path, target):
+    before = tree_checksums(str(tmp_path))
+    result = run_module(checkpoint_canary, _args(target, keep=True), check_mode=True)
+    assert tree_checksums(str(tmp_path)) == before
+    assert len(result["plan"]) == 3 and "ranks" not in result
+
+
+@pytest.mark.parametrize("extra, option", [
+    ({"ranks": 0}, "ranks"),
+    ({"block_size": 1000, "direct": True}, "block_size"),
+    ({"files_per_rank": 2}, "files_per_rank"),
+    ({"timeout": 0}, "timeout"),
+    ({"kill_grace": -1}, "kill_grace"),
+    ({"path": "relative/dir"}, "path"),
+])
+def test_bad_input_fails_naming_the_option_before_writing(tmp_path, target, extra, option):
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, dict(_args(target), **extra))
+    assert result["msg"].startswith(option)
+    assert tree_checksums(str(tmp_path)) == before
+
+
+def test_missing_directory_is_refused(target):
+    result = fail_module(checkpoint_canary, _args(target / "nope"))
+    assert "not an existing directory" in result["msg"]
+
+
+def test_start_at_holds_every_rank_until_then(target):
+    start_at = time.time() + 1.5
+    result = run_module(checkpoint_canary, _args(target, start_at=start_at))
+    assert all(r["start"] >= start_at for r in result["ranks"])
+    assert result["summary"]["max_start_delay_seconds"] < 1.0
+    assert result["start_at"] == start_at
+
+
+def test_rank_error_fails_and_still_cleans_up(target, monkeypatch):
+    real_run_rank = checkpoint_canary.run_rank
+
+    def failing_rank(dir_fd, rank_plan, *args):
+        if rank_plan["rank"] == 1:
+            raise OSError(28, "No space left on device")
+        return real_run_rank(dir_fd, rank_plan, *args)
+
+    def wrapped(dir_fd, rank_plan, *args):
+        try:
+            return failing_rank(dir_fd, rank_plan, *args)
+        except OSError as exc:
+            return {"rank": rank_plan["rank"], "pid": os.getpid(), "start": time.time(), "end": None,
+                    "bytes": 0, "error": "ENOSPC: %s" % exc.strerror}
+
+    monkeypatch.setattr(checkpoint_canary, "run_rank", wrapped)
+    result = fail_module(checkpoint_canary, _args(target))
+    assert "rank 1: ENOSPC" in result["msg"]
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+
+
+def _sleep_forever_on_rank(rank, monkeypatch):
+    real_run_rank = checkpoint_canary.run_rank
+
+    def worker(dir_fd, rank_plan, *args):
+        if rank_plan["rank"] == rank:
+            while True:
+                time.sleep(3600)
+        return real_run_rank(dir_fd, rank_plan, *args)
+
+    monkeypatch.setattr(checkpoint_canary, "run_rank", worker)
+
+
+def test_timeout_names_the_stalled_rank_and_returns(target, monkeypatch):
+    _sleep_forever_on_rank(2, monkeypatch)
+    started = time.monotonic()
+    result = fail_module(checkpoint_canary, _args(target, timeout=2, kill_grace=2))
+    elapsed = time.monotonic() - started
+    assert elapsed < 2 + 2 + 3  # timeout + grace + fork/cleanup slack: the module did not hang
+    assert [s["rank"] for s in result["stalled"]] == [2]
+    assert result["stalled"][0]["state"] == "S" and result["stalled"][0]["exited"] is True
+    assert "rank 2 (pid %d) sleeping" % result["stalled"][0]["pid"] in result["msg"]
+    assert result["summary"]["incomplete_ranks"] == [2]
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+
+
+def test_unkillable_rank_is_reported_and_cleanup_is_deferred(target, monkeypatch):
+    """A task in D ignores SIGKILL: simulate it by not delivering the kill."""
+    _sleep_forever_on_rank(0, monkeypatch)
+    monkeypatch.setattr(checkpoint_canary, "_kill", lambda pid: None)
+    result = fail_module(checkpoint_canary, _args(target, ranks=2, timeout=1, kill_grace=1))
+    stalled = result["stalled"]
+    assert [s["rank"] for s in stalled] == [0] and stalled[0]["exited"] is False
+    assert "still alive after SIGKILL" in result["msg"]
+    helper = result["cleanup_deferred_pid"]
+    assert helper and "deferred to pid %d" % helper in result["msg"]
+    assert _workdirs(target)  # the helper waits for the rank before deleting
+    os.kill(stalled[0]["pid"], signal.SIGKILL)
+    os.waitpid(stalled[0]["pid"], 0)
+    for _attempt in range(100):
+        if not _workdirs(target):
+            break
+        time.sleep(0.1)
+    assert _workdirs(target) == []
+
+
+def test_dstate_samples_use_the_bundle_format(target, monkeypatch, tmp_path):
+    fake_proc = tmp_path / "proc"
+    (fake_proc / "77").mkdir(parents=True)
+    (fake_proc / "77" / "stat").write_text("77 (writer) D 1 77 77 0 -1 0 " + "0 " * 12 + "5\n")
+    (fake_proc / "77" / "wchan").write_text("rpc_wait_bit_killable")
+    (fake_proc / "self").mkdir()
+    monkeypatch.setattr(checkpoint_canary, "PROC", str(fake_proc))
+    result = run_module(checkpoint_canary, _args(target, ranks=1))
+    assert result["dstate_peak"] == 1
+    first = result["dstate_text"].splitlines()[0].split(" ")
+    assert first[1:] == ["1", "rpc_wait_bit_killable"]
