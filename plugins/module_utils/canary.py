@@ -4,7 +4,7 @@
 """Pure logic of the checkpoint canary: rank plans, write offsets, aggregation, messages.
 
 No I/O here: the module (plugins/modules/checkpoint_canary.py) forks the ranks, reads /proc and
-passes text and numbers in.
+passes text and numbers in. D-state parsing and the dstate.txt format live in dstate.py.
 
 The aggregate follows MLPerf Storage's checkpointing rule (DLIO): the checkpoint takes as long
 as its slowest rank, so throughput = total bytes / (latest end - earliest start).
@@ -136,22 +136,6 @@ def combine_hosts(host_summaries):
     return every_rank
 
 
-def parse_stat_state(text):
-    """(comm, state) from /proc/PID/stat text, or None if it does not parse.
-
-    comm sits in parentheses and may itself hold spaces or ')': the state is the first field
-    after the LAST ')' (proc(5)).
-    """
-    close = text.rfind(")")
-    open_ = text.find("(")
-    if close < 0 or open_ < 0 or close < open_:
-        return None
-    rest = text[close + 1:].split()
-    if not rest:
-        return None
-    return text[open_ + 1:close], rest[0]
-
-
 def parse_stat_starttime(text):
     """Field 22 of /proc/PID/stat (start time in clock ticks since boot), or None.
 
@@ -195,11 +179,6 @@ def stall_message(stalled, timeout, workdir, cleanup_deferred_pid=None):
     if cleanup_deferred_pid:
         message += " Removal of %s is deferred to pid %d, which waits for the ranks to exit." % (workdir, cleanup_deferred_pid)
     return message
-
-
-def format_dstate_line(epoch, wchans):
-    """One capture-bundle dstate.txt line: "EPOCH COUNT wchan1,wchan2,..." ("-" when none)."""
-    return "%.3f %d %s" % (epoch, len(wchans), ",".join(wchans) if wchans else "-")
 
 
 def mount_for_path(mounts, path):

@@ -170,6 +170,10 @@ dstate_text:
   description: The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).
   returned: always
   type: str
+dstate_summary:
+  description: Samples, samples with a task in D, peak count, longest run and C(wchan) counts (from dstate.summarize_dstate).
+  returned: when the ranks ran
+  type: dict
 dstate_peak:
   description: Most tasks seen in D state in one sample.
   returned: always
@@ -199,7 +203,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils import canary, dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import NFS_FSTYPES, parse_mountinfo
 
 PROC = "/proc"
@@ -220,11 +224,11 @@ def _read_text(path):
 def task_state(pid):
     """(state, wchan, starttime) of a live pid; (None, None, None) once it is gone."""
     stat = _read_text("%s/%d/stat" % (PROC, pid))
-    parsed = canary.parse_stat_state(stat) if stat else None
-    if parsed is None:
+    state = dstate.task_state(stat) if stat else None
+    if state is None:
         return None, None, None
     wchan = _read_text("%s/%d/wchan" % (PROC, pid))
-    return parsed[1], (wchan or "").strip() or None, canary.parse_stat_starttime(stat)
+    return state, (wchan or "").strip() or None, canary.parse_stat_starttime(stat)
 
 
 def sample_dstate(rank_pids):
@@ -239,12 +243,13 @@ def sample_dstate(rank_pids):
         if not entry.isdigit():
             continue
         stat = _read_text("%s/%s/stat" % (PROC, entry))
-        parsed = canary.parse_stat_state(stat) if stat else None
-        if parsed is None or parsed[1] != "D":
+        if not stat or dstate.task_state(stat) != "D":
             continue
-        wchan = (_read_text("%s/%s/wchan" % (PROC, entry)) or "").strip()
-        wchans.append(wchan or "0")
-        if int(entry) in rank_pids:
+        task = dstate.dstate_task(entry, stat, _read_text("%s/%s/wchan" % (PROC, entry)))
+        if task is None:
+            continue
+        wchans.append(task["wchan"])
+        if task["pid"] in rank_pids:
             ranks_in_d.append(int(entry))
     return sorted(wchans), sorted(ranks_in_d)
 
@@ -504,8 +509,9 @@ class Canary:
         result["stalled"] = stalled
         result["summary"] = canary.aggregate(results, start_at if params["start_at"] is not None else None)
         result["dstate_samples"] = samples
-        result["dstate_text"] = "".join(canary.format_dstate_line(s["epoch"], s["wchans"]) + "\n" for s in samples)
-        result["dstate_peak"] = max([s["count"] for s in samples] or [0])
+        result["dstate_text"] = "".join(dstate.format_sample(s["epoch"], s["wchans"]) + "\n" for s in samples)
+        result["dstate_summary"] = dstate.summarize_dstate(samples)
+        result["dstate_peak"] = result["dstate_summary"]["max_count"]
         if params["keep"] and self.module._diff:
             files = sorted({item["name"] for rank_plan in plan for item in rank_plan["files"]})
             result["diff"] = [{"before": "", "after": "".join(f + "\n" for f in files),

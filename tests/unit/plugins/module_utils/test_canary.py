@@ -108,18 +108,11 @@ def test_combine_hosts_tags_every_rank_with_its_host():
     assert [(r["host"], r["rank"]) for r in ranks] == [("a", 0), ("a", 1), ("b", 0)]
 
 
-def test_parse_stat_handles_spaces_and_parentheses_in_comm():
+def test_parse_stat_starttime_after_a_comm_with_spaces_and_parentheses():
     text = "4711 (my (odd) name) D 1 4711 4711 0 -1 4194560 " + " ".join(["0"] * 12) + " 98765 0 0"
-    assert canary.parse_stat_state(text) == ("my (odd) name", "D")
     assert canary.parse_stat_starttime(text) == 98765
-    assert canary.parse_stat_state("garbage") is None
+    assert canary.parse_stat_starttime("garbage") is None
     assert canary.parse_stat_starttime("1 (x) S 1") is None
-
-
-def test_format_dstate_line_matches_bundle_format():
-    assert canary.format_dstate_line(1796025133.0921, ["nfs_start_io_write", "rpc_wait_bit_killable"]) == \
-        "1796025133.092 2 nfs_start_io_write,rpc_wait_bit_killable"
-    assert canary.format_dstate_line(5, []) == "5.000 0 -"
 
 
 def test_stall_message_names_ranks_state_and_wchan():
