@@ -1,0 +1,481 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nfsd_threads
+short_description: Set the number of knfsd threads, live and in nfs.conf
+version_added: 0.1.0
+description:
+  - Sets the running kernel NFS server's thread count through C(/proc/fs/nfsd/threads) and persists
+    it as C([nfsd] threads=) in an nfs.conf drop-in, which is what C(systemctl restart nfs-server)
+    uses (on Debian 12 C(RPCNFSDCOUNT) in C(/etc/default/nfs-kernel-server) is ignored).
+  - Reads C(/etc/nfs.conf) and every C(/etc/nfs.conf.d/*.conf) the way nfs-utils does (later files
+    win, versionsort order, a last line without a newline is ignored) and reports the value the
+    server will start with and any other C(threads=) that disagrees.
+  - Never starts a stopped server. When nfsd is not loaded or not running, the value is persisted and
+    RV(live_applied) is false with a reason.
+  - Edits change only the C(threads=) (and C(min-threads=)) line; every other byte stays. Files are
+    written atomically.
+author:
+  - ckptio.nfs contributors
+options:
+  threads:
+    description:
+      - Number of nfsd threads (with O(min_threads), the maximum). Range 1..8192 (NFSD_MAXSERVS).
+      - Required with O(state=present).
+    type: int
+  min_threads:
+    description:
+      - Minimum threads for kernels with dynamic nfsd threads. Only where C(/proc/fs/nfsd/min_threads)
+        exists; the module fails with a clear message elsewhere. Range 1..O(threads).
+    type: int
+  apply_live:
+    description:
+      - Write the values to C(/proc/fs/nfsd) when nfsd is running.
+    type: bool
+    default: true
+  persist:
+    description:
+      - Write C([nfsd] threads=) (and C(min-threads=)) to O(conf_file).
+    type: bool
+    default: true
+  state:
+    description:
+      - V(present) sets O(threads).
+      - V(absent) removes C(threads=) and C(min-threads=) from O(conf_file) (deleting the drop-in when
+        nothing else is left in it) and sets the live count to what the remaining files give, or to 8,
+        the nfs-utils default before 2.8.2.
+    type: str
+    choices: [present, absent]
+    default: present
+  conf_file:
+    description:
+      - File to edit. Must be C(/etc/nfs.conf) or a C(.conf) file directly in C(/etc/nfs.conf.d);
+        nfs-utils reads nothing else.
+    type: path
+    default: /etc/nfs.conf.d/ckptio-nfsd.conf
+  backup:
+    description:
+      - Keep a timestamped copy of O(conf_file) before changing it.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+notes:
+  - Raising threads can shrink the session slots a new NFSv4.1 session gets on kernels ~5.4-6.13 (slots
+    granted = min(request, 160, DRC memory / threads)).
+  - C(include=) lines in nfs.conf files are reported, not followed.
+seealso:
+  - module: ckptio.nfs.sunrpc_slot_table
+"""
+
+EXAMPLES = r"""
+- name: Run 32 nfsd threads now and after every restart
+  ckptio.nfs.nfsd_threads:
+    threads: 32
+  register: nfsd
+
+- name: Fail when another nfs.conf file would override the value at the next restart
+  ansible.builtin.assert:
+    that: nfsd.effective_persisted_threads == 32
+    fail_msg: "{{ nfsd.conflicts }}"
+
+- name: Persist for the next start of nfs-server only
+  ckptio.nfs.nfsd_threads:
+    threads: 64
+    apply_live: false
+
+- name: Roll back to the distribution default
+  ckptio.nfs.nfsd_threads:
+    state: absent
+"""
+
+RETURN = r"""
+threads_before:
+  description: Live thread count before the run (null when nfsd is not loaded).
+  returned: always
+  type: int
+  sample: 8
+threads_after:
+  description: Live thread count after the run (in check mode, the count the run would set).
+  returned: always
+  type: int
+  sample: 32
+min_threads_before:
+  description: Live C(min_threads) before the run (null where the kernel has none).
+  returned: always
+  type: int
+min_threads_after:
+  description: Live C(min_threads) after the run.
+  returned: always
+  type: int
+persisted_threads:
+  description: The C(threads=) value O(conf_file) holds after the run (null when it holds none).
+  returned: always
+  type: int
+  sample: 32
+effective_persisted_threads:
+  description:
+    - What C(systemctl restart nfs-server) will use, reading /etc/nfs.conf then /etc/nfs.conf.d/*.conf.
+    - Null when no file sets it (nfs-utils then uses its built-in default).
+  returned: always
+  type: int
+  sample: 32
+effective_persisted_source:
+  description: File and line of the winning C(threads=).
+  returned: always
+  type: dict
+  sample: {path: /etc/nfs.conf.d/ckptio-nfsd.conf, line: 3, value: "32"}
+conflicts:
+  description: C(threads=)/C(min-threads=) in other files with another value; C(overrides_ours) marks the one that wins.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{key: threads, path: /etc/nfs.conf.d/zz-local.conf, line: 2, value: "16", overrides_ours: true}]
+max_block_size:
+  description: C(/proc/fs/nfsd/max_block_size), the cap on rsize/wsize clients negotiate (null when unavailable).
+  returned: always
+  type: int
+  sample: 262144
+live_applied:
+  description: True when the running server has the wanted values at the end of the run.
+  returned: always
+  type: bool
+live_not_applied_reason:
+  description: Why not (nfsd not loaded or stopped, check mode, apply_live false).
+  returned: always
+  type: str
+settings:
+  description: Rows for the audit drift table.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: threads, wanted: 32, persisted: 32, live: 32, in_sync: true}]
+backup_file:
+  description: Backup of O(conf_file) made before changing it.
+  returned: when backup is true and the file changed
+  type: str
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ckptio.nfs.plugins.module_utils import nfs_conf
+
+PROC_NFSD = "/proc/fs/nfsd"
+NFS_CONF = "/etc/nfs.conf"
+NFS_CONF_D = "/etc/nfs.conf.d"
+USR_NFS_CONF = "/usr/etc/nfs.conf"
+
+# fs/nfsd/nfsd.h NFSD_MAXSERVS: the kernel refuses more threads.
+MAX_THREADS = 8192
+# nfs-utils before 2.8.2 (Debian 12 ships 2.6.2) starts 8 threads when nothing is configured.
+DEFAULT_THREADS = 8
+SECTION = "nfsd"
+HEADER = "# Managed by ckptio.nfs.nfsd_threads: knfsd thread count.\n"
+SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def read_text(path):
+    """File text, or None when it does not exist; surrogateescape keeps every byte for the rewrite."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return None
+
+
+def read_int(path):
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return int(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def validate(params):
+    errors = []
+    threads = params["threads"]
+    min_threads = params["min_threads"]
+    present = params["state"] == "present"
+    if present and threads is None:
+        errors.append("threads is required with state=present")
+    if threads is not None and not 1 <= threads <= MAX_THREADS:
+        errors.append("threads must be between 1 and %d, got %d" % (MAX_THREADS, threads))
+    if min_threads is not None:
+        if threads is not None and not 1 <= min_threads <= threads:
+            errors.append("min_threads must be between 1 and threads (%d), got %d" % (threads, min_threads))
+        elif threads is None and min_threads < 1:
+            errors.append("min_threads must be at least 1, got %d" % min_threads)
+        if present and not os.path.exists(os.path.join(PROC_NFSD, "min_threads")):
+            errors.append("min_threads is not supported here: %s does not exist (this kernel has no dynamic "
+                          "nfsd threads, or nfsd is not loaded)" % os.path.join(PROC_NFSD, "min_threads"))
+    path = params["conf_file"]
+    if not path or not os.path.isabs(path):
+        errors.append("conf_file must be an absolute path, got %r" % (path,))
+    else:
+        name = os.path.basename(path)
+        in_dropins = os.path.dirname(os.path.normpath(path)) == os.path.normpath(NFS_CONF_D)
+        if os.path.normpath(path) != os.path.normpath(NFS_CONF) and not (in_dropins and nfs_conf.dropin_names([name])):
+            errors.append("conf_file must be %s or a .conf file directly in %s (nfs-utils reads nothing else), got %r"
+                          % (NFS_CONF, NFS_CONF_D, path))
+        elif not set(name) <= SAFE_NAME_CHARS:
+            errors.append("conf_file name may contain only letters, digits, '.', '_' and '-', got %r" % (path,))
+    return errors
+
+
+class NfsdThreads:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.check_mode = module.check_mode
+        self.changed = False
+        self.diff = []
+        self.backup_file = None
+        self.warnings = []
+
+    def config_files(self, own_path, own_text):
+        """[(path, text)] in nfs-utils' read order (conffile.c conf_init_file), with own_text for own_path."""
+        def text_of(path):
+            if os.path.normpath(path) == os.path.normpath(own_path):
+                return own_text
+            return read_text(path)
+
+        def dropins(directory):
+            try:
+                names = os.listdir(directory)
+            except OSError:
+                names = []
+            if os.path.normpath(os.path.dirname(own_path)) == os.path.normpath(directory):
+                own_name = os.path.basename(own_path)
+                names = [name for name in names if name != own_name]
+                if own_text is not None:
+                    names.append(own_name)
+            return [os.path.join(directory, name) for name in nfs_conf.dropin_names(names)]
+
+        files = []
+        main_text = text_of(NFS_CONF)
+        if main_text is None:
+            # conf_load_file() of /etc/nfs.conf discards what /usr/etc gave only when it can read it.
+            files.append((USR_NFS_CONF, read_text(USR_NFS_CONF)))
+            files.extend((path, read_text(path)) for path in dropins(USR_NFS_CONF + ".d"))
+        else:
+            files.append((NFS_CONF, main_text))
+        files.extend((path, text_of(path)) for path in dropins(NFS_CONF + ".d"))
+        return [(path, text) for path, text in files if text is not None]
+
+    def write_file(self, path, before, after):
+        if before == after:
+            return
+        self.changed = True
+        if self.module._diff:
+            self.diff.append({"before": before or "", "after": after or "", "before_header": path, "after_header": path})
+        if self.check_mode:
+            return
+        if self.params["backup"] and before is not None:
+            self.backup_file = self.module.backup_local(path)
+        if after is None:
+            os.unlink(path)
+            return
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        fd, tmp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(after.encode("utf-8", "surrogateescape"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            if before is None:
+                os.chmod(tmp_path, 0o644)
+            self.module.atomic_move(tmp_path, path)
+        except OSError as exc:
+            self.module.fail_json(msg="could not write %s (the old file is untouched): %s" % (path, exc), changed=False)
+        finally:
+            if os.path.exists(tmp_path):
+                os.unlink(tmp_path)
+
+    def plan_file(self, before):
+        params = self.params
+        path = params["conf_file"]
+        if params["state"] == "present":
+            if not params["persist"]:
+                return before
+            text = before if before is not None else HEADER
+            text = nfs_conf.set_value(text, SECTION, "threads", params["threads"])
+            if params["min_threads"] is not None:
+                text = nfs_conf.set_value(text, SECTION, "min-threads", params["min_threads"])
+            return text
+        if before is None:
+            return None
+        text = nfs_conf.remove_key(nfs_conf.remove_key(before, SECTION, "threads"), SECTION, "min-threads")
+        if os.path.normpath(path) != os.path.normpath(NFS_CONF) and not nfs_conf.has_assignments(text):
+            return None
+        return text
+
+    def write_live(self, name, value):
+        try:
+            with open(os.path.join(PROC_NFSD, name), "w") as handle:
+                handle.write("%d\n" % value)
+            self.changed = True
+            return None
+        except OSError as exc:
+            return "writing %s=%d failed: %s" % (name, value, exc)
+
+    def apply_live(self, wanted_threads, wanted_min, threads_before, min_before):
+        """Return (threads_after, min_after, applied, reason)."""
+        if not self.params["apply_live"]:
+            applied = threads_before == wanted_threads and (wanted_min is None or min_before == wanted_min)
+            return threads_before, min_before, applied, "" if applied else "apply_live is false"
+        if threads_before is None:
+            return None, None, False, ("nfsd is not loaded (no %s/threads); the persisted value applies when "
+                                       "nfs-server starts" % PROC_NFSD)
+        if threads_before == 0:
+            # Writing threads would start knfsd without nfs-server's exports and listeners.
+            return 0, min_before, False, "nfsd is not running (threads=0); not starting it: the persisted value applies when nfs-server starts"
+        need_threads = threads_before != wanted_threads
+        need_min = wanted_min is not None and min_before != wanted_min
+        if not (need_threads or need_min):
+            return threads_before, min_before, True, ""
+        if self.check_mode:
+            return wanted_threads, (wanted_min if wanted_min is not None else min_before), False, "check mode: live values not written"
+        errors = []
+        # The kernel keeps min_threads <= threads: lower min first when shrinking below it.
+        order = [("threads", wanted_threads, need_threads), ("min_threads", wanted_min, need_min)]
+        if need_min and min_before is not None and wanted_threads < min_before:
+            order.reverse()
+        for name, value, needed in order:
+            if needed:
+                error = self.write_live(name, value)
+                if error:
+                    errors.append(error)
+        threads_after = read_int(os.path.join(PROC_NFSD, "threads"))
+        min_after = read_int(os.path.join(PROC_NFSD, "min_threads"))
+        applied = threads_after == wanted_threads and (wanted_min is None or min_after == wanted_min)
+        if not applied and not errors:
+            errors.append("the kernel reports threads=%s min_threads=%s after the write" % (threads_after, min_after))
+        return threads_after, min_after, applied, "; ".join(errors)
+
+    def run(self):
+        params = self.params
+        present = params["state"] == "present"
+        path = params["conf_file"]
+        threads_before = read_int(os.path.join(PROC_NFSD, "threads"))
+        min_before = read_int(os.path.join(PROC_NFSD, "min_threads"))
+        max_block_size = read_int(os.path.join(PROC_NFSD, "max_block_size"))
+
+        before = read_text(path)
+        after = self.plan_file(before)
+        files_after = self.config_files(path, after)
+        for file_path, text in files_after:
+            for included in nfs_conf.includes(text):
+                self.warnings.append("%s includes %s: not followed, its values are not checked" % (file_path, included))
+        winner, every = nfs_conf.effective(files_after, SECTION, "threads")
+        min_winner, min_every = nfs_conf.effective(files_after, SECTION, "min-threads")
+        effective_threads = nfs_conf.atoi(winner["value"]) if winner else None
+        effective_min = nfs_conf.atoi(min_winner["value"]) if min_winner else None
+
+        if present:
+            wanted_threads, wanted_min = params["threads"], params["min_threads"]
+        else:
+            wanted_threads = effective_threads if effective_threads is not None else DEFAULT_THREADS
+            wanted_min = None
+            if min_before is not None:
+                wanted_min = effective_min if effective_min is not None else 0
+
+        conflict_rows = [dict(row, key="threads") for row in nfs_conf.conflicts(every, path, wanted_threads)]
+        if present and wanted_min is not None:
+            conflict_rows.extend(dict(row, key="min-threads") for row in nfs_conf.conflicts(min_every, path, wanted_min))
+        if present and params["persist"] and effective_threads != wanted_threads:
+            self.warnings.append("nfs-server will start with threads=%s from %s:%s, not %d" % (
+                winner["value"], winner["path"], winner["line"], wanted_threads) if winner else
+                "no nfs.conf file sets threads after this run")
+
+        self.write_file(path, before, after)
+        threads_after, min_after, applied, reason = self.apply_live(wanted_threads, wanted_min, threads_before, min_before)
+        if self.module._diff and (threads_after, min_after) != (threads_before, min_before):
+            self.diff.append({
+                "before": "threads = %s\nmin_threads = %s\n" % (threads_before, min_before),
+                "after": "threads = %s\nmin_threads = %s\n" % (threads_after, min_after),
+                "before_header": "live: %s" % PROC_NFSD,
+                "after_header": "live: %s" % PROC_NFSD,
+            })
+
+        # In check mode nothing changed: the audit rows show the state as it is now.
+        if self.check_mode:
+            persisted_now = nfs_conf.effective(self.config_files(path, before), SECTION, "threads")[0]
+            persisted_threads_now = nfs_conf.atoi(persisted_now["value"]) if persisted_now else None
+            persisted_min_now = nfs_conf.effective(self.config_files(path, before), SECTION, "min-threads")[0]
+            persisted_min_now = nfs_conf.atoi(persisted_min_now["value"]) if persisted_min_now else None
+            live_threads, live_min = threads_before, min_before
+        else:
+            persisted_threads_now, persisted_min_now = effective_threads, effective_min
+            live_threads, live_min = threads_after, min_after
+        check_persisted = params["persist"] or not present
+        rows = [self.row("threads", wanted_threads, persisted_threads_now, live_threads, check_persisted)]
+        if wanted_min is not None:
+            rows.append(self.row("min_threads", wanted_min, persisted_min_now, live_min, check_persisted and present))
+
+        own = nfs_conf.effective([(path, after)], SECTION, "threads")[0] if after is not None else None
+        for warning in self.warnings:
+            self.module.warn(warning)
+        result = {
+            "changed": self.changed,
+            "threads_before": threads_before,
+            "threads_after": threads_after,
+            "min_threads_before": min_before,
+            "min_threads_after": min_after,
+            "persisted_threads": nfs_conf.atoi(own["value"]) if own else None,
+            "effective_persisted_threads": effective_threads,
+            "effective_persisted_source": winner,
+            "conflicts": conflict_rows,
+            "max_block_size": max_block_size,
+            "live_applied": applied,
+            "live_not_applied_reason": reason,
+            "settings": rows,
+        }
+        if self.backup_file:
+            result["backup_file"] = self.backup_file
+        if self.module._diff:
+            result["diff"] = self.diff
+        return result
+
+    def row(self, name, wanted, persisted, live, check_persisted):
+        in_sync = (not check_persisted or persisted == wanted) and (not self.params["apply_live"] or live == wanted)
+        return {"name": name, "wanted": wanted, "persisted": persisted, "live": live, "in_sync": in_sync}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            threads=dict(type="int"),
+            min_threads=dict(type="int"),
+            apply_live=dict(type="bool", default=True),
+            persist=dict(type="bool", default=True),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            conf_file=dict(type="path", default="/etc/nfs.conf.d/ckptio-nfsd.conf"),
+            backup=dict(type="bool", default=False),
+        ),
+        required_if=[("state", "present", ["threads"])],
+        supports_check_mode=True,
+    )
+    errors = validate(module.params)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
+    module.exit_json(**NfsdThreads(module).run())
+
+
+if __name__ == "__main__":
+    main()
