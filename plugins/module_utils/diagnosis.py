@@ -1,0 +1,662 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which layer limits a checkpoint, and is tuning enough? Pure logic on a capture bundle.
+
+A bundle (docs/capture-bundle.md) is passed in memory as
+    {"context": {...context.yml...},
+     "clients": {HOST: {"mountstats_before": TEXT, "mountstats_after": TEXT,
+                        "dstate": TEXT?, "sunrpc": TEXT?}},
+     "servers": {HOST: {"nfsd_before": TEXT, "nfsd_after": TEXT, "pool_stats_before": TEXT?,
+                        "pool_stats_after": TEXT?, "threads": TEXT?}}}
+Facts behind every threshold are in the comment next to it (kernel source, lab measurement
+on kernel 6.1, or vendor note), see also /work/shared/docs/domain.md.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import parse_dstate, summarize_dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
+
+LAYERS = ("network", "client_rpc_slots", "server_threads", "server_storage", "access_pattern", "none")
+VERDICTS = ("meets_target", "tune", "rearchitect")
+
+# 2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing).
+PRACTICAL_LINK_EFFICIENCY = 0.8
+# The network is the limit once achieved throughput reaches this share of practical capacity.
+NETWORK_BUSY_SHARE = 0.8
+# Requests waiting for a transport slot, per send (v3/v4.0). Lab: 680-935 with 2 slots.
+BACKLOG_PER_SEND_LIMIT = 1.0
+# A WRITE waits longer for a slot than it spends on the wire, and noticeably (ms).
+QUEUE_TO_RTT_LIMIT = 1.0
+QUEUE_MS_FLOOR = 10.0
+# Link saturation: the WRITE RTT is this many times the idle RTT while requests queue to send
+# (sending_u per send >= 1). Session-slot waits leave the RTT near idle (lab: 2.9x with 30
+# slots in use vs 59x with a saturated emulated link).
+RTT_INFLATION_LIMIT = 4.0
+SENDING_PER_SEND_LIMIT = 1.0
+# Share of packets that found no idle nfsd thread (1 - threads-woken/packets-arrived; kernel
+# 6.1 lab: 85 % with 1 thread, <1 % with 8 or 32 threads).
+NO_IDLE_THREAD_LIMIT = 0.5
+NO_IDLE_THREAD_CONTRIBUTING = 0.1
+# Older kernels count sockets-enqueued separately (rising = no idle thread): share of packets.
+SOCKETS_ENQUEUED_LIMIT = 0.2
+# Metadata ops slower than this many idle RTTs (and this many ms) point at the access pattern.
+METADATA_RTT_FACTOR = 10.0
+METADATA_MS_FLOOR = 50.0
+# Share of D-state samples where ranks wait on one file's write lock (nfs_start_io_write).
+SHARED_LOCK_SHARE_LIMIT = 0.1
+# What tuning one layer realistically buys: vendors report ~3x from nconnect=4 and "no gains
+# beyond four" (Azure Files); domain.md: tuning alone is unlikely to close 7x.
+MAX_TUNING_GAIN = 3.0
+# A cap this small is an artificial limit: removing it can give more than MAX_TUNING_GAIN
+# (lab: v4.0 with 2 slots 1.3 MB/s vs 20 MB/s with the default).
+TINY_SLOT_CAP = 16
+WRITE_SIZE_FOR_LITTLE = 1048576
+LITTLE_RTT_MS = 10.0
+
+METADATA_OPS = ("OPEN", "OPEN_NOATTR", "CLOSE", "GETATTR", "LOOKUP", "ACCESS", "SETATTR", "CREATE", "REMOVE",
+                "RENAME", "MKDIR", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "LINK", "SYMLINK")
+IDLE_RTT_OPS = ("NULL", "GETATTR", "ACCESS", "OPEN", "CLOSE", "LOOKUP", "FSINFO", "PATHCONF", "SEQUENCE", "RENEW", "SERVER_CAPS")
+
+
+class BundleError(ValueError):
+    """The bundle misses something the diagnosis needs; the message names it."""
+
+
+def _number(value, name, positive=True):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BundleError("%s must be a number, got %r" % (name, value))
+    if positive and number <= 0:
+        raise BundleError("%s must be greater than 0, got %r" % (name, value))
+    return number
+
+
+def checkpoint_capacity(checkpoint_bytes, window_seconds, server_link_gbps=None, client_link_gbps=None, clients=None,
+                        observed_bytes_per_second=None, write_size_bytes=WRITE_SIZE_FOR_LITTLE, rtt_ms=LITTLE_RTT_MS):
+    """Target throughput, link capacity, and whether the network can be the limit.
+
+    Seed: 2.4e12 B in 300 s = 8 GB/s; 2x100GbE server = 25 GB/s raw, 20 GB/s practical; at
+    1.1 GB/s observed the links run at 4.4 %: the network is not the limit.
+    """
+    checkpoint_bytes = _number(checkpoint_bytes, "checkpoint_bytes")
+    window_seconds = _number(window_seconds, "window_seconds")
+    target = checkpoint_bytes / window_seconds
+    result = {
+        "checkpoint_bytes": checkpoint_bytes,
+        "window_seconds": window_seconds,
+        "target_bytes_per_second": target,
+        "target_gb_per_second": target / 1e9,
+    }
+    limits = {}
+    if server_link_gbps:
+        limits["server_links"] = _number(server_link_gbps, "server_link_gbps") * 1e9 / 8
+    if client_link_gbps and clients:
+        limits["client_links"] = _number(client_link_gbps, "client_link_gbps") * 1e9 / 8 * _number(clients, "clients")
+    if clients:
+        result["per_client_target_bytes_per_second"] = target / _number(clients, "clients")
+    # Little's law: requests that must be in flight cluster-wide to reach the target.
+    ops_per_second = target / _number(write_size_bytes, "write_size_bytes")
+    result["write_ops_per_second_needed"] = ops_per_second
+    result["requests_in_flight_needed"] = ops_per_second * _number(rtt_ms, "rtt_ms") / 1000.0
+    result["little_assumptions"] = {"write_size_bytes": write_size_bytes, "rtt_ms": rtt_ms}
+    if limits:
+        bottleneck = min(limits, key=limits.get)
+        raw = limits[bottleneck]
+        practical = raw * PRACTICAL_LINK_EFFICIENCY
+        result.update({
+            "link_limits_bytes_per_second": limits,
+            "narrowest_link": bottleneck,
+            "raw_link_bytes_per_second": raw,
+            "practical_link_bytes_per_second": practical,
+            "network_can_carry_target": target <= practical,
+            "network_headroom_factor": practical / target,
+        })
+    else:
+        result.update({"raw_link_bytes_per_second": None, "practical_link_bytes_per_second": None,
+                       "network_can_carry_target": None, "network_headroom_factor": None})
+    if observed_bytes_per_second is not None:
+        observed = _number(observed_bytes_per_second, "observed_bytes_per_second", positive=False)
+        result["observed_bytes_per_second"] = observed
+        result["gap_factor"] = target / observed if observed > 0 else None
+        if limits:
+            result["observed_link_utilisation"] = observed / result["raw_link_bytes_per_second"]
+            result["network_is_limit"] = observed >= NETWORK_BUSY_SHARE * result["practical_link_bytes_per_second"]
+        else:
+            result["observed_link_utilisation"] = None
+            result["network_is_limit"] = None
+    return result
+
+
+def _sunrpc_settings(text):
+    """sunrpc.txt 'name value' lines; the first value wins (the live sysctl comes first)."""
+    settings = {}
+    for line in (text or "").splitlines():
+        words = line.split()
+        if len(words) < 2 or words[0].startswith("#"):
+            continue
+        settings.setdefault(words[0], words[1])
+    return settings
+
+
+def _int_setting(settings, name):
+    try:
+        return int(settings.get(name))
+    except (TypeError, ValueError):
+        return None
+
+
+def _client_view(host, files, mount_point):
+    for name in ("mountstats_before", "mountstats_after"):
+        if not files.get(name):
+            raise BundleError("clients/%s/%s.txt is missing or empty" % (host, name))
+    deltas = mountstats_delta(files["mountstats_after"].splitlines(), files["mountstats_before"].splitlines(),
+                              mount_points=[mount_point] if mount_point else None)
+    if not deltas:
+        raise BundleError("clients/%s: no NFS mount on %s in mountstats_after.txt" % (host, mount_point))
+    delta = deltas[0]
+    dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
+    return {"host": host, "delta": delta, "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}
+
+
+def _server_view(host, files):
+    for name in ("nfsd_before", "nfsd_after"):
+        if not files.get(name):
+            raise BundleError("servers/%s/%s.txt is missing or empty" % (host, name))
+    view = {"host": host, "nfsd": nfsd_delta(parse_nfsd_stats(files["nfsd_after"]), parse_nfsd_stats(files["nfsd_before"])),
+            "pool": None, "threads": parse_single_number(files.get("threads"))}
+    if files.get("pool_stats_after"):
+        view["pool"] = pool_stats_delta(parse_pool_stats(files["pool_stats_after"]), parse_pool_stats(files.get("pool_stats_before") or ""))
+    if view["threads"] is None:
+        view["threads"] = view["nfsd"]["threads"]
+    return view
+
+
+def _sum_op(clients, names):
+    """Totals of per-op deltas over clients: ops and summed ms (to re-average)."""
+    total = {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0, "timeouts": 0, "errors": 0}
+    for client in clients:
+        for name in names:
+            op = client["delta"]["ops"].get(name)
+            if not op:
+                continue
+            total["ops"] += op["ops"]
+            total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
+            total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
+            total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
+            total["bytes_sent"] += op["bytes_sent"]
+            total["retrans"] += op["retrans"]
+            total["timeouts"] += op["timeouts"]
+            total["errors"] += op["errors"] or 0
+    ops = total["ops"]
+    for key in ("rtt", "exe", "queue"):
+        total["avg_%s_ms" % key] = total["%s_ms" % key] / ops if ops else 0.0
+    return total
+
+
+def _idle_rtt_ms(context, clients):
+    """The path's RTT without load: context network.idle_rtt_ms, else the fastest small op."""
+    network = context.get("network") or {}
+    if network.get("idle_rtt_ms"):
+        return float(network["idle_rtt_ms"]), "context network.idle_rtt_ms"
+    best = None
+    for client in clients:
+        for name in IDLE_RTT_OPS:
+            op = client["delta"]["ops"].get(name)
+            if op and op["ops"] > 0 and op["avg_rtt_ms"] > 0 and (best is None or op["avg_rtt_ms"] < best[0]):
+                best = (op["avg_rtt_ms"], "lowest avg RTT of a small op in the window (%s)" % name)
+    return best if best else (None, "no small op in the window")
+
+
+class _Evidence:
+    def __init__(self):
+        self.items = []
+
+    def add(self, layer, signal, value, threshold, crossed, explanation):
+        self.items.append({"layer": layer, "signal": signal, "value": _round(value), "threshold": threshold,
+                           "crossed": bool(crossed), "explanation": explanation})
+        return bool(crossed)
+
+    def crossed(self, layer):
+        return [item for item in self.items if item["layer"] == layer and item["crossed"]]
+
+
+def _round(value):
+    if isinstance(value, float):
+        return round(value, 4)
+    return value
+
+
+def diagnose(bundle):
+    """The whole diagnosis of a bundle (see module docstring for the bundle shape)."""
+    context = bundle.get("context") or {}
+    if not isinstance(context, dict):
+        raise BundleError("context.yml must be a mapping")
+    target = context.get("target") or {}
+    for key in ("checkpoint_bytes", "window_seconds"):
+        if target.get(key) in (None, ""):
+            raise BundleError("context.yml: target.%s is required" % key)
+    mount_point = context.get("mount_point")
+    if not mount_point:
+        raise BundleError("context.yml: mount_point is required")
+    client_files = bundle.get("clients") or {}
+    if not client_files:
+        raise BundleError("the bundle has no clients/<host>/ directory")
+    clients = [_client_view(host, client_files[host], mount_point) for host in sorted(client_files)]
+    servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
+
+    network = context.get("network") or {}
+    canary = context.get("canary") or {}
+    write_bytes = sum(client["delta"]["write_bytes"] for client in clients)
+    interval = max(client["delta"]["interval_seconds"] for client in clients)
+    if canary.get("bytes") and canary.get("seconds"):
+        # MLPerf Storage rule: total bytes over the slowest rank's duration.
+        achieved = _number(canary["bytes"], "canary.bytes") / _number(canary["seconds"], "canary.seconds")
+        achieved_source = "canary bytes / seconds (max over ranks)"
+    else:
+        achieved = write_bytes / interval if interval else 0.0
+        achieved_source = "NFS WRITE bytes in mountstats / mount age delta"
+    capacity = checkpoint_capacity(target["checkpoint_bytes"], target["window_seconds"],
+                                   server_link_gbps=network.get("server_link_gbps"),
+                                   client_link_gbps=network.get("client_link_gbps"),
+                                   clients=network.get("clients") or len(clients),
+                                   observed_bytes_per_second=achieved)
+    target_bps = capacity["target_bytes_per_second"]
+    gap = target_bps / achieved if achieved > 0 else None
+
+    evidence = _Evidence()
+    write = _sum_op(clients, ("WRITE",))
+    commit = _sum_op(clients, ("COMMIT",))
+    metadata = _sum_op(clients, METADATA_OPS)
+    idle_rtt, idle_rtt_source = _idle_rtt_ms(context, clients)
+    sends = sum(client["delta"]["rpc"]["sends"] for client in clients)
+    backlog_per_send = sum(client["delta"]["rpc"]["bklog_u"] for client in clients) / float(sends) if sends else 0.0
+    sending_per_send = sum(client["delta"]["rpc"]["sending_u"] for client in clients) / float(sends) if sends else 0.0
+    versions = sorted(set(client["delta"]["nfs_version"] for client in clients))
+    sessions = all(version not in ("3", "4.0", "4", "2") for version in versions)
+
+    # ---- network
+    net_by_capacity = False
+    if capacity.get("network_is_limit") is not None:
+        net_by_capacity = evidence.add(
+            "network", "achieved share of practical link capacity", achieved / capacity["practical_link_bytes_per_second"],
+            ">= %.2f" % NETWORK_BUSY_SHARE, capacity["network_is_limit"],
+            "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s)" % (
+                achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
+        evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
+                      "> 1.0", not capacity["network_can_carry_target"],
+                      "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
+    rtt_inflation = write["avg_rtt_ms"] / idle_rtt if idle_rtt and write["ops"] else None
+    link_saturated = False
+    if rtt_inflation is not None:
+        inflated = evidence.add("network", "WRITE avg RTT / idle RTT", rtt_inflation, ">= %.1f" % RTT_INFLATION_LIMIT,
+                                rtt_inflation >= RTT_INFLATION_LIMIT,
+                                "WRITE avg RTT %.1f ms vs idle RTT %.1f ms (%s)" % (write["avg_rtt_ms"], idle_rtt, idle_rtt_source))
+        queued_to_send = evidence.add("network", "sending_u per send (requests waiting to transmit)", sending_per_send,
+                                      ">= %.1f" % SENDING_PER_SEND_LIMIT, sending_per_send >= SENDING_PER_SEND_LIMIT,
+                                      "summed over %d transport(s)" % sum(client["delta"]["rpc"]["transports"] for client in clients))
+        link_saturated = inflated and queued_to_send
+        if link_saturated:
+            evidence.add("network", "link saturated (RTT inflated while requests wait to transmit)", rtt_inflation,
+                         "both signals above", True, "queue time with zero backlog here is requests waiting behind unsent data, "
+                         "not a slot shortage")
+
+    # ---- client RPC slots
+    queue_dominates = write["ops"] > 0 and write["avg_queue_ms"] >= QUEUE_MS_FLOOR and \
+        write["avg_queue_ms"] >= QUEUE_TO_RTT_LIMIT * write["avg_rtt_ms"]
+    evidence.add("client_rpc_slots", "WRITE avg queue / avg RTT", write["avg_queue_ms"] / write["avg_rtt_ms"] if write["avg_rtt_ms"] else 0.0,
+                 ">= %.1f (and >= %d ms)" % (QUEUE_TO_RTT_LIMIT, QUEUE_MS_FLOOR), queue_dominates,
+                 "WRITE queued %.1f ms before transmission vs %.1f ms on the wire (avg exe %.1f ms, %d ops)" % (
+                     write["avg_queue_ms"], write["avg_rtt_ms"], write["avg_exe_ms"], write["ops"]))
+    backlogged = evidence.add("client_rpc_slots", "transport backlog per send (bklog_u/sends, all transports)", backlog_per_send,
+                              ">= %.1f" % BACKLOG_PER_SEND_LIMIT, backlog_per_send >= BACKLOG_PER_SEND_LIMIT,
+                              "requests waiting for a transport slot; on v4.1+ this stays 0 because the cap is 65536 (NFS_CS_INFINITE_SLOTS)")
+    slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, sessions)
+    slots_limit = False
+    if sessions:
+        # v4.1+: the transport is uncapped, session slots throttle; waiting shows only as queue
+        # time with zero backlog. A saturated link looks the same, so it must be ruled out.
+        slots_limit = queue_dominates and not backlogged and not link_saturated
+        if queue_dominates and not link_saturated:
+            evidence.add("client_rpc_slots", "queue time with zero backlog on NFSv%s (session slots full)" % "/".join(versions),
+                         write["avg_queue_ms"], "queue dominates while backlog < %.1f" % BACKLOG_PER_SEND_LIMIT, slots_limit,
+                         "requests waited for an NFSv4.1 session slot, not for the transport")
+    else:
+        slots_limit = (backlogged or at_cap) and queue_dominates and not link_saturated
+
+    # ---- server threads
+    no_idle = None
+    enqueued_share = None
+    for server in servers:
+        pool = server["pool"]
+        if not pool or not pool["totals"].get("packets-arrived"):
+            continue
+        if pool.get("packets_without_idle_thread") is not None:
+            no_idle = max(no_idle or 0.0, pool["packets_without_idle_thread"])
+        share = pool.get("sockets_enqueued_per_packet")
+        if share is not None and share < 0.999:
+            enqueued_share = max(enqueued_share or 0.0, share)
+    threads_limit = threads_contributing = False
+    if no_idle is not None:
+        threads_limit = evidence.add("server_threads", "packets that found no idle nfsd thread (1 - threads-woken/packets-arrived)", no_idle,
+                                     ">= %.2f" % NO_IDLE_THREAD_LIMIT, no_idle >= NO_IDLE_THREAD_LIMIT,
+                                     "kernel 6.1: sockets-enqueued equals packets-arrived, threads-woken lagging is the signal; threads=%s" % (
+                                         ",".join(str(server["threads"]) for server in servers)))
+        threads_contributing = no_idle >= NO_IDLE_THREAD_CONTRIBUTING
+        if not threads_limit and threads_contributing:
+            evidence.add("server_threads", "packets that found no idle nfsd thread (contributing)", no_idle,
+                         ">= %.2f" % NO_IDLE_THREAD_CONTRIBUTING, True, "some requests waited for an nfsd thread")
+    if enqueued_share is not None:
+        threads_limit = evidence.add("server_threads", "sockets-enqueued per packet-arrived", enqueued_share,
+                                     ">= %.2f" % SOCKETS_ENQUEUED_LIMIT, enqueued_share >= SOCKETS_ENQUEUED_LIMIT,
+                                     "this kernel counts enqueued sockets separately: rising = no idle thread") or threads_limit
+
+    # ---- server storage: the server is slow to answer while its threads and the link are idle
+    storage_limit = bool(rtt_inflation is not None and rtt_inflation >= RTT_INFLATION_LIMIT and not link_saturated
+                         and (no_idle is None or no_idle < NO_IDLE_THREAD_CONTRIBUTING))
+    if rtt_inflation is not None:
+        evidence.add("server_storage", "WRITE RTT inflated with idle threads and no send queue", rtt_inflation,
+                     ">= %.1f x idle RTT, sending_u/send < %.1f, no-idle-thread share < %.2f" % (
+                         RTT_INFLATION_LIMIT, SENDING_PER_SEND_LIMIT, NO_IDLE_THREAD_CONTRIBUTING), storage_limit,
+                     "RTT dominates: the server takes long to complete WRITEs")
+    commit_slow = bool(commit["ops"] and idle_rtt and commit["avg_rtt_ms"] >= METADATA_RTT_FACTOR * idle_rtt
+                       and commit["avg_rtt_ms"] >= METADATA_MS_FLOOR and not link_saturated)
+    if commit["ops"]:
+        evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
+                     ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
+                     "%d COMMITs, avg exe %.1f ms" % (commit["ops"], commit["avg_exe_ms"]))
+
+    # ---- access pattern
+    layout = canary.get("layout")
+    shared_file = evidence.add("access_pattern", "checkpoint layout", layout or "unknown", "shared_file", layout == "shared_file",
+                               "all ranks write one file: writes serialise on the file's lock and its COMMITs")
+    lock_share = None
+    for client in clients:
+        dstate = client["dstate"]
+        if not dstate:
+            continue
+        total = sum(dstate["group_counts"].values())
+        if total:
+            share = dstate["group_counts"].get("shared_file_lock", 0) / float(total)
+            lock_share = max(lock_share or 0.0, share)
+        evidence.add(None, "D-state samples on %s" % client["host"], dstate["max_count"], "symptom (not a layer)",
+                     dstate["samples_with_dstate"] > 0,
+                     "%d of %d samples had tasks in D (max %d, longest run %d); wchans %s" % (
+                         dstate["samples_with_dstate"], dstate["samples"], dstate["max_count"], dstate["longest_run"],
+                         ", ".join("%s=%d" % item for item in sorted(dstate["wchan_counts"].items()))))
+    lock_waits = False
+    if lock_share is not None:
+        lock_waits = evidence.add("access_pattern", "D-state waits on a file's write lock (nfs_start_io_write)", lock_share,
+                                  ">= %.2f of D samples" % SHARED_LOCK_SHARE_LIMIT, lock_share >= SHARED_LOCK_SHARE_LIMIT,
+                                  "ranks queue behind each other on one inode")
+    metadata_slow = bool(metadata["ops"] and idle_rtt and metadata["avg_exe_ms"] >= METADATA_RTT_FACTOR * idle_rtt
+                         and metadata["avg_exe_ms"] >= METADATA_MS_FLOOR)
+    if metadata["ops"]:
+        metadata_slow = evidence.add("access_pattern", "metadata ops avg exe (OPEN/CLOSE/GETATTR/...)", metadata["avg_exe_ms"],
+                                     ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR),
+                                     metadata_slow and not link_saturated,
+                                     "%d metadata ops; ignored when the link is saturated (they queue behind WRITEs)" % metadata["ops"])
+    access_signal = shared_file or lock_waits or metadata_slow
+
+    # ---- limiting layer, contributing layers
+    candidates = []
+    if net_by_capacity or link_saturated:
+        candidates.append("network")
+    if slots_limit:
+        candidates.append("client_rpc_slots")
+    if threads_limit:
+        candidates.append("server_threads")
+    if storage_limit:
+        candidates.append("server_storage")
+    if access_signal:
+        candidates.append("access_pattern")
+    if commit_slow and "server_storage" not in candidates:
+        candidates.append("server_storage")
+    if threads_contributing and "server_threads" not in candidates:
+        candidates.append("server_threads")
+    met = achieved >= target_bps
+    if met:
+        limiting = "none"
+        contributing = candidates
+        confidence = "high"
+    elif candidates:
+        limiting = candidates[0]
+        contributing = candidates[1:]
+        confidence = "high" if limiting != "access_pattern" or lock_waits else "medium"
+    else:
+        # Nothing crossed a threshold: blame the bigger share of WRITE time, and say so.
+        limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
+        contributing = []
+        confidence = "low"
+
+    headroom = _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers)
+    if met:
+        verdict = "meets_target"
+    elif limiting in ("network", "server_storage", "access_pattern"):
+        verdict = "rearchitect"
+    elif capacity.get("network_can_carry_target") is False:
+        verdict = "rearchitect"
+    elif gap is not None and gap > headroom:
+        verdict = "rearchitect"
+    else:
+        verdict = "tune"
+
+    facts = {
+        "nfs_versions": versions, "sessions": sessions, "slot_cap": slot_cap, "tiny_cap": tiny_cap,
+        "write": write, "idle_rtt_ms": idle_rtt, "no_idle_thread_share": no_idle,
+        "servers": servers, "clients": clients, "layout": layout, "link_saturated": link_saturated,
+        "shared_file": shared_file, "lock_waits": lock_waits,
+    }
+    recommendations = _recommendations(limiting, contributing, verdict, facts)
+    return {
+        "mount_point": mount_point,
+        "target_bytes_per_second": target_bps,
+        "achieved_bytes_per_second": achieved,
+        "achieved_source": achieved_source,
+        "gap_factor": gap,
+        "limiting_layer": limiting,
+        "contributing": contributing,
+        "confidence": confidence,
+        "verdict": verdict,
+        "tuning_headroom_factor": headroom,
+        "evidence": evidence.items,
+        "recommendations": recommendations,
+        "capacity": capacity,
+        "summary": _summary_line(verdict, limiting, contributing, achieved, target_bps, gap),
+        "clients": dict((client["host"], _client_summary(client)) for client in clients),
+        "servers": dict((server["host"], _server_summary(server)) for server in servers),
+    }
+
+
+def _slot_caps(clients, evidence, sessions):
+    """(cap, cap is tiny, some transport reached its cap) from sunrpc.txt and max_slots."""
+    tiny = False
+    at_cap = False
+    cap = None
+    for client in clients:
+        rpc = client["delta"]["rpc"]
+        settings = client["sunrpc"]
+        reached = rpc["max_slots_reached"]
+        if sessions:
+            cap = _int_setting(settings, "max_session_slots")
+            if cap is not None:
+                tiny = tiny or cap <= TINY_SLOT_CAP
+                evidence.add("client_rpc_slots", "NFSv4.1 session slots requested (nfs max_session_slots) on %s" % client["host"], cap,
+                             "<= %d is an artificial cap" % TINY_SLOT_CAP, cap <= TINY_SLOT_CAP,
+                             "the server grants min(request, 160, DRC memory / threads) (lab: 30 of 64 on a 2 GiB server); "
+                             "xprt max_slots reached %s per connection, which bounds requests in flight" % rpc["max_slots"])
+        else:
+            protocol_cap = "udp_slot_table_entries" if rpc["protocols"] == ["udp"] else "tcp_max_slot_table_entries"
+            cap = _int_setting(settings, protocol_cap)
+            if cap is not None and reached is not None:
+                full = reached >= cap
+                at_cap = at_cap or full
+                tiny = tiny or (full and cap <= TINY_SLOT_CAP)
+                evidence.add("client_rpc_slots", "xprt max_slots reached vs %s on %s" % (protocol_cap, client["host"]), reached,
+                             ">= %d (the cap)" % cap, full, "max_slots per connection %s; the slot table was full" % rpc["max_slots"]
+                             if full else "max_slots per connection %s" % rpc["max_slots"])
+    return cap, tiny, at_cap
+
+
+def _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers):
+    """How much faster tuning the limiting layer can plausibly make the checkpoint."""
+    headroom = MAX_TUNING_GAIN
+    if limiting == "client_rpc_slots" and tiny_cap and write["avg_exe_ms"] > write["avg_queue_ms"]:
+        # Removing an artificial cap: at best each WRITE stops waiting for a slot.
+        headroom = max(headroom, write["avg_exe_ms"] / (write["avg_exe_ms"] - write["avg_queue_ms"]))
+    if limiting == "server_threads" and no_idle is not None and no_idle < 1.0:
+        if any(server["threads"] is not None and server["threads"] <= 4 for server in servers):
+            headroom = max(headroom, 1.0 / (1.0 - no_idle))
+    practical = capacity.get("practical_link_bytes_per_second")
+    if practical and achieved > 0:
+        headroom = min(headroom, practical / achieved)
+    return headroom
+
+
+_REARCHITECT = (
+    ("file_per_rank", "write one file per rank (PyTorch DCP FileSystemWriter / a distributed checkpoint format) instead of one shared file"),
+    ("parallel_fs_or_object_store", "move checkpoints to a parallel file system or object store (Lustre, GPFS, DAOS, S3)"),
+    ("more_servers_or_pnfs", "spread checkpoints over several NFS servers or use pNFS so no single server path carries it all"),
+    ("async_or_burst_buffer", "checkpoint asynchronously, or to a local NVMe burst buffer drained to NFS in the background"),
+)
+
+
+def _recommendations(limiting, contributing, verdict, facts):
+    layers = [limiting] + list(contributing)
+    recs = []
+    clients = facts["clients"]
+    write = facts["write"]
+    if "client_rpc_slots" in layers:
+        if facts["sessions"]:
+            recs.append({"layer": "client_rpc_slots", "setting": "nfs max_session_slots", "value": 128,
+                         "how": "ckptio.nfs.sunrpc_slot_table nfs_max_session_slots=128, then unmount/mount every mount of the server",
+                         "reason": "NFSv4.1+ WRITEs waited %.0f ms each for a session slot with zero transport backlog; tcp_max_slot_table_entries "
+                                   "does not apply to v4.1 (NFS_CS_INFINITE_SLOTS). The server grants min(request, 160, DRC memory/threads): "
+                                   "check the grant after remounting." % write["avg_queue_ms"]})
+        else:
+            recs.append({"layer": "client_rpc_slots", "setting": "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries", "value": 128,
+                         "how": "ckptio.nfs.sunrpc_slot_table tcp_slot_table_entries=128 tcp_max_slot_table_entries=128, then remount",
+                         "reason": "the transport slot table was the bottleneck (backlog or max_slots at the cap %s); "
+                                   "128 per connection is what NetApp-class servers accept" % facts["slot_cap"]})
+    for client in clients:
+        delta = client["delta"]
+        if ("client_rpc_slots" in layers or "network" in layers) and delta["nconnect"] < 4 and delta["proto"] != "udp":
+            recs.append({"layer": "client_rpc_slots", "setting": "nconnect", "value": 4, "host": client["host"],
+                         "how": "ckptio.nfs.nfs_mount opts.nconnect=4 (needs every mount of that server unmounted)",
+                         "reason": "nconnect=%d: one TCP connection carries every request; vendors measure ~3x write throughput "
+                                   "with nconnect=4 (Azure Files), best at 8 (Azure NetApp Files)" % delta["nconnect"]})
+        if delta["wsize"] and delta["wsize"] < 1048576 and limiting != "none":
+            recs.append({"layer": "client_rpc_slots", "setting": "wsize", "value": 1048576, "host": client["host"],
+                         "how": "ckptio.nfs.nfs_mount opts.wsize=1048576 (server max_block_size must allow it; set it before nfsd starts)",
+                         "reason": "wsize=%d: each slot carries %.0f KiB per WRITE; 1 MiB moves %dx more per request in flight" % (
+                             delta["wsize"], delta["wsize"] / 1024.0, 1048576 // delta["wsize"])})
+    if "server_threads" in layers:
+        for server in facts["servers"]:
+            threads = server["threads"] or 8
+            recs.append({"layer": "server_threads", "setting": "nfsd threads", "value": max(2 * threads, 16), "host": server["host"],
+                         "how": "ckptio.nfs.nfsd_threads threads=%d" % max(2 * threads, 16),
+                         "reason": "%.0f %% of packets found no idle nfsd thread at %s threads; note that more threads can shrink "
+                                   "the session slots a new v4.1 session is granted" % (100 * (facts["no_idle_thread_share"] or 0), threads)})
+    if facts["shared_file"] or verdict == "rearchitect":
+        for key, text in _REARCHITECT:
+            if key != "file_per_rank" and verdict != "rearchitect":
+                continue
+            if key == "file_per_rank" and not facts["shared_file"] and verdict == "rearchitect":
+                continue
+            recs.append({"layer": "access_pattern" if key == "file_per_rank" else "architecture", "setting": key, "value": None,
+                         "how": text, "reason": _rearchitect_reason(key, limiting, facts)})
+    return recs
+
+
+def _rearchitect_reason(key, limiting, facts):
+    if key == "file_per_rank":
+        return "all ranks write one shared file%s" % (
+            "; D-state samples show ranks waiting on its write lock (nfs_start_io_write)" if facts["lock_waits"] else "")
+    if limiting == "network":
+        return "the network path is saturated: tuning the client or nfsd cannot add bandwidth"
+    return "the gap is larger than tuning the %s layer can close" % limiting
+
+
+def _summary_line(verdict, limiting, contributing, achieved, target, gap):
+    text = "%s: achieved %.3g MB/s of %.3g MB/s target" % (verdict, achieved / 1e6, target / 1e6)
+    if gap is not None and verdict != "meets_target":
+        text += " (gap %.2fx)" % gap
+    text += "; limiting layer: %s" % limiting
+    if contributing:
+        text += "; contributing: %s" % ", ".join(contributing)
+    return text
+
+
+def _client_summary(client):
+    delta = client["delta"]
+    write = delta["ops"].get("WRITE") or {}
+    rpc = delta["rpc"]
+    return {
+        "nfs_version": delta["nfs_version"], "nconnect": delta["nconnect"], "wsize": delta["wsize"], "proto": delta["proto"],
+        "interval_seconds": delta["interval_seconds"], "write_bytes": delta["write_bytes"],
+        "write_mb_per_second": round(delta["write_mb_per_second"], 3),
+        "write_ops": write.get("ops", 0), "write_avg_rtt_ms": _round(write.get("avg_rtt_ms", 0.0)),
+        "write_avg_exe_ms": _round(write.get("avg_exe_ms", 0.0)), "write_avg_queue_ms": _round(write.get("avg_queue_ms", 0.0)),
+        "write_retrans": write.get("retrans", 0), "write_timeouts": write.get("timeouts", 0), "write_errors": write.get("errors"),
+        "transports": rpc["transports"], "sends": rpc["sends"], "backlog_per_send": _round(rpc["backlog_per_send"]),
+        "sending_per_send": _round(rpc["sending_per_send"]), "max_slots": rpc["max_slots"],
+        "max_slots_before": rpc["max_slots_before"], "connect_count_delta": rpc["connect_count"],
+        "sunrpc": dict((name, client["sunrpc"][name]) for name in
+                       ("tcp_slot_table_entries", "tcp_max_slot_table_entries", "udp_slot_table_entries", "max_session_slots")
+                       if name in client["sunrpc"]),
+        "dstate": client["dstate"],
+    }
+
+
+def _server_summary(server):
+    nfsd = server["nfsd"]
+    pool = server["pool"]
+    return {
+        "threads": server["threads"], "io_bytes_written": nfsd["io_bytes_written"], "io_bytes_read": nfsd["io_bytes_read"],
+        "rpc_calls": nfsd["rpc_calls"], "write_ops": nfsd["proc4ops"].get("WRITE", 0) + nfsd["proc3"].get("WRITE", 0),
+        "commit_ops": nfsd["proc4ops"].get("COMMIT", 0) + nfsd["proc3"].get("COMMIT", 0), "nfsd_reset": nfsd["reset"],
+        "pool_stats": pool["totals"] if pool else None, "pool_stats_reset": pool["reset"] if pool else None,
+        "packets_without_idle_thread": _round(pool["packets_without_idle_thread"]) if pool and pool["packets_without_idle_thread"] is not None else None,
+    }
+
+
+def render_markdown(diagnosis):
+    """diagnosis.md: the verdict first, then the numbers and every signal with its threshold."""
+    lines = ["# Checkpoint diagnosis: %s" % diagnosis["mount_point"], "",
+             "**%s**" % diagnosis["summary"], "",
+             "| figure | value |", "|---|---|",
+             "| target | %.4g B/s |" % diagnosis["target_bytes_per_second"],
+             "| achieved | %.4g B/s (%s) |" % (diagnosis["achieved_bytes_per_second"], diagnosis["achieved_source"]),
+             "| gap factor | %s |" % ("%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a"),
+             "| limiting layer | %s (confidence %s) |" % (diagnosis["limiting_layer"], diagnosis["confidence"]),
+             "| contributing | %s |" % (", ".join(diagnosis["contributing"]) or "-"),
+             "| verdict | %s (tuning can plausibly give %.2fx) |" % (diagnosis["verdict"], diagnosis["tuning_headroom_factor"])]
+    capacity = diagnosis["capacity"]
+    if capacity.get("raw_link_bytes_per_second"):
+        lines.append("| links | %.4g B/s raw, %.4g B/s practical; observed %.1f %% of raw |" % (
+            capacity["raw_link_bytes_per_second"], capacity["practical_link_bytes_per_second"],
+            100 * (capacity.get("observed_link_utilisation") or 0)))
+    lines += ["", "## Evidence", "", "| layer | signal | value | threshold | crossed | explanation |", "|---|---|---|---|---|---|"]
+    for item in diagnosis["evidence"]:
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            item["layer"] or "-", item["signal"], item["value"], item["threshold"], "yes" if item["crossed"] else "no",
+            item["explanation"].replace("|", "/")))
+    lines += ["", "## Recommendations", ""]
+    for rec in diagnosis["recommendations"]:
+        setting = rec["setting"] if rec["value"] is None else "%s = %s" % (rec["setting"], rec["value"])
+        host = " on %s" % rec["host"] if rec.get("host") else ""
+        lines.append("- **%s**%s (%s): %s. Why: %s" % (setting, host, rec["layer"], rec["how"], rec["reason"]))
+    if not diagnosis["recommendations"]:
+        lines.append("- none: the target is met")
+    lines += ["", "## Per host", ""]
+    for host, summary in sorted(diagnosis["clients"].items()):
+        lines.append("- client %s: NFSv%s nconnect=%s wsize=%s, WRITE %s ops, RTT %s ms, exe %s ms, queue %s ms, backlog/send %s, max_slots %s" % (
+            host, summary["nfs_version"], summary["nconnect"], summary["wsize"], summary["write_ops"], summary["write_avg_rtt_ms"],
+            summary["write_avg_exe_ms"], summary["write_avg_queue_ms"], summary["backlog_per_send"], summary["max_slots"]))
+    for host, summary in sorted(diagnosis["servers"].items()):
+        lines.append("- server %s: threads %s, %s bytes written, %s RPC calls, packets without idle thread %s" % (
+            host, summary["threads"], summary["io_bytes_written"], summary["rpc_calls"], summary["packets_without_idle_thread"]))
+    return "\n".join(lines) + "\n"
