@@ -109,6 +109,7 @@ def parse(text):
         value_offset = offset + equals + 1
         entries.append({
             "line": first,
+            "last_line": index - 1,
             "section": section,
             "arg": arg,
             "tag": tag,
@@ -145,16 +146,22 @@ def set_value(text, section, tag, value):
     """Return text with section/tag = value, changing one line (or adding one or two lines)."""
     value = str(value)
     lines = _split_physical(text)
-    editable = [entry for entry in assignments(text, section, tag) if entry["editable"]]
-    if editable:
-        last = editable[-1]
+    matches = assignments(text, section, tag)
+    new_line = "%s=%s\n" % (tag, value)
+    if matches and matches[-1]["editable"]:
+        last = matches[-1]
         line = lines[last["line"]]
         if last["value"] != value:
             line = line[:last["start"]] + value + line[last["end"]:]
         lines[last["line"]] = _terminate(line)
         return "".join(lines)
+    if matches:
+        # The last assignment spans joined lines: add ours right after it, so ours is read last.
+        end = matches[-1]["last_line"]
+        lines[end] = _terminate(lines[end])
+        lines.insert(end + 1, new_line)
+        return "".join(lines)
     header = _last_header_line(lines, section)
-    new_line = "%s=%s\n" % (tag, value)
     if header is not None:
         lines[header] = _terminate(lines[header])
         lines.insert(header + 1, new_line)
