@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which processes and mounts keep a mount point busy.
+
+Pure: the caller reads /proc/<pid>/{comm,cwd,root,fd/*,maps} and /proc/self/mountinfo and
+passes the values in. A holder is anything that makes `umount` fail with EBUSY (or, with -l,
+would keep using the old mount): an open file, a current or root directory, a mapped file
+under the mount point, or another mount stacked below it.
+"""
+
+from __future__ import annotations
+
+# readlink() of a deleted file's fd or map keeps the old path with this suffix (fs/d_path.c).
+_DELETED = " (deleted)"
+
+
+def is_under(path, mount_point):
+    """True when path is mount_point itself or lies below it."""
+    if path is None:
+        return False
+    if path.endswith(_DELETED):
+        path = path[:-len(_DELETED)]
+    if mount_point == "/":
+        return path.startswith("/")
+    return path == mount_point or path.startswith(mount_point.rstrip("/") + "/")
+
+
+def mapped_paths(maps_text):
+    """File paths in /proc/<pid>/maps text (column 6; it may contain spaces)."""
+    paths = []
+    for line in maps_text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) == 6 and fields[5].startswith("/"):
+            paths.append(fields[5])
+    return paths
+
+
+def find_holders(mount_point, processes, mounts=()):
+    """List {pid, command, how} for everything that holds mount_point.
+
+    processes: dicts with pid, command, and any of cwd, root (link targets), fds (dict of fd
+    number -> link target) and maps (the maps text). Unreadable items are None/missing and
+    skipped. mounts: mount points from mountinfo; one below mount_point pins it too.
+    """
+    holders = []
+    for process in processes:
+        reasons = []
+        if is_under(process.get("cwd"), mount_point):
+            reasons.append("cwd %s" % process["cwd"])
+        if is_under(process.get("root"), mount_point):
+            reasons.append("root %s" % process["root"])
+        for fd, target in sorted((process.get("fds") or {}).items(), key=lambda item: int(item[0])):
+            if is_under(target, mount_point):
+                reasons.append("open fd %s %s" % (fd, target))
+        seen = set()
+        for path in mapped_paths(process.get("maps") or ""):
+            if path not in seen and is_under(path, mount_point):
+                seen.add(path)
+                reasons.append("mmap %s" % path)
+        for how in reasons:
+            holders.append({"pid": process["pid"], "command": process.get("command"), "how": how})
+    for other in mounts:
+        if other != mount_point and is_under(other, mount_point):
+            holders.append({"pid": None, "command": None, "how": "mount %s below it" % other})
+    return holders
+
+
+def describe_holders(holders, limit=10):
+    """One sentence naming the holders (pid, command, how) for a message."""
+    parts = []
+    for holder in holders[:limit]:
+        if holder["pid"] is None:
+            parts.append(holder["how"])
+        else:
+            parts.append("pid %s (%s) %s" % (holder["pid"], holder["command"], holder["how"]))
+    if len(holders) > limit:
+        parts.append("and %d more" % (len(holders) - limit))
+    return "; ".join(parts)
