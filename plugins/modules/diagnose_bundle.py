@@ -1,0 +1,215 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: diagnose_bundle
+short_description: Diagnose which layer limits an NFS checkpoint from a capture bundle
+version_added: 0.1.0
+description:
+  - Reads a capture bundle directory (C(context.yml), C(clients/<host>/...), C(servers/<host>/...); format in
+    C(docs/capture-bundle.md)), computes before/after deltas with the nfs-utils definitions, and decides the
+    limiting layer (C(network), C(client_rpc_slots), C(server_threads), C(server_storage), C(access_pattern) or
+    C(none)), a verdict (C(meets_target), C(tune), C(rearchitect)), the evidence and concrete recommendations.
+  - Writes C(DIR/diagnosis.json) and C(DIR/diagnosis.md) (unless O(write=false)); reports C(changed) only when their
+    content changes, so a second run is idempotent.
+  - Runs where the bundle is, normally the controller (C(hosts: localhost)).
+author: ckptio.nfs contributors
+requirements:
+  - PyYAML (to read C(context.yml))
+options:
+  bundle:
+    description: The capture bundle directory.
+    type: path
+    required: true
+  write:
+    description:
+      - Write C(diagnosis.json) and C(diagnosis.md).
+      - A bundle directory without any write permission bit (for example the shipped test fixtures, mode 0555) is treated
+        as read-only even for root; then nothing is written there, a warning says so, and the diagnosis is still returned.
+    type: bool
+    default: true
+  output_dir:
+    description: Where to write the two files; default is the bundle directory. Must exist.
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Computes and returns the diagnosis but writes no file.
+  diff_mode:
+    support: full
+    description: Shows the old and new C(diagnosis.md).
+seealso:
+  - module: ckptio.nfs.nfs_client_stats
+  - module: ckptio.nfs.nfsd_stats
+"""
+
+EXAMPLES = r"""
+- name: Diagnose a bundle saved by the validation playbook
+  ckptio.nfs.diagnose_bundle:
+    bundle: /srv/bundles/run-42
+  register: diagnosis
+  delegate_to: localhost
+
+- name: Say what limits the checkpoint
+  ansible.builtin.debug:
+    msg: "{{ diagnosis.diagnosis.summary }}"
+"""
+
+RETURN = r"""
+diagnosis:
+  description: The full diagnosis, the same content as C(diagnosis.json).
+  returned: always
+  type: dict
+  contains:
+    target_bytes_per_second:
+      description: C(target.checkpoint_bytes / target.window_seconds).
+      type: float
+    achieved_bytes_per_second:
+      description: Canary bytes over the slowest rank's seconds, or NFS WRITE bytes over the mount-age delta.
+      type: float
+    gap_factor:
+      description: Target over achieved (null when nothing was written).
+      type: float
+    limiting_layer:
+      description: One of C(network), C(client_rpc_slots), C(server_threads), C(server_storage), C(access_pattern), C(none).
+      type: str
+    contributing:
+      description: Other layers whose signals crossed a threshold.
+      type: list
+      elements: str
+    verdict:
+      description: C(meets_target), C(tune) or C(rearchitect).
+      type: str
+    evidence:
+      description: Every signal evaluated, C({layer, signal, value, threshold, crossed, explanation}).
+      type: list
+      elements: dict
+    recommendations:
+      description: Concrete settings or architecture changes, C({layer, setting, value, how, reason}).
+      type: list
+      elements: dict
+    summary:
+      description: One line verdict.
+      type: str
+  sample: {"verdict": "tune", "limiting_layer": "client_rpc_slots", "gap_factor": 2.68}
+files:
+  description: The files written (or that would be written in check mode); empty when nothing is written.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import tempfile
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, diagnose, render_markdown
+
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
+
+CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
+SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def load_bundle(directory):
+    """The bundle directory as the in-memory dict diagnosis.diagnose() takes."""
+    context_text = _read(os.path.join(directory, "context.yml"))
+    if context_text is None:
+        raise BundleError("%s/context.yml is missing" % directory)
+    try:
+        context = yaml.safe_load(context_text) or {}
+    except yaml.YAMLError as exc:
+        raise BundleError("%s/context.yml is not valid YAML: %s" % (directory, exc))
+    bundle = {"context": context, "clients": {}, "servers": {}}
+    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
+        root = os.path.join(directory, kind)
+        if not os.path.isdir(root):
+            continue
+        for host in sorted(os.listdir(root)):
+            if not os.path.isdir(os.path.join(root, host)):
+                continue
+            files = {}
+            for name in names:
+                text = _read(os.path.join(root, host, name + ".txt"))
+                if text is not None:
+                    files[name] = text
+            bundle[kind][host] = files
+    return bundle
+
+
+def _write_if_changed(module, path, content):
+    if _read(path) == content:
+        return False
+    if not module.check_mode:
+        handle, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".diagnosis-")
+        with os.fdopen(handle, "w") as out:
+            out.write(content)
+        module.atomic_move(temp, path)
+    return True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(bundle=dict(type="path", required=True), write=dict(type="bool", default=True),
+                           output_dir=dict(type="path")),
+        supports_check_mode=True,
+    )
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
+    directory = module.params["bundle"]
+    if not os.path.isdir(directory):
+        module.fail_json(msg="bundle: %s is not a directory" % directory)
+    output_dir = module.params["output_dir"] or directory
+    if not os.path.isdir(output_dir):
+        module.fail_json(msg="output_dir: %s is not a directory" % output_dir)
+    write = module.params["write"]
+    if write and not os.stat(output_dir).st_mode & 0o222:
+        # Root ignores permission bits; a directory nobody may write is meant to stay as it is.
+        module.warn("%s is read-only (no write bit): diagnosis files not written; set output_dir" % output_dir)
+        write = False
+    try:
+        result = diagnose(load_bundle(directory))
+    except BundleError as exc:
+        module.fail_json(msg="bundle %s: %s" % (directory, exc))
+
+    json_text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    markdown = render_markdown(result)
+    json_path = os.path.join(output_dir, "diagnosis.json")
+    md_path = os.path.join(output_dir, "diagnosis.md")
+    changed = False
+    diff = []
+    if write:
+        old_markdown = _read(md_path)
+        changed = _write_if_changed(module, json_path, json_text)
+        changed = _write_if_changed(module, md_path, markdown) or changed
+        if module._diff and changed:
+            diff.append({"before": old_markdown or "", "after": markdown, "before_header": md_path, "after_header": md_path})
+    output = dict(changed=changed, diagnosis=result, files=[json_path, md_path] if write else [])
+    if module._diff:
+        output["diff"] = diff
+    module.exit_json(**output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nfs_client_stats
+short_description: Read NFS client statistics, D-state tasks and sunrpc slot settings
+version_added: 0.1.0
+description:
+  - Parses C(/proc/self/mountstats) for NFS mounts (options, age, events, bytes, every C(xprt:) line and every per-op line).
+  - With C(nconnect=N) the kernel prints N C(xprt:) lines; their counters are summed in RV(mounts[].xprt_totals) and
+    C(max_slots) is kept per connection.
+  - Samples tasks in uninterruptible sleep (D state) with their C(wchan), and reads the live sunrpc and nfs slot settings.
+  - Returns the raw text in the capture-bundle file formats (see C(docs/capture-bundle.md)) so a playbook can save it and
+    M(ckptio.nfs.diagnose_bundle) can re-read it.
+  - Read-only; never changes anything.
+author: ckptio.nfs contributors
+options:
+  mount_points:
+    description:
+      - Only report these NFS mount points (unescaped paths). Empty means every NFS mount.
+      - RV(raw_mountstats) always holds the whole file, as C(mountstats -f) expects.
+    type: list
+    elements: path
+    default: []
+  dstate_samples:
+    description:
+      - How many times to sample D-state tasks. V(0) skips sampling.
+    type: int
+    default: 1
+  dstate_interval:
+    description:
+      - Seconds between D-state samples.
+    type: float
+    default: 1.0
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode behaves exactly like a normal run.
+  diff_mode:
+    support: none
+    description: Nothing is ever changed, so there is nothing to diff.
+notes:
+  - For NFSv4.1 and later the transport slot cap (C(tcp_max_slot_table_entries)) does not apply
+    (the client sets C(NFS_CS_INFINITE_SLOTS)); the session slot count (nfs C(max_session_slots)) does.
+seealso:
+  - module: ckptio.nfs.nfsd_stats
+  - module: ckptio.nfs.diagnose_bundle
+"""
+
+EXAMPLES = r"""
+- name: Sample client statistics before the canary checkpoint
+  ckptio.nfs.nfs_client_stats:
+    mount_points: [/mnt/nfs]
+    dstate_samples: 0
+  register: before
+
+- name: Save it in the capture-bundle format
+  ansible.builtin.copy:
+    content: "{{ before.raw_mountstats }}"
+    dest: "{{ bundle }}/clients/{{ inventory_hostname }}/mountstats_before.txt"
+    mode: "0644"
+  delegate_to: localhost
+
+- name: Show WRITE queue time per mount since mount
+  ansible.builtin.debug:
+    msg: "{{ item.mount_point }}: {{ item.ops.WRITE }}"
+  loop: "{{ before.mounts }}"
+"""
+
+RETURN = r"""
+mounts:
+  description: One entry per NFS mount (filtered by O(mount_points)).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    device:
+      description: The export, for example C(10.0.0.1:/srv/nfs).
+      type: str
+    mount_point:
+      description: Unescaped mount point.
+      type: str
+    nfs_version:
+      description: C(3), C(4.0), C(4.1) or C(4.2).
+      type: str
+    opts:
+      description: Mount options from the C(opts:) line (negotiated rsize, wsize, nconnect...).
+      type: dict
+    age:
+      description: Seconds since mount.
+      type: int
+    xprt:
+      description: One dict per C(xprt:) line (tcp, udp or rdma counters by name).
+      type: list
+      elements: dict
+    xprt_totals:
+      description: Counters summed over all transports; C(max_slots) is a list, one per connection.
+      type: dict
+    ops:
+      description: Per-op counters by op name (ops, transmissions, timeouts, bytes_sent, bytes_recv, queue_ms, rtt_ms,
+        execute_ms, errors; errors is null before iostats 1.1).
+      type: dict
+  sample: [{"mount_point": "/mnt/nfs", "nfs_version": "4.1", "xprt_totals": {"sends": 4527, "max_slots": [32]}}]
+raw_mountstats:
+  description: The whole C(/proc/self/mountstats) text, verbatim (bundle file C(mountstats_*.txt)).
+  returned: always
+  type: str
+dstate:
+  description: The D-state samples taken, each C({epoch, count, wchans, tasks}).
+  returned: always
+  type: list
+  elements: dict
+dstate_text:
+  description: The samples as bundle C(dstate.txt) lines (C(EPOCH COUNT wchan1,wchan2,...)).
+  returned: always
+  type: str
+sunrpc:
+  description: Live values of C(/proc/sys/sunrpc/*) and the sunrpc and nfs module parameters (name to text).
+  returned: always
+  type: dict
+  sample: {"tcp_slot_table_entries": "2", "tcp_max_slot_table_entries": "65536", "max_session_slots": "64"}
+sunrpc_text:
+  description: The same values as bundle C(sunrpc.txt) lines (C(name value)).
+  returned: always
+  type: str
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import dstate_task, format_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import parse_mountstats
+
+PROC = "/proc"
+PROC_MOUNTSTATS = "/proc/self/mountstats"
+PROC_SUNRPC = "/proc/sys/sunrpc"
+SYS_MODULE = "/sys/module"
+# Module parameters that decide slot counts: the sysctl files exist only once sunrpc is loaded.
+PARAMETER_MODULES = ("nfs", "sunrpc")
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def read_settings():
+    """(dict, bundle text): sysctls first (the live values), then module parameters."""
+    settings = {}
+    lines = []
+    sources = [(PROC_SUNRPC, None)] + [(os.path.join(SYS_MODULE, name, "parameters"), name) for name in PARAMETER_MODULES]
+    for directory, module_name in sources:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        if module_name:
+            lines.append("# /sys/module/%s/parameters" % module_name)
+        for name in names:
+            path = os.path.join(directory, name)
+            if not os.path.isfile(path):
+                continue
+            value = _read(path)
+            if value is None:
+                continue
+            value = " ".join(value.split())
+            settings.setdefault(name, value)
+            lines.append("%s %s" % (name, value))
+    return settings, "\n".join(lines) + ("\n" if lines else "")
+
+
+def sample_dstate():
+    """One pass over /proc: the tasks in D state right now."""
+    tasks = []
+    try:
+        pids = [name for name in os.listdir(PROC) if name.isdigit()]
+    except OSError:
+        return tasks
+    for pid in pids:
+        stat = _read(os.path.join(PROC, pid, "stat"))
+        if stat is None:
+            continue
+        task = dstate_task(pid, stat, _read(os.path.join(PROC, pid, "wchan")))
+        if task:
+            tasks.append(task)
+    return sorted(tasks, key=lambda task: task["pid"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            mount_points=dict(type="list", elements="path", default=[]),
+            dstate_samples=dict(type="int", default=1),
+            dstate_interval=dict(type="float", default=1.0),
+        ),
+        supports_check_mode=True,
+    )
+    if module.params["dstate_samples"] < 0:
+        module.fail_json(msg="dstate_samples must be 0 or more, got %d" % module.params["dstate_samples"])
+    if module.params["dstate_interval"] < 0:
+        module.fail_json(msg="dstate_interval must be 0 or more, got %s" % module.params["dstate_interval"])
+
+    raw = _read(PROC_MOUNTSTATS)
+    if raw is None:
+        module.fail_json(msg="cannot read %s" % PROC_MOUNTSTATS)
+    wanted = set(module.params["mount_points"])
+    mounts = [mount for mount in parse_mountstats(raw) if not wanted or mount["mount_point"] in wanted]
+    missing = sorted(wanted - set(mount["mount_point"] for mount in mounts))
+
+    samples = []
+    for index in range(module.params["dstate_samples"]):
+        if index:
+            time.sleep(module.params["dstate_interval"])
+        tasks = sample_dstate()
+        samples.append({"epoch": round(time.time(), 3), "count": len(tasks), "wchans": [task["wchan"] for task in tasks], "tasks": tasks})
+    dstate_text = "".join(format_sample(sample["epoch"], sample["wchans"]) + "\n" for sample in samples)
+
+    settings, settings_text = read_settings()
+    warnings = ["no NFS mount on %s (escaped: %s)" % (path, escape_path(path)) for path in missing]
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(changed=False, mounts=mounts, raw_mountstats=raw, dstate=samples, dstate_text=dstate_text,
+                     sunrpc=settings, sunrpc_text=settings_text)
+
+
+if __name__ == "__main__":
+    main()

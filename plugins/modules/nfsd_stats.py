@@ -1,0 +1,137 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nfsd_stats
+short_description: Read NFS server (knfsd) statistics and thread settings
+version_added: 0.1.0
+description:
+  - Parses C(/proc/net/rpc/nfsd) (rc, fh, io, th, net, rpc, proc3, proc4, proc4ops lines; unknown lines kept),
+    C(/proc/fs/nfsd/threads), C(pool_threads), C(pool_stats) (columns taken from its header, they vary by kernel),
+    C(max_block_size) and C(min_threads) where the kernel has it.
+  - Returns the raw text in the capture-bundle file formats (see C(docs/capture-bundle.md)).
+  - Read-only; never changes anything. On a host where nfsd is not running RV(available) is false.
+author: ckptio.nfs contributors
+options: {}
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode behaves exactly like a normal run.
+  diff_mode:
+    support: none
+    description: Nothing is ever changed, so there is nothing to diff.
+notes:
+  - On kernel 6.1 C(sockets-enqueued) in C(pool_stats) always equals C(packets-arrived); the starvation signal is
+    C(threads-woken) lagging C(packets-arrived) (measured). C(pool_stats) resets when nfsd restarts; the counters in
+    C(/proc/net/rpc/nfsd) do not.
+seealso:
+  - module: ckptio.nfs.nfs_client_stats
+  - module: ckptio.nfs.diagnose_bundle
+"""
+
+EXAMPLES = r"""
+- name: Sample server statistics before the canary checkpoint
+  ckptio.nfs.nfsd_stats:
+  register: nfsd_before
+
+- name: Save them in the capture-bundle format
+  ansible.builtin.copy:
+    content: "{{ nfsd_before.raw_nfsd }}"
+    dest: "{{ bundle }}/servers/{{ inventory_hostname }}/nfsd_before.txt"
+    mode: "0644"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+available:
+  description: Whether C(/proc/net/rpc/nfsd) exists (nfsd loaded and running).
+  returned: always
+  type: bool
+nfsd:
+  description: Parsed C(/proc/net/rpc/nfsd); C(io), C(rpc), C(net), C(rc), C(fh) by name, C(proc3)/C(proc4ops) by op name,
+    C(threads) from the C(th) line.
+  returned: always
+  type: dict
+  sample: {"io": {"bytes_read": 0, "bytes_written": 268435456}, "rpc": {"calls": 4527}, "proc4ops": {"WRITE": 4477}, "threads": 8}
+pool_stats:
+  description: Parsed C(pool_stats), C({columns, pools}); empty when the file is absent.
+  returned: always
+  type: dict
+threads:
+  description: The number in C(/proc/fs/nfsd/threads) (bundle file C(threads.txt)); null when absent.
+  returned: always
+  type: int
+pool_threads:
+  description: Threads per pool from C(/proc/fs/nfsd/pool_threads).
+  returned: always
+  type: list
+  elements: int
+max_block_size:
+  description: C(/proc/fs/nfsd/max_block_size), the largest rsize/wsize clients can negotiate.
+  returned: always
+  type: int
+min_threads:
+  description: C(/proc/fs/nfsd/min_threads) on kernels with dynamic threads; null elsewhere.
+  returned: always
+  type: int
+raw_nfsd:
+  description: C(/proc/net/rpc/nfsd) verbatim (bundle files C(nfsd_before.txt)/C(nfsd_after.txt)); empty when absent.
+  returned: always
+  type: str
+raw_pool_stats:
+  description: C(/proc/fs/nfsd/pool_stats) verbatim (bundle files C(pool_stats_*.txt)); empty when absent.
+  returned: always
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import (
+    parse_nfsd_stats,
+    parse_pool_stats,
+    parse_pool_threads,
+    parse_single_number,
+)
+
+PROC_NFSD_STATS = "/proc/net/rpc/nfsd"
+PROC_FS_NFSD = "/proc/fs/nfsd"
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def main():
+    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    raw_nfsd = _read(PROC_NFSD_STATS)
+    raw_pool = _read(os.path.join(PROC_FS_NFSD, "pool_stats"))
+    threads = parse_single_number(_read(os.path.join(PROC_FS_NFSD, "threads")))
+    result = dict(
+        changed=False,
+        available=raw_nfsd is not None,
+        nfsd=parse_nfsd_stats(raw_nfsd or ""),
+        pool_stats=parse_pool_stats(raw_pool or ""),
+        threads=threads,
+        pool_threads=parse_pool_threads(_read(os.path.join(PROC_FS_NFSD, "pool_threads"))),
+        max_block_size=parse_single_number(_read(os.path.join(PROC_FS_NFSD, "max_block_size"))),
+        min_threads=parse_single_number(_read(os.path.join(PROC_FS_NFSD, "min_threads"))),
+        raw_nfsd=raw_nfsd or "",
+        raw_pool_stats=raw_pool or "",
+    )
+    if raw_nfsd is None:
+        module.warn("%s is absent: nfsd is not running on this host" % PROC_NFSD_STATS)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
