@@ -210,6 +210,10 @@ def validate(params):
     threads = params["threads"]
     min_threads = params["min_threads"]
     present = params["state"] == "present"
+    # Ansible's int type lets a bool through (bool subclasses int): `threads: true` must not mean 1.
+    for option in ("threads", "min_threads"):
+        if isinstance(params[option], bool):
+            return ["%s must be an integer, got %r" % (option, params[option])]
     if present and threads is None:
         errors.append("threads is required with state=present")
     if threads is not None and not 1 <= threads <= MAX_THREADS:
