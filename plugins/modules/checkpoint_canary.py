@@ -30,15 +30,19 @@ description:
   - Data is random (a block generated once per rank, each write stamped with its offset), so a server
     that compresses or deduplicates cannot shortcut it.
 author:
-  - ckptio.nfs maintainers
+  - ckptio.nfs maintainers (@ckptio)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Validates the options and the target and returns the plan; creates and writes nothing.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: partial
     details: With O(keep=true) the diff lists the files left behind.
   platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
     platforms: linux
 options:
   path:
