@@ -405,10 +405,12 @@ def diagnose(bundle):
     candidates = []
     if net_by_capacity or link_saturated:
         candidates.append("network")
-    if slots_limit:
-        candidates.append("client_rpc_slots")
+    # A starved server holds every request (and its session slot) longer, so the client's queue
+    # time follows from it: the server signal goes first.
     if threads_limit:
         candidates.append("server_threads")
+    if slots_limit:
+        candidates.append("client_rpc_slots")
     if storage_limit:
         candidates.append("server_storage")
     if access_signal:

@@ -127,6 +127,11 @@ sunrpc_text:
   description: The same values as bundle C(sunrpc.txt) lines (C(name value)).
   returned: always
   type: str
+missing_mount_points:
+  description: Entries of O(mount_points) with no NFS mount (also reported as warnings).
+  returned: always
+  type: list
+  elements: str
 """
 
 import os
@@ -230,7 +235,7 @@ def main():
     for warning in warnings:
         module.warn(warning)
     module.exit_json(changed=False, mounts=mounts, raw_mountstats=raw, dstate=samples, dstate_text=dstate_text,
-                     sunrpc=settings, sunrpc_text=settings_text)
+                     sunrpc=settings, sunrpc_text=settings_text, missing_mount_points=missing)
 
 
 if __name__ == "__main__":

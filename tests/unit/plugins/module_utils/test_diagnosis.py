@@ -1,0 +1,170 @@
+"""Diagnosis: the seed arithmetic, both lab bundles, and the decision rules on edited bundles."""
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, checkpoint_capacity, diagnose, render_markdown
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+
+CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
+SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
+
+
+def load(name):
+    root = sample_path("bundles", name)
+    with open(os.path.join(root, "context.yml")) as handle:
+        bundle = {"context": yaml.safe_load(handle), "clients": {}, "servers": {}}
+    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
+        for host in os.listdir(os.path.join(root, kind)):
+            files = {}
+            for file_name in names:
+                path = os.path.join(root, kind, host, file_name + ".txt")
+                if os.path.exists(path):
+                    with open(path) as handle:
+                        files[file_name] = handle.read()
+            bundle[kind][host] = files
+    return bundle
+
+
+def crossed(result, layer):
+    return [item["signal"] for item in result["evidence"] if item["layer"] == layer and item["crossed"]]
+
+
+def test_seed_arithmetic():
+    capacity = checkpoint_capacity(2.4e12, 300, server_link_gbps=200, client_link_gbps=200, clients=64, observed_bytes_per_second=1.1e9)
+    assert capacity["target_bytes_per_second"] == pytest.approx(8e9)
+    assert capacity["raw_link_bytes_per_second"] == pytest.approx(25e9)
+    assert capacity["practical_link_bytes_per_second"] == pytest.approx(20e9)
+    assert capacity["narrowest_link"] == "server_links"
+    assert capacity["observed_link_utilisation"] == pytest.approx(0.044)
+    assert capacity["network_is_limit"] is False and capacity["network_can_carry_target"] is True
+    assert capacity["gap_factor"] == pytest.approx(7.27, abs=0.01)
+    assert capacity["per_client_target_bytes_per_second"] == pytest.approx(125e6)
+    # Little's law: 8 GB/s of 1 MiB WRITEs ~ 7,600 ops/s, ~76 in flight at 10 ms.
+    assert capacity["write_ops_per_second_needed"] == pytest.approx(7629, abs=1)
+    assert capacity["requests_in_flight_needed"] == pytest.approx(76.3, abs=0.1)
+
+
+def test_capacity_without_links_and_bad_input():
+    capacity = checkpoint_capacity(1e9, 10)
+    assert capacity["raw_link_bytes_per_second"] is None and capacity["network_can_carry_target"] is None
+    assert checkpoint_capacity(1e12, 10, server_link_gbps=10)["network_can_carry_target"] is False
+    with pytest.raises(BundleError, match="window_seconds"):
+        checkpoint_capacity(1e9, 0)
+    with pytest.raises(BundleError, match="checkpoint_bytes"):
+        checkpoint_capacity("lots", 10)
+
+
+def test_seed_like_baseline_session_slots_limit():
+    result = diagnose(load("seed_like_baseline"))
+    assert result["target_bytes_per_second"] == pytest.approx(268435456 / 5.0)
+    assert result["achieved_bytes_per_second"] == pytest.approx(268435456 / 13.402)
+    assert result["gap_factor"] == pytest.approx(2.68, abs=0.01)
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert result["verdict"] == "tune"
+    assert "access_pattern" in result["contributing"]
+    signals = crossed(result, "client_rpc_slots")
+    assert any("zero backlog" in signal for signal in signals)
+    assert not crossed(result, "network") or "link saturated (RTT inflated while requests wait to transmit)" not in crossed(result, "network")
+    settings = [rec["setting"] for rec in result["recommendations"]]
+    assert settings[0] == "nfs max_session_slots"
+    assert "wsize" in settings and "nconnect" in settings and "file_per_rank" in settings
+    assert "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries" not in settings
+    assert result["clients"]["nfs2"]["max_slots"] == [32]
+
+
+def test_per_rank_bundle_saturated_link():
+    result = diagnose(load("shared_vs_perrank_5b_per_rank"))
+    assert result["limiting_layer"] == "network"
+    assert result["verdict"] == "rearchitect"
+    assert "link saturated (RTT inflated while requests wait to transmit)" in crossed(result, "network")
+    assert "client_rpc_slots" not in result["contributing"]
+    assert "access_pattern" not in result["contributing"]
+    settings = [rec["setting"] for rec in result["recommendations"]]
+    assert "more_servers_or_pnfs" in settings and "file_per_rank" not in settings
+
+
+def test_seed_case_not_the_network_and_rearchitect():
+    bundle = load("seed_like_baseline")
+    bundle["context"] = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 2.4e12, "window_seconds": 300},
+                         "network": {"server_link_gbps": 200, "client_link_gbps": 200, "clients": 64},
+                         "canary": {"layout": "shared_file", "ranks": 512, "bytes": 2.4e12, "seconds": 2.4e12 / 1.1e9}}
+    result = diagnose(bundle)
+    assert result["gap_factor"] == pytest.approx(7.27, abs=0.01)
+    network = [item for item in result["evidence"] if item["signal"] == "achieved share of practical link capacity"][0]
+    assert network["crossed"] is False and network["value"] == pytest.approx(0.055, abs=1e-3)
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert result["verdict"] == "rearchitect"
+    settings = [rec["setting"] for rec in result["recommendations"]]
+    for alternative in ("file_per_rank", "parallel_fs_or_object_store", "more_servers_or_pnfs", "async_or_burst_buffer"):
+        assert alternative in settings
+    assert "nfs max_session_slots" in settings
+
+
+def test_target_met():
+    bundle = load("seed_like_baseline")
+    bundle["context"]["target"]["window_seconds"] = 60
+    result = diagnose(bundle)
+    assert result["verdict"] == "meets_target" and result["limiting_layer"] == "none"
+
+
+def test_v40_backlog_and_tiny_cap_is_tunable():
+    bundle = load("seed_like_baseline")
+    files = bundle["clients"]["nfs2"]
+    for name in ("mountstats_before", "mountstats_after"):
+        files[name] = files[name].replace("vers=4.1", "vers=4.0")
+    files["mountstats_before"] = files["mountstats_before"].replace("xprt:\ttcp 0 0 2 0 8 30 30 0 30 0 2 0 0", "xprt:\ttcp 0 0 2 0 8 30 30 0 30 0 2 0 0")
+    files["mountstats_after"] = files["mountstats_after"].replace("tcp 0 0 2 0 1 4527 4527 0 97268 0 32 17005 88876",
+                                                                  "tcp 0 0 2 0 1 4527 4527 0 9000 3500000 2 10 4400")
+    files["mountstats_after"] = files["mountstats_after"].replace("WRITE: 4477 4477 0 269402488 823768 21168733 324704 21495131 0",
+                                                                  "WRITE: 4477 4477 0 269402488 823768 21168733 124704 21295131 0")
+    bundle["context"]["canary"]["layout"] = "file_per_rank"
+    bundle["context"]["target"]["window_seconds"] = 1
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert "transport backlog per send (bklog_u/sends, all transports)" in crossed(result, "client_rpc_slots")
+    assert result["verdict"] == "tune"
+    assert result["tuning_headroom_factor"] > 100
+    assert result["recommendations"][0]["setting"].startswith("sunrpc tcp_max_slot_table_entries")
+
+
+def test_starved_server_threads():
+    bundle = load("shared_vs_perrank_5b_per_rank")
+    bundle["servers"]["nfs1"]["pool_stats_after"] = "# pool packets-arrived sockets-enqueued threads-woken threads-timedout\n0 89888 89888 85554 0\n"
+    bundle["servers"]["nfs1"]["threads"] = "1\n"
+    # Fast link: take out the RTT inflation so only the server signal remains.
+    bundle["context"]["network"] = {"idle_rtt_ms": 400}
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "server_threads"
+    rec = [rec for rec in result["recommendations"] if rec["setting"] == "nfsd threads"][0]
+    assert rec["value"] == 16
+
+
+def test_bundle_errors_name_the_problem():
+    bundle = load("seed_like_baseline")
+    broken = copy.deepcopy(bundle)
+    del broken["context"]["target"]["window_seconds"]
+    with pytest.raises(BundleError, match="target.window_seconds"):
+        diagnose(broken)
+    broken = copy.deepcopy(bundle)
+    broken["context"]["mount_point"] = "/elsewhere"
+    with pytest.raises(BundleError, match="no NFS mount on /elsewhere"):
+        diagnose(broken)
+    broken = copy.deepcopy(bundle)
+    del broken["clients"]["nfs2"]["mountstats_before"]
+    with pytest.raises(BundleError, match="mountstats_before"):
+        diagnose(broken)
+    with pytest.raises(BundleError, match="no clients"):
+        diagnose({"context": bundle["context"], "clients": {}})
+
+
+def test_markdown_shows_verdict_evidence_and_recommendations():
+    text = render_markdown(diagnose(load("seed_like_baseline")))
+    assert text.startswith("# Checkpoint diagnosis: /mnt/nfs\n")
+    assert "**tune: achieved 20 MB/s of 53.7 MB/s target (gap 2.68x); limiting layer: client_rpc_slots" in text
+    assert "| client_rpc_slots | queue time with zero backlog on NFSv4.1 (session slots full) | 4728.3299 |" in text
+    assert "- **nfs max_session_slots = 128**" in text

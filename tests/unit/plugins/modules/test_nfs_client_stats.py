@@ -1,0 +1,77 @@
+"""nfs_client_stats through its real main() on a fake /proc and /sys tree."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.modules import nfs_client_stats
+from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
+
+NCONNECT4 = "mountstats-v41-nconnect4-after-2GiB-write.txt"
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+@pytest.fixture
+def fake_host(tmp_path, monkeypatch):
+    proc = tmp_path / "proc"
+    write(str(proc / "self" / "mountstats"), read_sample(NCONNECT4))
+    write(str(proc / "101" / "stat"), "101 (python3 rank) D 1 101 101 0 -1 0")
+    write(str(proc / "101" / "wchan"), "rpc_wait_bit_killable")
+    write(str(proc / "102" / "stat"), "102 (bash) S 1 102 102 0 -1 0")
+    write(str(proc / "102" / "wchan"), "do_wait")
+    write(str(proc / "103" / "stat"), "103 (writer) D 1 103 103 0 -1 0")
+    write(str(proc / "103" / "wchan"), "nfs_start_io_write")
+    write(str(proc / "sys" / "sunrpc" / "tcp_slot_table_entries"), "2\n")
+    write(str(proc / "sys" / "sunrpc" / "tcp_max_slot_table_entries"), "65536\n")
+    write(str(tmp_path / "sys" / "module" / "nfs" / "parameters" / "max_session_slots"), "64\n")
+    monkeypatch.setattr(nfs_client_stats, "PROC", str(proc))
+    monkeypatch.setattr(nfs_client_stats, "PROC_MOUNTSTATS", str(proc / "self" / "mountstats"))
+    monkeypatch.setattr(nfs_client_stats, "PROC_SUNRPC", str(proc / "sys" / "sunrpc"))
+    monkeypatch.setattr(nfs_client_stats, "SYS_MODULE", str(tmp_path / "sys" / "module"))
+    return tmp_path
+
+
+def test_reads_everything_and_changes_nothing(fake_host):
+    before = tree_checksums(str(fake_host))
+    result = run_module(nfs_client_stats, {"dstate_samples": 1}, check_mode=True)
+    assert tree_checksums(str(fake_host)) == before
+    assert result["changed"] is False
+    assert result["raw_mountstats"] == read_sample(NCONNECT4)
+    mount = result["mounts"][0]
+    assert mount["mount_point"] == "/mnt/nfs" and mount["xprt_totals"]["max_slots"] == [12, 9, 25, 10]
+    sample = result["dstate"][0]
+    assert sample["count"] == 2 and sample["wchans"] == ["rpc_wait_bit_killable", "nfs_start_io_write"]
+    assert result["dstate_text"].split(" ", 1)[1] == "2 rpc_wait_bit_killable,nfs_start_io_write\n"
+    assert result["sunrpc"] == {"tcp_max_slot_table_entries": "65536", "tcp_slot_table_entries": "2", "max_session_slots": "64"}
+    assert result["sunrpc_text"].splitlines() == ["tcp_max_slot_table_entries 65536", "tcp_slot_table_entries 2",
+                                                  "# /sys/module/nfs/parameters", "max_session_slots 64"]
+
+
+def test_mount_point_filter_warns_about_missing(fake_host):
+    result = run_module(nfs_client_stats, {"mount_points": ["/mnt/other place"], "dstate_samples": 0})
+    assert result["mounts"] == [] and result["dstate"] == [] and result["dstate_text"] == ""
+    assert result["missing_mount_points"] == ["/mnt/other place"]
+
+
+def test_host_without_nfs(fake_host, monkeypatch):
+    write(str(fake_host / "proc" / "self" / "mountstats"), "device proc mounted on /proc with fstype proc\n")
+    monkeypatch.setattr(nfs_client_stats, "PROC_SUNRPC", str(fake_host / "absent"))
+    monkeypatch.setattr(nfs_client_stats, "SYS_MODULE", str(fake_host / "absent"))
+    result = run_module(nfs_client_stats, {"dstate_samples": 0})
+    assert result["mounts"] == [] and result["sunrpc"] == {} and result["sunrpc_text"] == ""
+
+
+def test_validation_names_the_option(fake_host):
+    assert "dstate_samples" in fail_module(nfs_client_stats, {"dstate_samples": -1})["msg"]
+    assert "dstate_interval" in fail_module(nfs_client_stats, {"dstate_interval": -0.5})["msg"]
+
+
+def test_unreadable_mountstats_fails_clearly(fake_host, monkeypatch):
+    monkeypatch.setattr(nfs_client_stats, "PROC_MOUNTSTATS", str(fake_host / "nothing"))
+    assert "cannot read" in fail_module(nfs_client_stats, {"dstate_samples": 0})["msg"]
