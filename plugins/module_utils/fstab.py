@@ -86,8 +86,8 @@ def find_entry(lines, path):
     """
     found = find_entries(lines, path)
     if len(found) > 1:
-        raise FstabError("%d fstab entries for %s (lines %s); remove the duplicates by hand first"
-                          % (len(found), path, ", ".join(str(index + 1) for index in found)))
+        numbers = ", ".join(str(index + 1) for index in found)
+        raise FstabError("%d fstab entries for %s (lines %s); remove the duplicates by hand first" % (len(found), path, numbers))
     return found[0] if found else None
 
 

@@ -358,4 +358,3 @@ def validate_path(path):
     if any(part in (".", "..") for part in path.split("/")):
         raise OptionError("path: %r must not contain . or .. components" % (path,))
     return path
-

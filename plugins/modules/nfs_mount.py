@@ -58,14 +58,14 @@ options:
     default: nfs4
   opts:
     description:
-      - NFS mount options as a dict, for example C({vers: 4.1, nconnect: 4, wsize: 1048576, hard: true}).
+      - "NFS mount options as a dict, for example C({vers: 4.1, nconnect: 4, wsize: 1048576, hard: true})."
       - C(true) writes a flag (C(hard)), C(false) its negation (C(nolock) for C(lock), C(soft) for
         C(hard), C(rw) for C(ro)). C(nfsvers) is the same as C(vers); C(minorversion) folds into C(vers).
-      - O(opts.nconnect) must be 1..16; O(opts.rsize) and O(opts.wsize) multiples of 4096 in
-        4096..1048576; O(opts.vers) one of 3, 4, 4.0, 4.1, 4.2.
+      - C(nconnect) must be 1..16; C(rsize) and C(wsize) multiples of 4096 in
+        4096..1048576; C(vers) one of 3, 4, 4.0, 4.1, 4.2.
       - Option names must be known NFS or mount options (nfs(5), mount(8)) or C(x-*) options.
-        Values may contain only letters, digits and C(. _ : / @ + % -), so no value can add an
-        option or split the fstab line.
+      - "Values may contain only letters, digits and C(. _ : / @ + % -), so no value can add an
+        option or split the fstab line."
       - The fstab line is owned by this module. Options it finds there that are not in O(opts) are
         drift, unless they only restate a kernel default.
     type: dict
@@ -726,7 +726,7 @@ def main():
             backup=dict(type="bool", default=False),
             apply_policy=dict(type="str", default="when_idle", choices=["when_idle", "never"]),
             dump=dict(type="int", default=0),
-            passno=dict(type="int", default=0),
+            passno=dict(type="int", default=0, no_log=False),
         ),
         required_if=[("state", "mounted", ("src",)), ("state", "present", ("src",))],
         supports_check_mode=True,

@@ -130,7 +130,10 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setattr(nfs_mount, "PROC_ROOT", str(kernel.proc))
     monkeypatch.setattr(nfs_mount, "PROC_MOUNTINFO", str(kernel.proc / "self" / "mountinfo"))
     monkeypatch.setattr(nfs_mount, "PROC_MOUNTSTATS", str(kernel.proc / "self" / "mountstats"))
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, argv, **kw: kernel.run_command(self, argv, **kw))
+    def run_command(module, argv, **kwargs):
+        # Looked up on each call so a test can wrap kernel.run_command.
+        return kernel.run_command(module, argv, **kwargs)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     warnings = []
     monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, msg: warnings.append(msg))
     kernel.warnings = warnings
@@ -383,6 +386,16 @@ def test_failed_atomic_move_leaves_the_old_file_and_no_temp_file(env, monkeypatc
     assert env.fstab.read_text() == FSTAB
     assert sorted(os.listdir(str(env.fstab.parent))) == ["fstab"]
     assert env.calls == []
+
+
+def test_failure_while_writing_the_temp_file_leaves_the_old_file(env, monkeypatch):
+    def broken_fsync(fd):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(nfs_mount.os, "fsync", broken_fsync)
+    result = fail_module(nfs_mount, args(env, backup=True))
+    assert "Input/output error" in result["msg"]
+    assert env.fstab.read_text() == FSTAB
+    assert [name for name in os.listdir(str(env.fstab.parent)) if not name.startswith("fstab.")] == ["fstab"]
 
 
 def test_byte_exact_fstab_with_tabs_crlf_and_no_final_newline(env):
