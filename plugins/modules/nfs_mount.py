@@ -180,12 +180,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 fstab_options:
-  description: Options of the fstab entry after the run (canonical form; flags are true/false).
+  description: Options of the fstab entry after the run, as found in check mode (canonical form; flags are true/false).
   returned: always
   type: dict
   sample: {vers: "4.1", nconnect: "4", wsize: "1048576", hard: true}
 live_options:
-  description: Options of the live mount after the run (empty when not mounted), from mountinfo and the mountstats opts line.
+  description: Options of the live mount after the run, as found in check mode (empty when not mounted), from mountinfo and the mountstats opts line.
   returned: always
   type: dict
   sample: {vers: "4.1", nconnect: "4", rsize: "1048576", wsize: "1048576", hard: true, proto: tcp}
@@ -226,7 +226,7 @@ remounted:
   type: str
   sample: umount+mount
 settings:
-  description: One row per wanted option for the audit drift table.
+  description: One row per wanted option (and C(src)) for the audit drift table; in check mode the state as found.
   returned: always
   type: list
   elements: dict
@@ -636,10 +636,12 @@ class NfsMount:
             self.warn("%s: %s %s" % (self.path, ", ".join(sorted(leftover)), reason))
 
     def predicted_live(self, action):
+        """The live options check mode expects after action (for the diff only)."""
         if action == "umount":
             return {}
         if action == "mount":
-            return dict(self.wanted)
+            return {name: value for name, value in self.wanted.items()
+                    if name not in nfs_options.FSTAB_ONLY and not name.startswith("x-")}
         live = dict(self.live_before)
         if action:
             for name in self.live_drift:
@@ -647,9 +649,8 @@ class NfsMount:
                     live[name] = self.wanted[name]
         return live
 
-    def settings(self, live):
+    def settings(self, persisted, persisted_src, live, live_src):
         rows = []
-        persisted = self.fstab_options
         for name, wanted in self.wanted.items():
             live_value = live.get(name, nfs_options.KERNEL_DEFAULTS.get(name)) if live else None
             persisted_ok = persisted.get(name) == wanted
@@ -658,10 +659,8 @@ class NfsMount:
             rows.append({"name": name, "wanted": wanted, "persisted": persisted.get(name), "live": live_value,
                          "in_sync": bool(persisted_ok and (live_ok or self.state == "present"))})
         if self.src is not None:
-            entry_src = self.src if self.state in ("mounted", "present") else (self.fstab_entry or {}).get("src")
-            live_src = self.live["source"] if self.live is not None else None
-            rows.insert(0, {"name": "src", "wanted": self.src, "persisted": entry_src, "live": live_src,
-                            "in_sync": entry_src == self.src and (live_src == self.src or self.state == "present")})
+            rows.insert(0, {"name": "src", "wanted": self.src, "persisted": persisted_src, "live": live_src,
+                            "in_sync": persisted_src == self.src and (live_src == self.src or self.state == "present")})
         return rows
 
     def live_text(self, live_mount, options=None):
@@ -687,12 +686,22 @@ class NfsMount:
             if action:
                 self.apply_live(action)
                 self.verify()
+            fstab_options = self.fstab_options
+            persisted_src = self.src if self.state in ("mounted", "present") else None
+            if self.state == "unmounted":
+                persisted_src = (self.fstab_entry or {}).get("src")
             live_after = self.live_canonical()
             live_after_text = self.live_text(self.live)
         else:
-            live_after = self.predicted_live(action)
-            live_after_text = ("not mounted\n" if not live_after else
-                               self.live_text(None, live_after) if action else live_before_text)
+            # Check mode reports the state as it is (an audit runs in check mode); only
+            # `changed` and the diff show what a real run would do.
+            fstab_options = nfs_options.canonical_options(split_options(self.fstab_entry["opts"])) if self.fstab_entry else {}
+            persisted_src = (self.fstab_entry or {}).get("src")
+            live_after = self.live_before
+            predicted = self.predicted_live(action)
+            live_after_text = ("not mounted\n" if not predicted else
+                               self.live_text(None, predicted) if action else live_before_text)
+        live_src_after = self.live["source"] if self.live is not None else None
         if self.module._diff:
             result["diff"] = [
                 {"before": self.fstab_before, "after": self.fstab_after,
@@ -701,7 +710,7 @@ class NfsMount:
                  "before_header": "live: %s" % self.path, "after_header": "live: %s" % self.path},
             ]
         result.update({
-            "fstab_options": self.fstab_options,
+            "fstab_options": fstab_options,
             "live_options": live_after,
             "drift": {"fstab": self.fstab_drift, "live": self.live_drift},
             "pending": self.pending,
@@ -709,7 +718,7 @@ class NfsMount:
             "same_server_mounts": self.same_server_mounts,
             "negotiated": self.negotiated,
             "remounted": self.remounted if not self.module.check_mode else "none",
-            "settings": self.settings(live_after),
+            "settings": self.settings(fstab_options, persisted_src, live_after, live_src_after),
         })
         self.module.exit_json(**result)
 

@@ -202,6 +202,10 @@ def test_check_mode_changes_nothing_and_runs_nothing(env):
     assert env.calls == []
     assert tree_checksums(str(env.root)) == sums
     assert set(result["drift"]["live"]) == {"nconnect", "rsize", "wsize"}
+    # Check mode reports the state as it is: an audit reads its drift table from these rows.
+    assert {row["name"]: row["in_sync"] for row in result["settings"]} == {
+        "src": False, "vers": False, "nconnect": False, "rsize": False, "wsize": False, "hard": False}
+    assert result["live_options"]["wsize"] == "65536" and result["fstab_options"] == {}
     live_diff = result["diff"][1]
     assert "wsize=65536" in live_diff["before"] and "wsize=1048576" in live_diff["after"]
 
