@@ -22,7 +22,7 @@ description:
   - Edits change only the C(threads=) (and C(min-threads=)) line; every other byte stays. Files are
     written atomically.
 author:
-  - ckptio.nfs contributors
+  - ckptio.nfs maintainers (@ckptio)
 options:
   threads:
     description:
@@ -66,8 +66,10 @@ options:
     default: false
 attributes:
   check_mode:
+    description: Reports what would change; writes no file and no live value, loads no kernel module.
     support: full
   diff_mode:
+    description: Shows each file before and after, and the live values before and after.
     support: full
 notes:
   - Raising threads can shrink the session slots a new NFSv4.1 session gets on kernels ~5.4-6.13 (slots

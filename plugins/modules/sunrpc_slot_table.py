@@ -27,7 +27,7 @@ description:
   - Edits of the modprobe.d and modules-load.d files change only the values that must change; every
     other byte stays. Files are written atomically.
 author:
-  - ckptio.nfs contributors
+  - ckptio.nfs maintainers (@ckptio)
 options:
   tcp_slot_table_entries:
     description:
@@ -85,8 +85,10 @@ options:
     default: false
 attributes:
   check_mode:
+    description: Reports what would change; writes no file and no live value, loads no kernel module.
     support: full
   diff_mode:
+    description: Shows each file before and after, and the live values before and after.
     support: full
 notes:
   - The values in modprobe.d apply when the kernel module loads. If C(sunrpc) is loaded from the
