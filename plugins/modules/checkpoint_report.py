@@ -1,0 +1,311 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: checkpoint_report
+short_description: Write report.md, report.json and report.png for a checkpoint validation bundle
+version_added: 0.1.0
+description:
+  - Reads a capture bundle (format in C(docs/capture-bundle.md)) written by C(playbooks/validate-checkpoint.yml),
+    its C(diagnosis.json) (or runs the diagnosis itself when that file is missing), the per-op deltas of every
+    client, and the per-rank canary results in C(clients/<host>/canary.json).
+  - Writes C(report.md) (tables), C(report.json) (every number) and C(report.png) (throughput against the target
+    line, per-op latency split into queue, RTT and the rest of the execution time) into the bundle.
+  - With O(compare_to) an earlier bundle, adds before/after rows with ratios - throughput, duration against the
+    window, WRITE/COMMIT RTT, exe and queue, backlog per send, max_slots against the cap, D-state peak, server
+    threads and sockets-enqueued - and names the limiting layer before and after.
+  - The picture needs matplotlib on the controller; without it the Markdown and JSON are still written and the
+    message says how to get the picture.
+  - Runs on the controller (C(delegate_to: localhost)).
+author:
+  - ckptio.nfs maintainers (@ckptio)
+requirements:
+  - PyYAML (to read C(context.yml))
+  - matplotlib (optional, for C(report.png))
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Computes the report and says which files would change; writes nothing.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+    details: Shows the old and new C(report.md).
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+options:
+  bundle:
+    description: The capture bundle directory of this run.
+    type: path
+    required: true
+  compare_to:
+    description: An earlier bundle (for example the baseline) to compare with.
+    type: path
+  label:
+    description: Name of this run in the report; default C(label) from C(context.yml), else the directory name.
+    type: str
+  png:
+    description: Draw C(report.png) when matplotlib is importable.
+    type: bool
+    default: true
+"""
+
+EXAMPLES = r"""
+- name: Report on the tuned run, compared with the baseline
+  ckptio.nfs.checkpoint_report:
+    bundle: reports/20260101T120000-tuned
+    compare_to: reports/20260101T110000-baseline
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+metrics:
+  description: Headline numbers of this bundle (throughput, target, duration, per-op latency, slots, D-state, server).
+  returned: always
+  type: dict
+baseline:
+  description: The same numbers for O(compare_to).
+  returned: when O(compare_to) is set
+  type: dict
+comparison:
+  description: Rows C({metric, unit, before, after, ratio, better, improved}).
+  returned: always
+  type: list
+  elements: dict
+files:
+  description: Paths of the report files that exist after the run.
+  returned: always
+  type: list
+  elements: str
+png_written:
+  description: Whether C(report.png) was drawn.
+  returned: always
+  type: bool
+msg:
+  description: One line saying what was written, and how to get the picture when matplotlib is missing.
+  returned: always
+  type: str
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.ckptio.nfs.plugins.module_utils import diagnosis as diagnosis_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:
+    HAS_YAML = False
+
+CLIENT_FILES = {"mountstats_before": "mountstats_before.txt", "mountstats_after": "mountstats_after.txt",
+                "dstate": "dstate.txt", "sunrpc": "sunrpc.txt"}
+SERVER_FILES = {"nfsd_before": "nfsd_before.txt", "nfsd_after": "nfsd_after.txt",
+                "pool_stats_before": "pool_stats_before.txt", "pool_stats_after": "pool_stats_after.txt",
+                "threads": "threads.txt"}
+PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
+            "(pip install matplotlib, or use the collection venv from scripts/setup.sh) and run again.")
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _hosts(directory):
+    try:
+        return sorted(name for name in os.listdir(directory) if os.path.isdir(os.path.join(directory, name)))
+    except OSError:
+        return []
+
+
+def load_bundle(path):
+    """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json."""
+    context = yaml.safe_load(_read(os.path.join(path, "context.yml")) or "") or {}
+    bundle = {"context": context, "clients": {}, "servers": {}}
+    ranks = []
+    for host in _hosts(os.path.join(path, "clients")):
+        files = {}
+        for key, name in CLIENT_FILES.items():
+            text = _read(os.path.join(path, "clients", host, name))
+            if text is not None:
+                files[key] = text
+        bundle["clients"][host] = files
+        canary_text = _read(os.path.join(path, "clients", host, "canary.json"))
+        if canary_text:
+            ranks.extend(dict(rank, host=host) for rank in json.loads(canary_text).get("ranks", []))
+    for host in _hosts(os.path.join(path, "servers")):
+        files = {}
+        for key, name in SERVER_FILES.items():
+            text = _read(os.path.join(path, "servers", host, name))
+            if text is not None:
+                files[key] = text
+        bundle["servers"][host] = files
+    saved = _read(os.path.join(path, "diagnosis.json"))
+    return bundle, ranks, json.loads(saved) if saved else None
+
+
+def bundle_metrics(path, label, warnings):
+    if not os.path.isfile(os.path.join(path, "context.yml")):
+        raise ValueError("%s has no context.yml: not a capture bundle" % path)
+    bundle, ranks, diagnosis = load_bundle(path)
+    context = bundle["context"]
+    if diagnosis is None:
+        try:
+            diagnosis = diagnosis_utils.diagnose(bundle)
+        except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+            warnings.append("no diagnosis for %s: %s" % (path, exc))
+    deltas = []
+    mount_point = context.get("mount_point")
+    for files in bundle["clients"].values():
+        if "mountstats_after" in files:
+            deltas.extend(mountstats_delta(files["mountstats_after"].splitlines(),
+                                           files["mountstats_before"].splitlines() if "mountstats_before" in files else None,
+                                           mount_points=[mount_point] if mount_point else None))
+    run_label = label or context.get("label") or os.path.basename(os.path.normpath(path))
+    return report.bundle_metrics(context, diagnosis, deltas, ranks if ranks else None, run_label)
+
+
+def draw_png(series):
+    """PNG bytes of the report figure, or None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        return None
+    import io
+
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 2]})
+    labels = [item["label"] + ("\nlimit: %s" % item["limiting_layer"] if item.get("limiting_layer") else "")
+              for item in series["throughput"]]
+    values = [item["mb_per_second"] for item in series["throughput"]]
+    colors = ["#9e9e9e"] * (len(values) - 1) + ["#1f77b4"]
+    bars = left.bar(labels, values, color=colors)
+    for bar, value in zip(bars, values):
+        left.annotate("%.3g" % value, (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=9)
+    if series["target_mb_per_second"]:
+        left.axhline(series["target_mb_per_second"], color="#d62728", linestyle="--",
+                     label="target %.3g MB/s" % series["target_mb_per_second"])
+        left.legend(loc="upper left", fontsize=8)
+        left.set_ylim(0, max(values + [series["target_mb_per_second"]]) * 1.2)
+    left.set_ylabel("MB/s (total bytes / slowest rank)")
+    left.set_title("Checkpoint throughput")
+
+    latency = series["latency"]
+    if latency:
+        names = ["%s\n%s" % (item["op"], item["label"]) for item in latency]
+        positions = range(len(latency))
+        queue = [item["queue_ms"] for item in latency]
+        rtt = [item["rtt_ms"] for item in latency]
+        other = [item["other_ms"] for item in latency]
+        right.bar(positions, queue, color="#ff7f0e", label="queue (waiting for a slot)")
+        right.bar(positions, rtt, bottom=queue, color="#2ca02c", label="RTT (on the wire + server)")
+        right.bar(positions, other, bottom=[q + r for q, r in zip(queue, rtt)], color="#c7c7c7", label="rest of exe")
+        right.set_xticks(list(positions))
+        right.set_xticklabels(names, fontsize=8)
+        right.legend(fontsize=8)
+    else:
+        right.text(0.5, 0.5, "no NFS per-op statistics in this bundle", ha="center", va="center")
+    right.set_ylabel("ms per op")
+    right.set_title("Per-op latency: queue / RTT / rest of exe")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    # No Software/date metadata: the same numbers give the same bytes (idempotent reruns).
+    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    pyplot.close(figure)
+    return buffer.getvalue()
+
+
+def write_if_changed(module, path, data):
+    """Atomically replace path with data when it differs; return True when it changed."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read() == data:
+                return False
+    except OSError:
+        pass
+    if module.check_mode:
+        return True
+    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".report-")
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
+    os.chmod(tmp, 0o644)
+    module.atomic_move(tmp, path)
+    return True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            bundle=dict(type="path", required=True),
+            compare_to=dict(type="path"),
+            label=dict(type="str"),
+            png=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"))
+    bundle = module.params["bundle"]
+    compare_to = module.params["compare_to"]
+    warnings = []
+    for option in ("bundle", "compare_to"):
+        value = module.params[option]
+        if value is not None and not os.path.isdir(value):
+            module.fail_json(msg="%s %s is not a directory" % (option, value))
+    try:
+        metrics = bundle_metrics(bundle, module.params["label"], warnings)
+        baseline = bundle_metrics(compare_to, None, warnings) if compare_to else None
+    except (ValueError, yaml.YAMLError) as exc:
+        module.fail_json(msg="cannot read bundle: %s" % exc)
+
+    rows = report.comparison_rows(baseline, metrics) if baseline else []
+    series = report.figure_series(metrics, baseline)
+    png = draw_png(series) if module.params["png"] else None
+    note = None
+    if png is None and module.params["png"]:
+        note = PNG_HINT % sys.executable
+    markdown = report.render_markdown(metrics, baseline, rows, figure_note=None if png is None else "![report](report.png)")
+    document = {"metrics": metrics, "baseline": baseline, "comparison": rows, "figure": series}
+    payload = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
+
+    md_path = os.path.join(bundle, "report.md")
+    old_markdown = _read(md_path)
+    changed = write_if_changed(module, md_path, markdown.encode())
+    changed = write_if_changed(module, os.path.join(bundle, "report.json"), payload.encode()) or changed
+    if png is not None:
+        changed = write_if_changed(module, os.path.join(bundle, "report.png"), png) or changed
+    files = [os.path.join(bundle, name) for name in ("report.md", "report.json", "report.png")
+             if os.path.exists(os.path.join(bundle, name))]
+    msg = "wrote report.md, report.json%s in %s" % (", report.png" if png is not None else "", bundle)
+    if note:
+        msg += ". " + note
+    result = {"changed": changed, "metrics": metrics, "comparison": rows, "files": files,
+              "png_written": png is not None, "msg": msg, "warnings": warnings}
+    if baseline is not None:
+        result["baseline"] = baseline
+    if module._diff:
+        result["diff"] = [{"before": old_markdown or "", "after": markdown,
+                           "before_header": md_path, "after_header": md_path}]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

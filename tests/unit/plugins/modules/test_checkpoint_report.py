@@ -1,0 +1,123 @@
+"""checkpoint_report through its real main() on copies of the lab's capture bundles."""
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import shutil
+import stat
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report
+from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, sample_path, tree_checksums
+
+
+def _copy(name, tmp_path):
+    dest = tmp_path / name
+    shutil.copytree(sample_path("bundles", name), str(dest))
+    for root, dirs, files in os.walk(str(dest)):
+        for entry in dirs + files:
+            path = os.path.join(root, entry)
+            os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    os.chmod(str(dest), 0o755)
+    return dest
+
+
+@pytest.fixture
+def baseline(tmp_path):
+    return _copy("seed_like_baseline", tmp_path)
+
+
+@pytest.fixture
+def tuned(tmp_path):
+    return _copy("shared_vs_perrank_5b_per_rank", tmp_path)
+
+
+def test_writes_md_json_png_from_a_real_bundle(baseline):
+    result = run_module(checkpoint_report, {"bundle": str(baseline)})
+    assert result["changed"] is True and result["png_written"] is True
+    assert sorted(os.path.basename(f) for f in result["files"]) == ["report.json", "report.md", "report.png"]
+    with open(str(baseline / "report.png"), "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+    metrics = json.loads((baseline / "report.json").read_text())["metrics"]
+    # NOTES.txt of this capture: 268435456 B in 13.402 s; WRITE 4477 ops, avg RTT 72.527 ms.
+    assert metrics["achieved_bytes_per_second"] == pytest.approx(268435456 / 13.402)
+    assert metrics["ops"]["WRITE"]["ops"] == 4477
+    assert metrics["ops"]["WRITE"]["avg_rtt_ms"] == pytest.approx(72.527, abs=0.001)
+    assert metrics["dstate_peak"] == 4
+    assert metrics["server_threads"] == 8
+    assert metrics["slot_cap_setting"] == "max_session_slots" and metrics["slot_cap"] == 64
+    markdown = (baseline / "report.md").read_text()
+    assert "| limiting layer | %s |" % metrics["limiting_layer"] in markdown
+    assert "| WRITE | 4477 |" in markdown
+
+
+def test_second_run_is_idempotent(baseline):
+    run_module(checkpoint_report, {"bundle": str(baseline)})
+    before = tree_checksums(str(baseline))
+    result = run_module(checkpoint_report, {"bundle": str(baseline)})
+    assert result["changed"] is False
+    assert tree_checksums(str(baseline)) == before
+
+
+def test_compare_to_gives_before_after_and_ratio(baseline, tuned):
+    result = run_module(checkpoint_report, {"bundle": str(tuned), "compare_to": str(baseline), "label": "tuned"})
+    rows = {row["metric"]: row for row in result["comparison"]}
+    throughput = rows["throughput"]
+    assert throughput["before"] == pytest.approx(268435456 / 13.402 / 1e6)
+    assert throughput["after"] == pytest.approx(536870912 / 21.660 / 1e6)
+    assert throughput["ratio"] == pytest.approx(throughput["after"] / throughput["before"], rel=1e-3)
+    assert throughput["improved"] is True
+    assert rows["WRITE avg RTT"]["before"] == pytest.approx(72.527, abs=0.001)
+    assert rows["WRITE avg RTT"]["after"] == pytest.approx(475.843, abs=0.001)
+    assert rows["WRITE avg RTT"]["improved"] is False
+    for name in ("duration / window", "COMMIT avg queue", "backlog per send", "max_slots reached", "slot cap",
+                 "D-state peak", "server threads", "sockets-enqueued"):
+        assert name in rows
+    markdown = (tuned / "report.md").read_text()
+    assert "## Compared with seed_like_baseline" in markdown
+    assert "Limiting layer before: %s" % result["baseline"]["limiting_layer"] in markdown
+
+
+def test_without_matplotlib_md_and_json_still_come_out(baseline, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    result = run_module(checkpoint_report, {"bundle": str(baseline)})
+    assert result["png_written"] is False
+    assert not (baseline / "report.png").exists()
+    assert (baseline / "report.md").exists() and (baseline / "report.json").exists()
+    assert "pip install matplotlib" in result["msg"]
+
+
+def test_check_mode_writes_nothing(baseline):
+    before = tree_checksums(str(baseline))
+    result = run_module(checkpoint_report, {"bundle": str(baseline)}, check_mode=True, diff=True)
+    assert result["changed"] is True
+    assert tree_checksums(str(baseline)) == before
+    assert "# Checkpoint validation" in result["diff"][0]["after"]
+
+
+def test_missing_bundle_and_non_bundle_fail_naming_the_option(tmp_path):
+    assert fail_module(checkpoint_report, {"bundle": str(tmp_path / "nope")})["msg"].startswith("bundle ")
+    assert "not a capture bundle" in fail_module(checkpoint_report, {"bundle": str(tmp_path)})["msg"]
+    empty = tmp_path / "b"
+    empty.mkdir()
+    assert fail_module(checkpoint_report, {"bundle": str(tmp_path), "compare_to": str(tmp_path / "x")})["msg"].startswith("compare_to ")
+
+
+def test_canary_ranks_give_the_mlperf_aggregate(baseline):
+    host_dir = baseline / "clients" / "nfs2"
+    ranks = [{"rank": 0, "pid": 1, "start": 100.0, "end": 105.0, "bytes": 500, "error": None},
+             {"rank": 1, "pid": 2, "start": 100.2, "end": 110.0, "bytes": 500, "error": None}]
+    (host_dir / "canary.json").write_text(json.dumps({"ranks": ranks}))
+    result = run_module(checkpoint_report, {"bundle": str(baseline)})
+    aggregate = result["metrics"]["canary_aggregate"]
+    assert aggregate["seconds"] == 10.0 and aggregate["throughput_bytes_per_second"] == 100.0
+    assert result["metrics"]["canary_hosts"][0]["host"] == "nfs2"
