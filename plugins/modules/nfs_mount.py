@@ -37,7 +37,7 @@ description:
   - fstab edits change only the line for O(path). Comments, blank lines, tabs, other entries
     and a missing final newline stay byte for byte. Writes are atomic.
 author:
-  - ckptio.nfs contributors
+  - ckptio.nfs maintainers (@ckptio)
 options:
   src:
     description:

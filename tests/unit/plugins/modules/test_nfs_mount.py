@@ -130,6 +130,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setattr(nfs_mount, "PROC_ROOT", str(kernel.proc))
     monkeypatch.setattr(nfs_mount, "PROC_MOUNTINFO", str(kernel.proc / "self" / "mountinfo"))
     monkeypatch.setattr(nfs_mount, "PROC_MOUNTSTATS", str(kernel.proc / "self" / "mountstats"))
+
     def run_command(module, argv, **kwargs):
         # Looked up on each call so a test can wrap kernel.run_command.
         return kernel.run_command(module, argv, **kwargs)
