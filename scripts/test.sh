@@ -50,8 +50,8 @@ run_units() {
   local dest
   dest=$(stage_collection)
   # Plain pytest on the staged tree: the collection imports as ansible_collections.ckptio.nfs.
-  (cd "$dest" && PYTHONPATH="$CKPTIO_STAGE" python -m pytest -p no:cacheprovider -p no:pytest-ansible \
-    tests/unit "${extra[@]}")
+  # With no arguments pytest collects testpaths from pytest.ini (tests/unit).
+  (cd "$dest" && PYTHONPATH="$CKPTIO_STAGE" python -m pytest -p no:cacheprovider -p no:pytest-ansible "${extra[@]}")
 }
 
 run_lint() {
