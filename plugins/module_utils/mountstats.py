@@ -24,6 +24,8 @@ cheaper than converting nine integers twice (see tests/bench/bench_mountstats.py
 
 from __future__ import annotations
 
+from itertools import islice
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import split_options, unescape_path
 
 NFS_FSTYPES = ("nfs", "nfs4")
@@ -62,34 +64,71 @@ XPRT_SUMMED = ("sends", "recvs", "bad_xids", "req_u", "bklog_u", "sending_u", "p
 
 
 class MountStats:
-    """One mount's statistics; per-op numbers are parsed on first use."""
+    """One mount's statistics. Sections are kept as text and parsed on first use: a delta
+    mostly compares text, and only converts the numbers that moved."""
 
-    __slots__ = ("device", "mount_point", "fstype", "statvers", "opts", "age", "events", "bytes",
-                 "rpc_version", "program", "xprts", "op_lines", "other", "_ops")
+    __slots__ = ("device", "mount_point", "fstype", "statvers", "age", "rpc_version", "program", "other",
+                 "opts_text", "events_text", "bytes_text", "xprt_lines", "ops_text",
+                 "_opts", "_events", "_bytes", "_xprts", "_op_lines", "_ops")
 
     def __init__(self, device, mount_point, fstype, statvers):
         self.device = device
         self.mount_point = mount_point
         self.fstype = fstype
         self.statvers = statvers
-        self.opts = {}
         self.age = None
-        self.events = {}
-        self.bytes = {}
         self.rpc_version = None
         self.program = None
-        # [(protocol, (int, ...)), ...] one entry per xprt line, in file order.
-        self.xprts = []
-        # {"WRITE": " 4477 4477 0 ...\n"}: the text after the colon.
-        self.op_lines = {}
         # Lines of the mount block we do not interpret (caps:, nfsv4:, sec:, impl_id:, new
         # ones from newer kernels): kept by label so nothing is silently lost.
         self.other = {}
-        self._ops = None
+        self.opts_text = ""
+        self.events_text = ""
+        self.bytes_text = ""
+        self.xprt_lines = []
+        # Everything after the "per-op statistics" line.
+        self.ops_text = ""
+        self._opts = self._events = self._bytes = self._xprts = self._op_lines = self._ops = None
 
     @property
     def is_nfs(self):
         return self.fstype in NFS_FSTYPES
+
+    @property
+    def opts(self):
+        if self._opts is None:
+            self._opts = split_options(self.opts_text.strip())
+        return self._opts
+
+    @property
+    def events(self):
+        if self._events is None:
+            self._events = _named_counters(EVENT_NAMES, self.events_text)
+        return self._events
+
+    @property
+    def bytes(self):
+        if self._bytes is None:
+            self._bytes = _named_counters(BYTE_NAMES, self.bytes_text)
+        return self._bytes
+
+    @property
+    def xprts(self):
+        """[(protocol, (int, ...)), ...] one entry per xprt line, in file order."""
+        if self._xprts is None:
+            self._xprts = [parsed for parsed in (_parse_xprt_line(line) for line in self.xprt_lines) if parsed]
+        return self._xprts
+
+    @property
+    def op_lines(self):
+        """{"WRITE": " 4477 4477 0 ...": the text after the colon}."""
+        if self._op_lines is None:
+            self._op_lines = {}
+            for line in self.ops_text.split("\n"):
+                name, sep, rest = line.partition(":")
+                if sep:
+                    self._op_lines[name.strip()] = rest
+        return self._op_lines
 
     @property
     def nfs_version(self):
@@ -118,14 +157,14 @@ class MountStats:
 
     def xprt_dicts(self):
         """One dict per xprt line: named counters, plus `extra` for fields we do not name."""
-        result = []
-        for protocol, values in self.xprts:
-            result.append(xprt_values_as_dict(protocol, values))
-        return result
+        return [xprt_values_as_dict(protocol, values) for protocol, values in self.xprts]
+
+    def xprt_columns(self):
+        return xprt_columns(self.xprt_lines)
 
     def xprt_totals(self):
         """Counters summed over all transports (nconnect) and per-connection max_slots."""
-        return sum_xprts(self.xprts)
+        return totals_from_columns(self.xprt_columns())
 
     def as_dict(self):
         """Everything, JSON-ready, with field names (what the module returns)."""
@@ -181,22 +220,79 @@ def xprt_values_as_dict(protocol, values):
     return result
 
 
-def sum_xprts(xprts):
-    """Sum the per-transport counters; keep max_slots per connection (a high-water mark)."""
-    totals = dict((name, 0) for name in XPRT_SUMMED)
-    max_slots = []
-    protocols = []
-    for protocol, values in xprts:
+def field_position(protocol, name):
+    """Index of a named counter in an xprt line's numbers, or None."""
+    names = XPRT_FIELDS.get(protocol, ())
+    return names.index(name) if name in names else None
+
+
+def _parse_xprt_line(line):
+    words = line.split()
+    if len(words) < 2 or words[0] != "xprt:":
+        return None
+    values = []
+    for word in words[2:]:
+        try:
+            values.append(int(word))
+        except ValueError:
+            break
+    return words[1], tuple(values)
+
+
+# The counters deltas need; srcport, connect_time and idle_time are left as text on the fast path.
+_COLUMNS_USED = frozenset(XPRT_SUMMED + ("max_slots",))
+
+
+def xprt_columns(xprt_lines):
+    """{"protocols": [...], "columns": {name: [value per transport]}} for the xprt lines.
+
+    With nconnect=N the N lines share protocol and width, so one split of their joined text
+    and a strided slice per counter gives every column without a Python loop per line.
+    """
+    count = len(xprt_lines)
+    if count:
+        words = " ".join(xprt_lines).split()
+        width = len(words) // count
+        protocol = words[1] if len(words) > 1 else None
+        if (width > 2 and width * count == len(words) and words[0::width].count("xprt:") == count
+                and words[1::width].count(protocol) == count):
+            names = XPRT_FIELDS.get(protocol, ())
+            try:
+                columns = dict((name, list(map(int, words[2 + position::width])))
+                               for position, name in enumerate(names[:width - 2]) if name in _COLUMNS_USED)
+            except ValueError:
+                columns = None
+            if columns is not None:
+                return {"protocols": [protocol] * count, "columns": columns}
+    # Mixed or odd lines: one at a time.
+    parsed = [xprt for xprt in (_parse_xprt_line(line) for line in xprt_lines) if xprt]
+    columns = {}
+    for index, (protocol, values) in enumerate(parsed):
         named = xprt_values_as_dict(protocol, values)
-        protocols.append(protocol)
-        for name in XPRT_SUMMED:
-            totals[name] += named.get(name, 0)
-        if "max_slots" in named:
-            max_slots.append(named["max_slots"])
-    totals["transports"] = len(xprts)
-    totals["protocols"] = sorted(set(protocols))
-    totals["max_slots"] = max_slots
+        for name in set(columns) | set(named):
+            if name in ("protocol", "extra"):
+                continue
+            columns.setdefault(name, [None] * index).append(named.get(name))
+    return {"protocols": [protocol for protocol, _values in parsed], "columns": columns}
+
+
+def totals_from_columns(xprt):
+    """Sum the per-transport counters; keep max_slots per connection (a high-water mark)."""
+    columns = xprt["columns"]
+    totals = {}
+    for name in XPRT_SUMMED:
+        column = columns.get(name, ())
+        totals[name] = sum(column) if None not in column else sum(value for value in column if value is not None)
+    totals["transports"] = len(xprt["protocols"])
+    totals["protocols"] = sorted(set(xprt["protocols"]))
+    totals["max_slots"] = [value for value in columns.get("max_slots", ()) if value is not None]
     return totals
+
+
+def sum_xprts(xprts):
+    """totals_from_columns() for already parsed (protocol, values) pairs."""
+    lines = ["xprt: %s %s" % (protocol, " ".join(str(value) for value in values)) for protocol, values in xprts]
+    return totals_from_columns(xprt_columns(lines))
 
 
 def _parse_device_line(line):
@@ -217,27 +313,18 @@ def _parse_header_line(mount, line):
     if not sep:
         return
     if label == "xprt":
-        words = rest.split()
-        if not words:
-            return
-        values = []
-        for word in words[1:]:
-            try:
-                values.append(int(word))
-            except ValueError:
-                break
-        mount.xprts.append((words[0], tuple(values)))
+        mount.xprt_lines.append(line.strip())
     elif label == "opts":
-        mount.opts = split_options(rest.strip())
+        mount.opts_text = rest
     elif label == "age":
         try:
             mount.age = int(rest.split()[0])
         except (IndexError, ValueError):
             mount.age = None
     elif label == "events":
-        mount.events = _named_counters(EVENT_NAMES, rest)
+        mount.events_text = rest
     elif label == "bytes":
-        mount.bytes = _named_counters(BYTE_NAMES, rest)
+        mount.bytes_text = rest
     elif label.startswith("RPC iostats version"):
         # 'RPC iostats version: 1.1  p/v: 100003/4 (nfs)'
         words = rest.split()
@@ -265,36 +352,86 @@ def _named_counters(names, text):
     return counters
 
 
+_DEVICE = "\ndevice "
+_LINES_PER_CHUNK = 8192
+
+
+def _split_blocks(text):
+    """Mount blocks ("device ..." up to the next one) of a text; junk before the first is skipped."""
+    if text.startswith("device "):
+        position = 0
+    else:
+        position = text.find(_DEVICE)
+        if position < 0:
+            return
+        position += 1
+    while True:
+        following = text.find(_DEVICE, position)
+        if following < 0:
+            yield text[position:]
+            return
+        yield text[position:following + 1]
+        position = following + 1
+
+
+def _iter_blocks(source):
+    if isinstance(source, str):
+        for block in _split_blocks(source):
+            yield block
+        return
+    # Any iterable of lines (an open file streams): join a few thousand lines at a time in C,
+    # hand on every complete block, carry the unfinished last one over.
+    iterator = iter(source)
+    pending = ""
+    while True:
+        lines = list(islice(iterator, _LINES_PER_CHUNK))
+        if not lines:
+            break
+        chunk = "".join(lines) if lines[0].endswith("\n") else "\n".join(lines) + "\n"
+        pending += chunk
+        last = pending.rfind(_DEVICE)
+        if last < 0:
+            continue
+        for block in _split_blocks(pending[:last + 1]):
+            yield block
+        pending = pending[last + 1:]
+    for block in _split_blocks(pending):
+        yield block
+
+
+def _parse_block(block, nfs_only):
+    end_of_line = block.find("\n")
+    if end_of_line < 0:
+        end_of_line = len(block)
+    mount = _parse_device_line(block[:end_of_line])
+    if mount is None or (nfs_only and not mount.is_nfs):
+        return None
+    marker = block.find("per-op statistics", end_of_line)
+    if marker < 0:
+        head = block[end_of_line + 1:]
+    else:
+        head = block[end_of_line + 1:marker]
+        ops_start = block.find("\n", marker)
+        mount.ops_text = block[ops_start + 1:] if ops_start >= 0 else ""
+    for line in head.split("\n"):
+        if line.startswith("\txprt:"):
+            mount.xprt_lines.append(line)
+        elif line:
+            _parse_header_line(mount, line)
+    return mount
+
+
 def iter_mountstats(lines, nfs_only=True):
-    """Yield a MountStats per mount block of `lines` (text or any iterable of lines).
+    """Yield a MountStats per mount block of `lines` (text, an open file, or any iterable of
+    lines with or without line ends).
 
     Unknown lines are skipped (a parser for live kernel output must not crash on a line it
     has not seen); fields newer kernels append are kept as `extra`.
     """
-    if isinstance(lines, str):
-        lines = lines.splitlines()
-    mount = None
-    in_ops = False
-    for line in lines:
-        if line.startswith("device "):
-            if mount is not None and (mount.is_nfs or not nfs_only):
-                yield mount
-            mount = _parse_device_line(line)
-            in_ops = False
-            continue
-        if mount is None:
-            continue
-        if in_ops:
-            name, sep, rest = line.partition(":")
-            if sep:
-                mount.op_lines[name.strip()] = rest
-            continue
-        if "per-op statistics" in line:
-            in_ops = True
-            continue
-        _parse_header_line(mount, line)
-    if mount is not None and (mount.is_nfs or not nfs_only):
-        yield mount
+    for block in _iter_blocks(lines):
+        mount = _parse_block(block, nfs_only)
+        if mount is not None:
+            yield mount
 
 
 def parse_mountstats(lines, nfs_only=True):

@@ -21,7 +21,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import (
     XPRT_SUMMED,
     iter_mountstats,
     parse_op_values,
-    sum_xprts,
+    totals_from_columns,
 )
 
 MB = 1000000.0
@@ -76,30 +76,19 @@ def mount_delta(after, before=None, interval_seconds=None):
         interval_seconds = interval_seconds or 0
     interval = float(interval_seconds) if interval_seconds and interval_seconds > 0 else 0.0
 
-    ops = {}
-    before_lines = before.op_lines if before is not None else {}
-    for name, text in after.op_lines.items():
-        old_text = before_lines.get(name)
-        if old_text == text:
-            # Same text, same counters: the delta is zero (most op lines never move).
-            continue
-        new_values = parse_op_values(text)
-        if len(new_values) < 8:
-            continue
-        old_values = parse_op_values(old_text) if old_text is not None else _ZERO_OP[:len(new_values)]
-        if len(old_values) < 8:
-            old_values = _ZERO_OP[:len(new_values)]
-        ops[name] = _op_delta(new_values, old_values, interval)
+    ops = _ops_delta(after, before, interval)
 
-    after_x = sum_xprts(after.xprts)
-    before_x = sum_xprts(before.xprts) if before is not None else None
-    rpc = dict((name, after_x[name] - (before_x[name] if before_x else 0)) for name in XPRT_SUMMED)
+    after_x = after.xprt_columns()
+    before_x = before.xprt_columns() if before is not None else None
+    after_totals = totals_from_columns(after_x)
+    before_totals = totals_from_columns(before_x) if before_x else None
+    rpc = dict((name, after_totals[name] - (before_totals[name] if before_totals else 0)) for name in XPRT_SUMMED)
     rpc.update({
-        "transports": after_x["transports"],
-        "protocols": after_x["protocols"],
-        "max_slots": after_x["max_slots"],
-        "max_slots_before": before_x["max_slots"] if before_x else [],
-        "max_slots_reached": max(after_x["max_slots"]) if after_x["max_slots"] else None,
+        "transports": after_totals["transports"],
+        "protocols": after_totals["protocols"],
+        "max_slots": after_totals["max_slots"],
+        "max_slots_before": before_totals["max_slots"] if before_totals else [],
+        "max_slots_reached": max(after_totals["max_slots"]) if after_totals["max_slots"] else None,
         "backlog_per_send": _ratio(rpc["bklog_u"], rpc["sends"]),
         # Average requests holding a slot, waiting to send, and waiting for a reply, seen at
         # each send: Little's-law style occupancy of the transports.
@@ -107,7 +96,7 @@ def mount_delta(after, before=None, interval_seconds=None):
         "sending_per_send": _ratio(rpc["sending_u"], rpc["sends"]),
         "pending_per_send": _ratio(rpc["pending_u"], rpc["sends"]),
         "sends_per_second": _ratio(rpc["sends"], interval),
-        "backlog_per_send_per_transport": _per_transport_backlog(after.xprts, before.xprts if before is not None else []),
+        "backlog_per_send_per_transport": _per_transport_backlog(after_x, before_x),
     })
 
     nbytes = dict((name, after.bytes.get(name, 0) - (before.bytes.get(name, 0) if before is not None else 0))
@@ -136,15 +125,55 @@ def mount_delta(after, before=None, interval_seconds=None):
     }
 
 
-def _per_transport_backlog(after_xprts, before_xprts):
+def _ops_delta(after, before, interval):
+    """Per-op deltas of the ops whose line changed.
+
+    Same kernel, same op order: the two op sections are compared line by line and only the
+    lines that differ are converted. Identical sections mean no op moved at all.
+    """
+    if before is not None and after.ops_text == before.ops_text:
+        return {}
+    changed = None
+    if before is not None:
+        after_lines = after.ops_text.split("\n")
+        before_lines = before.ops_text.split("\n")
+        if len(after_lines) == len(before_lines):
+            changed = []
+            for new, old in [(new, old) for new, old in zip(after_lines, before_lines) if new != old]:
+                name, sep, new_rest = new.partition(":")
+                old_name, old_sep, old_rest = old.partition(":")
+                if not sep or name != old_name or not old_sep:
+                    changed = None
+                    break
+                changed.append((name.strip(), new_rest, old_rest))
+    if changed is None:
+        before_ops = before.op_lines if before is not None else {}
+        changed = [(name, text, before_ops.get(name)) for name, text in after.op_lines.items() if before_ops.get(name) != text]
+    ops = {}
+    for name, new_text, old_text in changed:
+        new_values = parse_op_values(new_text)
+        if len(new_values) < 8:
+            continue
+        old_values = parse_op_values(old_text) if old_text is not None else _ZERO_OP[:len(new_values)]
+        if len(old_values) < 8:
+            old_values = _ZERO_OP[:len(new_values)]
+        ops[name] = _op_delta(new_values, old_values, interval)
+    return ops
+
+
+def _per_transport_backlog(after_x, before_x):
+    backlog = after_x["columns"].get("bklog_u", [])
+    sends = after_x["columns"].get("sends", [])
+    old_backlog = before_x["columns"].get("bklog_u", []) if before_x else []
+    old_sends = before_x["columns"].get("sends", []) if before_x else []
     result = []
-    for index, (protocol, values) in enumerate(after_xprts):
-        now = sum_xprts([(protocol, values)])
-        if index < len(before_xprts):
-            old = sum_xprts([before_xprts[index]])
-        else:
-            old = dict((name, 0) for name in XPRT_SUMMED)
-        result.append(_ratio(now["bklog_u"] - old["bklog_u"], now["sends"] - old["sends"]))
+    for index, value in enumerate(backlog):
+        old_b = old_backlog[index] if index < len(old_backlog) and old_backlog[index] is not None else 0
+        old_s = old_sends[index] if index < len(old_sends) and old_sends[index] is not None else 0
+        if value is None or sends[index] is None:
+            result.append(0.0)
+            continue
+        result.append(_ratio(value - old_b, sends[index] - old_s))
     return result
 
 
@@ -155,27 +184,38 @@ def _int_or_none(value):
         return None
 
 
-def mountstats_delta(after_lines, before_lines=None, interval_seconds=None, mount_points=None):
-    """Deltas for every NFS mount of the after sample, matched by mount point and device.
+def iter_mountstats_delta(after_lines, before_lines=None, interval_seconds=None, mount_points=None):
+    """Yield the delta of every NFS mount of the after sample, matched by mount point and device.
 
-    `before_lines` is consumed first into a dict of mounts (one sample in memory), then the
-    after sample streams through, so peak memory is one parsed file plus the results.
+    Both samples stream in step: the kernel lists mounts in mount order, so the matching before
+    block is normally the next one and memory holds one mount of each file. Mounts that appear or
+    vanish between the samples are parked in a dict until matched.
     """
     wanted = set(mount_points) if mount_points else None
-    before = {}
-    if before_lines is not None:
-        for mount in iter_mountstats(before_lines):
-            if wanted is None or mount.mount_point in wanted:
-                before[(mount.mount_point, mount.device)] = mount
-    results = []
+    before_iter = iter_mountstats(before_lines) if before_lines is not None else iter(())
+    parked = {}
     for mount in iter_mountstats(after_lines):
         if wanted is not None and mount.mount_point not in wanted:
             continue
-        old = before.pop((mount.mount_point, mount.device), None)
+        key = (mount.mount_point, mount.device)
+        old = parked.pop(key, None)
+        while old is None:
+            candidate = next(before_iter, None)
+            if candidate is None:
+                break
+            candidate_key = (candidate.mount_point, candidate.device)
+            if candidate_key == key:
+                old = candidate
+            elif wanted is None or candidate.mount_point in wanted:
+                parked[candidate_key] = candidate
         delta = mount_delta(mount, old, interval_seconds)
         delta["new_mount"] = before_lines is not None and old is None
-        results.append(delta)
-    return results
+        yield delta
+
+
+def mountstats_delta(after_lines, before_lines=None, interval_seconds=None, mount_points=None):
+    """List of iter_mountstats_delta()."""
+    return list(iter_mountstats_delta(after_lines, before_lines, interval_seconds, mount_points))
 
 
 # ---------------------------------------------------------------- server side

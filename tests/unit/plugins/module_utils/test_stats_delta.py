@@ -141,3 +141,20 @@ def test_agrees_with_nfs_utils_mountstats(bundle):
     write_line = iostat.split("write:")[1].splitlines()[1].split()
     assert ours["WRITE"]["ops_per_second"] == pytest.approx(float(write_line[0]), abs=1e-3)
     assert ours["WRITE"]["kib_per_second"] == pytest.approx(float(write_line[1]), abs=1e-3)
+
+
+def _two_mounts(first, second, writes):
+    def block(mount_point, ops):
+        return ("device srv:/x mounted on %s with fstype nfs statvers=1.1\n\topts:\trw,vers=3\n\tage:\t%d\n"
+                "\tRPC iostats version: 1.1  p/v: 100003/3 (nfs)\n\txprt:\ttcp 0 0 1 0 0 %d %d 0 0 0 2 0 0\n"
+                "\tper-op statistics\n\t       WRITE: %d %d 0 0 0 0 %d %d 0\n" % (mount_point, 10 + ops, ops, ops, ops, ops, ops, ops))
+    return [line for text in (block(first, writes[0]), block(second, writes[1])) for line in text.splitlines()]
+
+
+def test_mounts_in_a_different_order_and_vanished_mounts_still_match():
+    before = _two_mounts("/b", "/a", (5, 1)) + ["device srv:/x mounted on /gone with fstype nfs"]
+    after = _two_mounts("/a", "/b", (3, 9))
+    deltas = dict((delta["mount_point"], delta) for delta in mountstats_delta(after, before))
+    assert deltas["/a"]["ops"]["WRITE"]["ops"] == 2 and deltas["/b"]["ops"]["WRITE"]["ops"] == 4
+    assert not deltas["/a"]["new_mount"] and not deltas["/b"]["new_mount"]
+    assert deltas["/a"]["rpc"]["sends"] == 2 and deltas["/a"]["interval_seconds"] == 2.0
