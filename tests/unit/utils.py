@@ -36,14 +36,35 @@ def _fail_json(self, **kwargs):
 
 
 def _invoke(module, args, check_mode=False, diff=False):
+    """Run main(); the raised result carries the module's warnings under `warnings`.
+
+    ansible-core 2.19 collects module.warn() messages in process-global state that other tests
+    also touch, so each run records its own list here (and still calls whatever warn was set).
+    """
     args = dict(args)
     if check_mode:
         args["_ansible_check_mode"] = True
     if diff:
         args["_ansible_diff"] = True
+    collected = []
+    previous_warn = basic.AnsibleModule.warn
+
+    def warn(self, warning):
+        collected.append(warning)
+        previous_warn(self, warning)
+
+    def exit_json(self, **kwargs):
+        kwargs.setdefault("warnings", collected)
+        _exit_json(self, **kwargs)
+
+    def fail_json(self, **kwargs):
+        kwargs.setdefault("warnings", collected)
+        _fail_json(self, **kwargs)
+
     with patch_module_args(args), \
-            mock.patch.object(basic.AnsibleModule, "exit_json", _exit_json), \
-            mock.patch.object(basic.AnsibleModule, "fail_json", _fail_json):
+            mock.patch.object(basic.AnsibleModule, "warn", warn), \
+            mock.patch.object(basic.AnsibleModule, "exit_json", exit_json), \
+            mock.patch.object(basic.AnsibleModule, "fail_json", fail_json):
         module.main()
 
 
