@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Lab benchmark: checkpoint writes before and after tuning, against the lab's own ceiling.
+
+    tests/bench/lab_ratios.py [--bytes-per-rank N] [--ranks N] [--keep]
+
+One run, side by side on the same VMs: a fresh lab (scripts/lab down + up, so the baseline is
+the lab's broken starting point), then
+  1. baseline   playbooks/validate-checkpoint.yml on both clients at once (the canary)
+  2. ceiling a  the same bytes written with dd + fsync on the server's export disk, locally
+  3. ceiling b  the same bytes streamed raw over TCP (socat) from both clients to the server
+                over the lab link, at once
+  4. tune       playbooks/tune-servers.yml and tune-clients.yml
+  5. tuned      the canary again
+and prints tuned/baseline and tuned/ceiling (ceiling = the lower of a and b). Absolute MB/s
+measure the emulator (QEMU TCG on a shared host); only the ratios mean something.
+Goals: tuned >= 3x baseline, tuned >= 0.8x ceiling. A benchmark, not a test: it asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LAB = REPO / "scripts" / "lab"
+INVENTORY = REPO / "inventories" / "lab" / "hosts.yml"
+SERVER = "nfs1"
+SERVER_LAB_ADDRESS = "10.0.0.1"
+CLIENTS = ("nfs2", "nfs3")
+EXPORT = "/srv/nfs"
+MB = 1e6
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=True, text=True, cwd=REPO, **kwargs)
+
+
+def lab_ssh(host: str, script: str) -> str:
+    return run([str(LAB), "ssh", host, script], capture_output=True).stdout
+
+
+def timed_remote(host: str, script: str) -> float:
+    """Seconds the script took, measured inside the VM (no ssh start-up in the figure)."""
+    out = lab_ssh(host, f"s=$(date +%s.%N); {script} >/dev/null 2>&1; e=$(date +%s.%N); echo $s $e")
+    start, end = (float(x) for x in out.split()[-2:])
+    return end - start
+
+
+def local_disk_mb_s(total_bytes: int) -> float:
+    count = total_bytes // (1 << 20)
+    target = f"{EXPORT}/ckptio-bench-local"
+    seconds = timed_remote(SERVER, f"dd if=/dev/zero of={target} bs=1M count={count} conv=fsync")
+    lab_ssh(SERVER, f"rm -f {target}")
+    return total_bytes / seconds / MB
+
+
+def raw_tcp_mb_s(total_bytes: int) -> float:
+    """Both clients stream their share to the server at once; aggregate over the longest."""
+    per_client = total_bytes // len(CLIENTS)
+    count = per_client // (1 << 20)
+    ports = {client: 5001 + i for i, client in enumerate(CLIENTS)}
+    listeners = [
+        subprocess.Popen([str(LAB), "ssh", SERVER, f"timeout 600 socat -u TCP-LISTEN:{port},reuseaddr OPEN:/dev/null"],
+                         cwd=REPO)
+        for port in ports.values()
+    ]
+    try:
+        wait_for_listeners(list(ports.values()))
+        with concurrent.futures.ThreadPoolExecutor(len(CLIENTS)) as pool:
+            futures = [
+                pool.submit(timed_remote, client,
+                            f"dd if=/dev/zero bs=1M count={count} | socat -u STDIN TCP:{SERVER_LAB_ADDRESS}:{port}")
+                for client, port in ports.items()
+            ]
+            seconds = max(f.result() for f in futures)
+    finally:
+        for listener in listeners:
+            try:
+                listener.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                listener.kill()
+    return per_client * len(CLIENTS) / seconds / MB
+
+
+def wait_for_listeners(ports: list[int]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        listening = lab_ssh(SERVER, "ss -ltnH")
+        if all(f":{port} " in listening for port in ports):
+            return
+        time.sleep(1)
+    raise RuntimeError(f"socat did not start listening on {ports} on {SERVER}")
+
+
+def canary(label: str, extra_vars: list[str], compare_to: str | None = None) -> tuple[float, Path]:
+    """Run validate-checkpoint.yml; return the aggregate MB/s from its report.json and the bundle."""
+    reports = REPO / "reports"
+    before = set(reports.glob(f"*-{label}")) if reports.is_dir() else set()
+    argv = ["ansible-playbook", "-i", str(INVENTORY), "playbooks/validate-checkpoint.yml", "-e", f"label={label}"]
+    if compare_to:
+        argv += ["-e", f"compare_to={compare_to}"]
+    for item in extra_vars:
+        argv += ["-e", item]
+    run(argv, stdout=subprocess.DEVNULL)
+    bundle = max(set(reports.glob(f"*-{label}")) - before, key=lambda p: p.stat().st_mtime)
+    aggregate = json.loads((bundle / "report.json").read_text())["metrics"]["canary_aggregate"]
+    return aggregate["total_bytes"] / aggregate["seconds"] / MB, bundle
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", type=int, default=4, help="canary ranks per client (default 4)")
+    parser.add_argument("--bytes-per-rank", type=int, default=16 << 20, help="bytes per rank (default 16 MiB)")
+    parser.add_argument("--keep", action="store_true", help="leave the lab running afterwards")
+    args = parser.parse_args()
+    total = args.ranks * args.bytes_per_rank * len(CLIENTS)
+    extra = [f"canary_validation_ranks={args.ranks}", f"canary_validation_bytes_per_rank={args.bytes_per_rank}"]
+    phases: dict[str, float] = {}
+
+    started = time.monotonic()
+    log("fresh lab (the baseline must be the lab's starting point)")
+    run([str(LAB), "down"])
+    try:
+        run([str(LAB), "up"])
+        phases["lab up"] = time.monotonic() - started
+
+        t = time.monotonic()
+        baseline, baseline_bundle = canary("bench-baseline", extra)
+        phases["baseline canary"] = time.monotonic() - t
+        log(f"baseline {baseline:.2f} MB/s")
+
+        t = time.monotonic()
+        local = local_disk_mb_s(total)
+        tcp = raw_tcp_mb_s(total)
+        phases["ceilings"] = time.monotonic() - t
+        log(f"ceiling: local disk {local:.2f} MB/s, raw TCP {tcp:.2f} MB/s")
+
+        t = time.monotonic()
+        run(["ansible-playbook", "-i", str(INVENTORY), "playbooks/tune-servers.yml"], stdout=subprocess.DEVNULL)
+        run(["ansible-playbook", "-i", str(INVENTORY), "playbooks/tune-clients.yml"], stdout=subprocess.DEVNULL)
+        phases["tuning"] = time.monotonic() - t
+
+        t = time.monotonic()
+        tuned, tuned_bundle = canary("bench-tuned", extra, compare_to=str(baseline_bundle))
+        phases["tuned canary"] = time.monotonic() - t
+    finally:
+        if not args.keep:
+            run([str(LAB), "down"])
+
+    ceiling = min(local, tcp)
+    rerun = " ".join(shlex.quote(a) for a in ["tests/bench/lab_ratios.py", *sys.argv[1:]])
+    print(f"\nlab ratios ({len(CLIENTS)} clients x {args.ranks} ranks x {args.bytes_per_rank} B, "
+          f"{total / MB:.0f} MB per write; MB = 10^6 B)")
+    print(f"  baseline NFS write        {baseline:8.2f} MB/s   ({baseline_bundle.name})")
+    print(f"  tuned NFS write           {tuned:8.2f} MB/s   ({tuned_bundle.name})")
+    print(f"  ceiling a: server disk    {local:8.2f} MB/s")
+    print(f"  ceiling b: raw TCP link   {tcp:8.2f} MB/s")
+    print(f"  tuned / baseline          {tuned / baseline:8.2f}x   (goal >= 3)")
+    print(f"  tuned / ceiling           {tuned / ceiling:8.2f}x   (goal >= 0.8)")
+    print("  phases: " + ", ".join(f"{name} {seconds:.0f}s" for name, seconds in phases.items()))
+    print(f"  rerun: {rerun}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.chdir(REPO)
+    sys.exit(main())
