@@ -287,8 +287,8 @@ def diagnose(bundle):
             "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s)" % (
                 achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
         evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
-                      "> 1.0", not capacity["network_can_carry_target"],
-                      "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
+                     "> 1.0", not capacity["network_can_carry_target"],
+                     "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
     rtt_inflation = write["avg_rtt_ms"] / idle_rtt if idle_rtt and write["ops"] else None
     link_saturated = False
     if rtt_inflation is not None:

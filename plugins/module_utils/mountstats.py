@@ -376,8 +376,7 @@ def _split_blocks(text):
 
 def _iter_blocks(source):
     if isinstance(source, str):
-        for block in _split_blocks(source):
-            yield block
+        yield from _split_blocks(source)
         return
     # Any iterable of lines (an open file streams): join a few thousand lines at a time in C,
     # hand on every complete block, carry the unfinished last one over.
@@ -392,11 +391,9 @@ def _iter_blocks(source):
         last = pending.rfind(_DEVICE)
         if last < 0:
             continue
-        for block in _split_blocks(pending[:last + 1]):
-            yield block
+        yield from _split_blocks(pending[:last + 1])
         pending = pending[last + 1:]
-    for block in _split_blocks(pending):
-        yield block
+    yield from _split_blocks(pending)
 
 
 def _parse_block(block, nfs_only):

@@ -16,8 +16,9 @@ description:
     C(none)), a verdict (C(meets_target), C(tune), C(rearchitect)), the evidence and concrete recommendations.
   - Writes C(DIR/diagnosis.json) and C(DIR/diagnosis.md) (unless O(write=false)); reports C(changed) only when their
     content changes, so a second run is idempotent.
-  - Runs where the bundle is, normally the controller (C(hosts: localhost)).
-author: ckptio.nfs contributors
+  - Runs where the bundle is, normally the controller (a play with C(hosts) set to C(localhost)).
+author:
+  - ckptio.nfs contributors (@ckptio)
 requirements:
   - PyYAML (to read C(context.yml))
 options:

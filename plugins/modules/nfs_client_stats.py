@@ -17,7 +17,8 @@ description:
   - Returns the raw text in the capture-bundle file formats (see C(docs/capture-bundle.md)) so a playbook can save it and
     M(ckptio.nfs.diagnose_bundle) can re-read it.
   - Read-only; never changes anything.
-author: ckptio.nfs contributors
+author:
+  - ckptio.nfs contributors (@ckptio)
 options:
   mount_points:
     description:

@@ -15,7 +15,8 @@ description:
     C(max_block_size) and C(min_threads) where the kernel has it.
   - Returns the raw text in the capture-bundle file formats (see C(docs/capture-bundle.md)).
   - Read-only; never changes anything. On a host where nfsd is not running RV(available) is false.
-author: ckptio.nfs contributors
+author:
+  - ckptio.nfs contributors (@ckptio)
 options: {}
 attributes:
   check_mode:

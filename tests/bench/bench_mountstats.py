@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: parse + delta of a synthetic /proc/self/mountstats with 1,000 NFS mounts x 16 xprt
 lines each, next to nfs-utils' `mountstats -f AFTER -S BEFORE` on the same files, in one run.
 
@@ -109,7 +108,7 @@ def main():
         print("file: %d NFS mounts x %d xprt lines, %.1f MB per sample" % (args.mounts, args.xprts, size / 1e6))
 
         timings = []
-        for _ in range(args.repeat):
+        for _run in range(args.repeat):
             start = time.perf_counter()
             deltas = ours(after, before)
             timings.append(time.perf_counter() - start)
