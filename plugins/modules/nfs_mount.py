@@ -320,6 +320,9 @@ class NfsMount:
             if not 0 <= params[name] <= 9:
                 self.fail("%s: %d is outside 0..9" % (name, params[name]))
         self.opts_text = nfs_options.render_options(self.wanted)
+        if not os.path.isabs(self.fstab_path):
+            # A relative fstab would be created in whatever directory the module runs from.
+            self.fail("fstab: %r must be an absolute path" % (self.fstab_path,))
         directory = os.path.dirname(self.fstab_path) or "."
         if not os.path.isdir(directory):
             self.fail("fstab: directory %s does not exist" % directory)
