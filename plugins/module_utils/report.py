@@ -135,7 +135,7 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "servers": len(servers),
     }
     if canary_ranks is not None:
-        metrics["canary_aggregate"] = canary.aggregate(canary_ranks, context.get("canary_start_at"))
+        metrics["canary_aggregate"] = canary.aggregate(canary_ranks, canary_context.get("start_at"))
         metrics["canary_hosts"] = host_rows(canary_ranks)
     return metrics
 

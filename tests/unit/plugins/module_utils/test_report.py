@@ -67,7 +67,7 @@ def test_without_diagnosis_falls_back_to_context_arithmetic():
 def test_canary_ranks_over_all_hosts_use_the_mlperf_rule():
     ranks = [{"host": "a", "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None},
              {"host": "b", "rank": 0, "start": 10.5, "end": 20.0, "bytes": 300, "error": None}]
-    metrics = report.bundle_metrics(dict(CONTEXT, canary_start_at=10.0), None, [], ranks)
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks)
     assert metrics["canary_aggregate"]["throughput_bytes_per_second"] == 40.0
     assert metrics["canary_aggregate"]["max_start_delay_seconds"] == 0.5
     assert [(row["host"], row["seconds"]) for row in metrics["canary_hosts"]] == [("a", 4.0), ("b", 9.5)]
