@@ -17,6 +17,8 @@ test_safety_files.py.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
 import os
 import re
@@ -189,9 +191,15 @@ class Rejected(Exception):
         self.msg = msg
 
 
-def load_yaml(path):
+@functools.lru_cache(maxsize=None)
+def _yaml_text(path):
     with open(path) as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def load_yaml(path):
+    """Parsed YAML; a fresh copy each time, since walks update what they load."""
+    return copy.deepcopy(_yaml_text(path))
 
 
 _PLUGINS = []
@@ -248,7 +256,8 @@ class RoleWalk:
         for name in ("defaults", "vars"):
             path = os.path.join(base, name, "main.yml")
             if os.path.exists(path):
-                self.variables.update(load_yaml(path) or {})
+                # Role files are trusted templates in a play; nested "{{ }}" in them get rendered.
+                self.variables.update(self.trusted(load_yaml(path) or {}))
         # Role params win over defaults and role vars, as they do in a play.
         self.variables.update(self.params)
         self.variables.update({"role_path": base, "ansible_search_path": [base], "ansible_check_mode": self.check_mode,
@@ -311,7 +320,7 @@ class RoleWalk:
     def run_task(self, task, action, args, extra):
         name = task.get("name", action)
         if action == "ansible.builtin.include_vars":
-            data = load_yaml(os.path.join(role_dir(self.role), "vars", self.render(args["file"], extra)))
+            data = self.trusted(load_yaml(os.path.join(role_dir(self.role), "vars", self.render(args["file"], extra))))
             if args.get("name"):
                 self.variables[args["name"]] = data
             else:
