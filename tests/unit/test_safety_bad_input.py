@@ -614,8 +614,8 @@ for _case, _src in (("no-colon", "nfs1"), ("subshell", "$(reboot):/srv/nfs"), ("
         marks=ROLE_ORDER_GAP)
 for _case, _path in (("relative", "mnt/nfs"), ("missing-space", "mnt/no such dir")):
     row(CLIENT, "client_tuning_mounts.path", _case,
-        Deferred(lambda w, p=_path: {"client_tuning_mounts": [{"src": "10.0.0.1:/srv/nfs",
-                                                                "path": p if p == "mnt/nfs" else w.path(p)}]}),
+        Deferred(lambda w, p=_path: {"client_tuning_mounts": [
+            {"src": "10.0.0.1:/srv/nfs", "path": p if p == "mnt/nfs" else w.path(p)}]}),
         names="path", marks=ROLE_ORDER_GAP)
 row(CLIENT, "client_tuning_fstab", "missing-dir", {"client_tuning_fstab": "/nonexistent/dir/fstab"}, names="fstab",
     marks=ROLE_ORDER_GAP)
@@ -770,4 +770,3 @@ def module_argument_spec(entry, monkeypatch):
     with pytest.raises(_Captured):
         module_named(entry).main()
     return captured
-

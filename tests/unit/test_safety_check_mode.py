@@ -13,10 +13,17 @@ import shutil
 
 import pytest
 
-from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import (  # noqa: F401 (world is a fixture)
-    RoleWalk, Unmodelled, module_named, role_base, world,
+from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import (
+    MODULES, RoleWalk, Unmodelled, build_world, module_named, role_base,
 )
 from ansible_collections.ckptio.nfs.tests.unit.utils import run_module
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """The fake host of test_safety_bad_input.py: every module's live paths point into it."""
+    return build_world(tmp_path / "host", monkeypatch)
+
 
 LIVE_FILES = ("proc/sys/sunrpc/tcp_slot_table_entries", "proc/sys/sunrpc/tcp_max_slot_table_entries",
               "sys/module/sunrpc/parameters/tcp_max_slot_table_entries", "sys/module/nfs/parameters/max_session_slots",
@@ -134,7 +141,6 @@ def test_check_mode_changes_nothing_and_reports_the_change(world, entry, build, 
 
 
 def test_every_module_has_a_check_mode_case():
-    from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import MODULES
     assert sorted(set(entry for entry, _case, _build, _changes in CASES)) == sorted(MODULES)
 
 

@@ -16,8 +16,14 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
-from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import module_named, world  # noqa: F401 (fixture)
+from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import build_world, module_named
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """The fake host of test_safety_bad_input.py: every module's live paths point into it."""
+    return build_world(tmp_path / "host", monkeypatch)
 
 
 def fstab_text(world, newline="\n", final_newline=True):
@@ -157,8 +163,8 @@ def test_modprobe_conf_change_touches_only_the_option_line(world):
     write_bytes(path, MODPROBE.encode())
     load_path = world.path("etc/modules-load.d/ckptio-nfs.conf")
     write_bytes(load_path, b"# loaded early\nsunrpc\n")
-    result = run_module(module_named("sunrpc_slot_table"), {"tcp_max_slot_table_entries": 128, "modprobe_conf": path,
-                                                             "modules_load_conf": load_path})
+    args = {"tcp_max_slot_table_entries": 128, "modprobe_conf": path, "modules_load_conf": load_path}
+    result = run_module(module_named("sunrpc_slot_table"), args)
     assert result["changed"] is True
     after = read_bytes(path).decode()
     index = assert_one_line_changed(MODPROBE, after, "tcp_max_slot_table_entries=128")
