@@ -217,7 +217,7 @@ def _fmt(value, digits=3):
 
 
 def _table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
     lines.extend("| " + " | ".join(_fmt(cell) for cell in row) + " |" for row in rows)
     return lines
 

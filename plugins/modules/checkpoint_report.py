@@ -21,7 +21,7 @@ description:
     threads and sockets-enqueued - and names the limiting layer before and after.
   - The picture needs matplotlib on the controller; without it the Markdown and JSON are still written and the
     message says how to get the picture.
-  - Runs on the controller (C(delegate_to: localhost)).
+  - Runs on the controller (use C(delegate_to) V(localhost)).
 author:
   - ckptio.nfs maintainers (@ckptio)
 requirements:
@@ -198,8 +198,8 @@ def draw_png(series):
     values = [item["mb_per_second"] for item in series["throughput"]]
     colors = ["#9e9e9e"] * (len(values) - 1) + ["#1f77b4"]
     bars = left.bar(labels, values, color=colors)
-    for bar, value in zip(bars, values):
-        left.annotate("%.3g" % value, (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=9)
+    for patch, value in zip(bars, values):
+        left.annotate("%.3g" % value, (patch.get_x() + patch.get_width() / 2, value), ha="center", va="bottom", fontsize=9)
     if series["target_mb_per_second"]:
         left.axhline(series["target_mb_per_second"], color="#d62728", linestyle="--",
                      label="target %.3g MB/s" % series["target_mb_per_second"])
