@@ -37,23 +37,24 @@ def _op_delta(after, before, interval):
     d_sent = after[3] - before[3]
     d_recv = after[4] - before[4]
     errors = after[8] - before[8] if len(after) > 8 and len(before) > 8 else None
+    # _ratio() written out: this dict is built for every op that moved, so the calls add up.
     return {
         "ops": d_ops,
-        "ops_per_second": _ratio(d_ops, interval),
+        "ops_per_second": float(d_ops) / interval if interval else 0.0,
         "retrans": d_trans - d_ops,
-        "retrans_percent": _ratio((d_trans - d_ops) * 100, d_ops),
+        "retrans_percent": float((d_trans - d_ops) * 100) / d_ops if d_ops else 0.0,
         "timeouts": after[2] - before[2],
         "errors": errors,
         "bytes_sent": d_sent,
         "bytes_recv": d_recv,
-        "bytes_per_op": _ratio(d_sent + d_recv, d_ops),
-        "bytes_sent_per_op": _ratio(d_sent, d_ops),
+        "bytes_per_op": float(d_sent + d_recv) / d_ops if d_ops else 0.0,
+        "bytes_sent_per_op": float(d_sent) / d_ops if d_ops else 0.0,
         # nfs-utils labels this kB/s but divides by 1024: keep its definition, say so in the name.
-        "kib_per_second": _ratio((d_sent + d_recv) / 1024.0, interval),
-        "mb_per_second": _ratio((d_sent + d_recv) / MB, interval),
-        "avg_rtt_ms": _ratio(after[6] - before[6], d_ops),
-        "avg_exe_ms": _ratio(after[7] - before[7], d_ops),
-        "avg_queue_ms": _ratio(after[5] - before[5], d_ops),
+        "kib_per_second": (d_sent + d_recv) / 1024.0 / interval if interval else 0.0,
+        "mb_per_second": (d_sent + d_recv) / MB / interval if interval else 0.0,
+        "avg_rtt_ms": float(after[6] - before[6]) / d_ops if d_ops else 0.0,
+        "avg_exe_ms": float(after[7] - before[7]) / d_ops if d_ops else 0.0,
+        "avg_queue_ms": float(after[5] - before[5]) / d_ops if d_ops else 0.0,
     }
 
 
