@@ -24,6 +24,7 @@ cheaper than converting nine integers twice (see tests/bench/bench_mountstats.py
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import islice
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import split_options, unescape_path
@@ -273,20 +274,36 @@ def xprt_columns(xprt_lines):
 def _strided_xprt_columns(xprt_lines):
     """xprt_columns() of lines that share protocol and width, from one split of their joined
     text and a strided slice per counter (no Python loop per line), or None."""
-    count = len(xprt_lines)
     words = " ".join(xprt_lines).split()
+    shape = xprt_words_shape(words, len(xprt_lines))
+    if shape is None:
+        return None
+    protocol, width = shape
+    try:
+        columns = dict((name, list(map(int, words[offset::width]))) for offset, name in used_xprt_positions(protocol, width))
+    except ValueError:
+        return None
+    return {"protocols": [protocol] * len(xprt_lines), "columns": columns}
+
+
+def xprt_words_shape(words, count):
+    """(protocol, words per line) when the words of `count` joined xprt lines are `count` lines
+    of the same protocol and width, else None."""
+    if not count:
+        return None
     width = len(words) // count
     protocol = words[1] if len(words) > 1 else None
     if (width > 2 and width * count == len(words) and words[0::width].count("xprt:") == count
             and words[1::width].count(protocol) == count):
-        names = XPRT_FIELDS.get(protocol, ())
-        try:
-            columns = dict((name, list(map(int, words[2 + position::width])))
-                           for position, name in enumerate(names[:width - 2]) if name in _COLUMNS_USED)
-        except ValueError:
-            return None
-        return {"protocols": [protocol] * count, "columns": columns}
+        return protocol, width
     return None
+
+
+@lru_cache(maxsize=None)
+def used_xprt_positions(protocol, width):
+    """(word offset in a line, counter name) of the counters deltas and totals use."""
+    names = XPRT_FIELDS.get(protocol, ())
+    return tuple((2 + position, name) for position, name in enumerate(names[:width - 2]) if name in _COLUMNS_USED)
 
 
 def totals_from_columns(xprt):
@@ -456,12 +473,27 @@ def _parse_block(block, nfs_only):
         head = block[end_of_line + 1:marker]
         ops_start = block.find("\n", marker)
         mount.ops_text = block[ops_start + 1:] if ops_start >= 0 else ""
-    for line in head.split("\n"):
+    # The kernel prints the xprt lines last, one per transport (16 with nconnect=16): when that
+    # run is intact, take it with one split instead of testing each line.
+    xprt_at = head.find("\txprt:")
+    if xprt_at >= 0 and (xprt_at == 0 or head[xprt_at - 1] == "\n"):
+        tail = head[xprt_at:].split("\n")
+        if head.count("\n\txprt:", xprt_at) == len(tail) - 2:
+            _parse_head_lines(mount, head[:xprt_at].split("\n"))
+            mount.xprt_lines.extend(tail[:-1])
+            # What precedes "per-op statistics" on its line (a tab).
+            _parse_head_lines(mount, tail[-1:])
+            return mount
+    _parse_head_lines(mount, head.split("\n"))
+    return mount
+
+
+def _parse_head_lines(mount, lines):
+    for line in lines:
         if line.startswith("\txprt:"):
             mount.xprt_lines.append(line)
         elif line:
             _parse_header_line(mount, line)
-    return mount
 
 
 def iter_mountstats(lines, nfs_only=True):

@@ -22,6 +22,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import (
     iter_mountstats,
     parse_op_values,
     totals_from_columns,
+    used_xprt_positions,
+    xprt_words_shape,
 )
 
 MB = 1000000.0
@@ -79,8 +81,7 @@ def mount_delta(after, before=None, interval_seconds=None):
 
     ops = _ops_delta(after, before, interval)
 
-    after_x = after.xprt_columns()
-    before_x = before.xprt_columns() if before is not None else None
+    after_x, before_x = _xprt_columns_pair(after, before)
     after_totals = totals_from_columns(after_x)
     before_totals = totals_from_columns(before_x) if before_x else None
     rpc = dict((name, after_totals[name] - (before_totals[name] if before_totals else 0)) for name in XPRT_SUMMED)
@@ -162,11 +163,49 @@ def _ops_delta(after, before, interval):
     return ops
 
 
+def _xprt_columns_pair(after, before):
+    """(after.xprt_columns(), before.xprt_columns() or None).
+
+    Counters whose text did not move between the samples (bind and connect counts, bad xids,
+    usually max_slots) are converted once and shared: int() is the largest cost of a delta.
+    """
+    if before is not None and after.xprt_lines and len(after.xprt_lines) == len(before.xprt_lines):
+        count = len(after.xprt_lines)
+        after_words = " ".join(after.xprt_lines).split()
+        before_words = " ".join(before.xprt_lines).split()
+        shape = xprt_words_shape(after_words, count)
+        if shape is not None and shape == xprt_words_shape(before_words, count):
+            protocol, width = shape
+            after_columns = {}
+            before_columns = {}
+            try:
+                for offset, name in used_xprt_positions(protocol, width):
+                    after_text = after_words[offset::width]
+                    before_text = before_words[offset::width]
+                    after_columns[name] = list(map(int, after_text))
+                    before_columns[name] = after_columns[name] if before_text == after_text else list(map(int, before_text))
+            except ValueError:
+                # Junk in a counter: each sample takes xprt_columns()' general path.
+                pass
+            else:
+                return ({"protocols": [protocol] * count, "columns": after_columns},
+                        {"protocols": [protocol] * count, "columns": before_columns})
+    return after.xprt_columns(), before.xprt_columns() if before is not None else None
+
+
 def _per_transport_backlog(after_x, before_x):
     backlog = after_x["columns"].get("bklog_u", [])
     sends = after_x["columns"].get("sends", [])
     old_backlog = before_x["columns"].get("bklog_u", []) if before_x else []
     old_sends = before_x["columns"].get("sends", []) if before_x else []
+    if len(old_backlog) == len(backlog) == len(sends) == len(old_sends):
+        try:
+            # Same transports in both samples, every counter present (the usual case).
+            return [float(new_b - old_b) / (new_s - old_s) if new_s - old_s else 0.0
+                    for new_b, old_b, new_s, old_s in zip(backlog, old_backlog, sends, old_sends)]
+        except TypeError:
+            # A None (counter missing from an old kernel's line): the loop below.
+            pass
     result = []
     for index, value in enumerate(backlog):
         old_b = old_backlog[index] if index < len(old_backlog) and old_backlog[index] is not None else 0
