@@ -12,7 +12,11 @@ REPO = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve(
 
 
 def _load(relative: str) -> dict:
-    return yaml.safe_load((REPO / relative).read_text()) or {}
+    data = yaml.safe_load((REPO / relative).read_text()) or {}
+    # A role's profile file may wrap its values in one internal variable (__<role>_profile_data).
+    if len(data) == 1 and next(iter(data)).startswith("__"):
+        data = next(iter(data.values()))
+    return data
 
 
 @pytest.fixture(scope="session")
