@@ -347,33 +347,6 @@ def _unescape(path):
     return unescape_path(path) if "\\" in path else path
 
 
-def _parse_header_line(mount, line):
-    label, sep, rest = line.strip().partition(":")
-    if not sep:
-        return
-    if label == "xprt":
-        mount.xprt_lines.append(line.strip())
-    elif label == "opts":
-        mount.opts_text = rest
-    elif label == "age":
-        try:
-            mount.age = int(rest.split()[0])
-        except (IndexError, ValueError):
-            mount.age = None
-    elif label == "events":
-        mount.events_text = rest
-    elif label == "bytes":
-        mount.bytes_text = rest
-    elif label.startswith("RPC iostats version"):
-        # 'RPC iostats version: 1.1  p/v: 100003/4 (nfs)'
-        words = rest.split()
-        mount.rpc_version = words[0] if words else None
-        if len(words) >= 3 and words[1] == "p/v:":
-            mount.program = words[2]
-    else:
-        mount.other[label] = rest.strip()
-
-
 def _named_counters(names, text):
     words = text.split()
     try:
@@ -489,11 +462,35 @@ def _parse_block(block, nfs_only):
 
 
 def _parse_head_lines(mount, lines):
+    """The lines between the device line and "per-op statistics", in file order."""
     for line in lines:
         if line.startswith("\txprt:"):
             mount.xprt_lines.append(line)
-        elif line:
-            _parse_header_line(mount, line)
+            continue
+        label, sep, rest = line.strip().partition(":")
+        if not sep:
+            continue
+        if label == "opts":
+            mount.opts_text = rest
+        elif label == "age":
+            try:
+                mount.age = int(rest.split()[0])
+            except (IndexError, ValueError):
+                mount.age = None
+        elif label == "events":
+            mount.events_text = rest
+        elif label == "bytes":
+            mount.bytes_text = rest
+        elif label == "xprt":
+            mount.xprt_lines.append(line.strip())
+        elif label.startswith("RPC iostats version"):
+            # 'RPC iostats version: 1.1  p/v: 100003/4 (nfs)'
+            words = rest.split()
+            mount.rpc_version = words[0] if words else None
+            if len(words) >= 3 and words[1] == "p/v:":
+                mount.program = words[2]
+        else:
+            mount.other[label] = rest.strip()
 
 
 def iter_mountstats(lines, nfs_only=True):

@@ -84,7 +84,10 @@ def mount_delta(after, before=None, interval_seconds=None):
     after_x, before_x = _xprt_columns_pair(after, before)
     after_totals = totals_from_columns(after_x)
     before_totals = totals_from_columns(before_x) if before_x else None
-    rpc = dict((name, after_totals[name] - (before_totals[name] if before_totals else 0)) for name in XPRT_SUMMED)
+    if before_totals:
+        rpc = dict((name, after_totals[name] - before_totals[name]) for name in XPRT_SUMMED)
+    else:
+        rpc = dict((name, after_totals[name]) for name in XPRT_SUMMED)
     rpc.update({
         "transports": after_totals["transports"],
         "protocols": after_totals["protocols"],
@@ -101,20 +104,23 @@ def mount_delta(after, before=None, interval_seconds=None):
         "backlog_per_send_per_transport": _per_transport_backlog(after_x, before_x),
     })
 
-    nbytes = dict((name, after.bytes.get(name, 0) - (before.bytes.get(name, 0) if before is not None else 0))
-                  for name in BYTE_NAMES if name in after.bytes)
+    # Properties parse on first use; bind them once rather than per counter.
+    after_bytes = after.bytes
+    before_bytes = before.bytes if before is not None else {}
+    nbytes = dict((name, after_bytes.get(name, 0) - before_bytes.get(name, 0)) for name in BYTE_NAMES if name in after_bytes)
     write_bytes = nbytes.get("serverwritebytes", 0)
     read_bytes = nbytes.get("serverreadbytes", 0)
+    opts = after.opts
     return {
         "device": after.device,
         "mount_point": after.mount_point,
         "fstype": after.fstype,
         "nfs_version": after.nfs_version,
         "nconnect": after.nconnect,
-        "wsize": _int_or_none(after.opts.get("wsize")),
-        "rsize": _int_or_none(after.opts.get("rsize")),
-        "proto": after.opts.get("proto"),
-        "opts": dict(after.opts),
+        "wsize": _int_or_none(opts.get("wsize")),
+        "rsize": _int_or_none(opts.get("rsize")),
+        "proto": opts.get("proto"),
+        "opts": dict(opts),
         "interval_seconds": interval,
         "reset": reset,
         "bytes": nbytes,
@@ -153,10 +159,20 @@ def _ops_delta(after, before, interval):
         changed = [(name, text, before_ops.get(name)) for name, text in after.op_lines.items() if before_ops.get(name) != text]
     ops = {}
     for name, new_text, old_text in changed:
-        new_values = parse_op_values(new_text)
+        try:
+            # parse_op_values() written out for the all-numbers case: this runs for every op that moved.
+            new_values = tuple(map(int, new_text.split()))
+        except ValueError:
+            new_values = parse_op_values(new_text)
         if len(new_values) < 8:
             continue
-        old_values = parse_op_values(old_text) if old_text is not None else _ZERO_OP[:len(new_values)]
+        if old_text is None:
+            old_values = _ZERO_OP[:len(new_values)]
+        else:
+            try:
+                old_values = tuple(map(int, old_text.split()))
+            except ValueError:
+                old_values = parse_op_values(old_text)
         if len(old_values) < 8:
             old_values = _ZERO_OP[:len(new_values)]
         ops[name] = _op_delta(new_values, old_values, interval)
