@@ -22,7 +22,7 @@ author:
 options:
   mount_points:
     description:
-      - Only report these NFS mount points (unescaped paths). Empty means every NFS mount.
+      - Only report these NFS mount points (unescaped absolute paths). Empty means every NFS mount.
       - RV(raw_mountstats) always holds the whole file, as C(mountstats -f) expects.
     type: list
     elements: path
@@ -215,6 +215,10 @@ def main():
         module.fail_json(msg="dstate_samples must be 0 or more, got %d" % module.params["dstate_samples"])
     if module.params["dstate_interval"] < 0:
         module.fail_json(msg="dstate_interval must be 0 or more, got %s" % module.params["dstate_interval"])
+    relative = [path for path in module.params["mount_points"] if not os.path.isabs(path)]
+    if relative:
+        # The kernel lists mount points as absolute paths: a relative one can never match.
+        module.fail_json(msg="mount_points: %s must be absolute path(s)" % ", ".join(repr(path) for path in relative))
 
     raw = _read(PROC_MOUNTSTATS)
     if raw is None:

@@ -530,9 +530,7 @@ for _option in ("dstate_samples", "dstate_interval"):
     for _case, _value in (("negative", -1), ("type", "soon"), ("semicolon", "1;reboot")):
         row("nfs_client_stats", _option, _case, {_option: _value})
 row("nfs_client_stats", "mount_points", "type", {"mount_points": {"a": 1}})
-row("nfs_client_stats", "mount_points", "relative", {"mount_points": ["mnt/nfs"]}, marks=pytest.mark.xfail(strict=True, reason=(
-    "read-only: a relative mount point can never match mountstats, yet it is only reported in missing_mount_points "
-    "with a warning; owner: stats (fail naming mount_points)")))
+row("nfs_client_stats", "mount_points", "relative", {"mount_points": ["mnt/nfs"]})
 unknown_row("nfs_client_stats", "mountpoints")
 unknown_row("nfsd_stats", "threads")
 
@@ -577,10 +575,6 @@ unknown_row("checkpoint_canary", "rank")
 # -- roles ------------------------------------------------------------------------------------
 CLIENT = ("client_tuning", "main")
 SERVER = ("server_tuning", "main")
-ROLE_ORDER_GAP = pytest.mark.xfail(strict=True, reason=(
-    "client_tuning runs sunrpc_slot_table (writes modprobe.d and live slot values) before any nfs_mount task "
-    "validates the mounts, so a bad mount input is refused only after the slot tables changed; owner: roles "
-    "(preview the mounts, or validate them, before 'Set sunrpc slot tables')"))
 
 choice_rows(CLIENT, "client_tuning_profile", "checkpoint")
 for _option in ("client_tuning_mount_state", "client_tuning_apply_policy"):
@@ -597,7 +591,7 @@ for _case, _value in (("nconnect-0", {"nconnect": 0}), ("nconnect-17", {"nconnec
                       ("wsize-2MiB", {"wsize": 2097152}), ("sec-comma", {"sec": "sys,rw"}), ("sec-space", {"sec": "sys krb5"}),
                       ("sec-subshell", {"sec": "$(reboot)"}), ("unknown", {"wsise": 1048576})):
     row(CLIENT, "client_tuning_mount_options", _case, {"client_tuning_mount_options": _value},
-        names="opts.%s" % list(_value)[0], marks=ROLE_ORDER_GAP)
+        names="opts.%s" % list(_value)[0])
 row(CLIENT, "client_tuning_mount_options", "type", {"client_tuning_mount_options": ["nconnect=4"]})
 row(CLIENT, "client_tuning_mounts", "type", {"client_tuning_mounts": "nfs1:/srv/nfs"})
 row(CLIENT, "client_tuning_mounts", "missing-src", Deferred(lambda w: {"client_tuning_mounts": [{"path": w.mount_point}]}),
@@ -610,28 +604,20 @@ row(CLIENT, "client_tuning_mounts", "fstype",
     names="fstype")
 for _case, _src in (("no-colon", "nfs1"), ("subshell", "$(reboot):/srv/nfs"), ("newline", "nfs1:/srv/nfs\nx")):
     row(CLIENT, "client_tuning_mounts.src", _case,
-        Deferred(lambda w, s=_src: {"client_tuning_mounts": [{"src": s, "path": w.mount_point}]}), names="src",
-        marks=ROLE_ORDER_GAP)
+        Deferred(lambda w, s=_src: {"client_tuning_mounts": [{"src": s, "path": w.mount_point}]}), names="src")
 for _case, _path in (("relative", "mnt/nfs"), ("missing-space", "mnt/no such dir")):
     row(CLIENT, "client_tuning_mounts.path", _case,
         Deferred(lambda w, p=_path: {"client_tuning_mounts": [
             {"src": "10.0.0.1:/srv/nfs", "path": p if p == "mnt/nfs" else w.path(p)}]}),
-        names="path", marks=ROLE_ORDER_GAP)
-row(CLIENT, "client_tuning_fstab", "missing-dir", {"client_tuning_fstab": "/nonexistent/dir/fstab"}, names="fstab",
-    marks=ROLE_ORDER_GAP)
+        names="path")
+row(CLIENT, "client_tuning_fstab", "missing-dir", {"client_tuning_fstab": "/nonexistent/dir/fstab"}, names="fstab")
 for _option, _dir in (("client_tuning_modprobe_conf", "etc/modprobe.d"), ("client_tuning_modules_load_conf", "etc/modules-load.d")):
     _module_option = _option[len("client_tuning_"):]
     for _case, _value in (("relative", "%s/ckptio.conf" % _dir), ("space", "my ckptio.conf"), ("subshell", "$(reboot).conf")):
         row(CLIENT, _option, _case,
             Deferred(lambda w, o=_option, d=_dir, v=_value: {o: v if v.startswith("etc") else w.path(d, v)}), names=_module_option)
-row(CLIENT, "client_tuning_drain_command", "string", {"client_tuning_drain_command": "systemctl stop slurmd; reboot"},
-    marks=pytest.mark.xfail(strict=True, reason=(
-        "the argument spec's type list turns a string into a one-element argv and no role task checks it; owner: roles "
-        "(assert client_tuning_drain_command is not a string)")))
-row(CLIENT, "client_tuning_drain_tasks", "missing-file", {"client_tuning_drain_tasks": "no such tasks.yml"},
-    marks=pytest.mark.xfail(strict=True, reason=(
-        "a missing drain/undrain task file is found only when the hook runs, after the slot tables changed and "
-        "just before an unmount; owner: roles (assert the file exists first)")))
+row(CLIENT, "client_tuning_drain_command", "string", {"client_tuning_drain_command": "systemctl stop slurmd; reboot"})
+row(CLIENT, "client_tuning_drain_tasks", "missing-file", {"client_tuning_drain_tasks": "no such tasks.yml"})
 unknown_row(CLIENT, "client_tuning_sunrcp")
 
 choice_rows(SERVER, "server_tuning_profile", "checkpoint")
@@ -639,11 +625,7 @@ for _option in ("server_tuning_apply_live", "server_tuning_persist", "server_tun
     bool_rows(SERVER, _option)
 for _case, _value in (("zero", 0), ("negative", -1), ("above", 8193), ("type", "many"), ("semicolon", "64;reboot")):
     row(SERVER, "server_tuning_threads", _case, {"server_tuning_threads": _value}, names="threads")
-row(SERVER, "server_tuning_threads", "bool", {"server_tuning_threads": True}, names="threads",
-    marks=pytest.mark.xfail(strict=True, reason=(
-        "the role argument spec's type int accepts a bool and the role's `| int` turns true into 1, so "
-        "nfsd_threads (which refuses a bool) is asked for 1 thread; owner: roles (assert server_tuning_threads "
-        "is not a bool, or pass it without | int)")))
+row(SERVER, "server_tuning_threads", "bool", {"server_tuning_threads": True}, names="threads")
 row(SERVER, "server_tuning_min_threads", "zero", {"server_tuning_min_threads": 0}, names="min_threads")
 for _case, _value in (("relative", "etc/nfs.conf.d/ckptio.conf"), ("space", "my ckptio.conf"),
                       ("subshell", "$(reboot).conf"), ("outside", "/tmp/ckptio.conf")):
@@ -651,9 +633,7 @@ for _case, _value in (("relative", "etc/nfs.conf.d/ckptio.conf"), ("space", "my 
         Deferred(lambda w, v=_value: {"server_tuning_conf_file": v if "/" in v else w.path("etc/nfs.conf.d", v)}),
         names="conf_file")
 for _option in ("server_tuning_exports_file", "server_tuning_exports_dir"):
-    row(SERVER, _option, "relative", {_option: "etc/exports"}, marks=pytest.mark.xfail(strict=True, reason=(
-        "exports are only read for the report, after nfsd_threads ran; a relative or missing path is reported "
-        "as unreadable instead of refused; owner: roles")))
+    row(SERVER, _option, "relative", {_option: "etc/exports"})
 unknown_row(SERVER, "server_tuning_thread")
 
 PREPARE = ("canary_validation", "prepare")

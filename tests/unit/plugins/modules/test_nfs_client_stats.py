@@ -72,6 +72,12 @@ def test_validation_names_the_option(fake_host):
     assert "dstate_interval" in fail_module(nfs_client_stats, {"dstate_interval": -0.5})["msg"]
 
 
+def test_relative_mount_point_is_refused_not_reported_missing(fake_host):
+    # "mnt/nfs" names the sample's /mnt/nfs without its slash; it must not silently match nothing.
+    message = fail_module(nfs_client_stats, {"mount_points": ["/mnt/nfs", "mnt/nfs"], "dstate_samples": 0})["msg"]
+    assert message.startswith("mount_points:") and "'mnt/nfs'" in message and "'/mnt/nfs'" not in message
+
+
 def test_unreadable_mountstats_fails_clearly(fake_host, monkeypatch):
     monkeypatch.setattr(nfs_client_stats, "PROC_MOUNTSTATS", str(fake_host / "nothing"))
     assert "cannot read" in fail_module(nfs_client_stats, {"dstate_samples": 0})["msg"]
