@@ -171,8 +171,15 @@ def classify_mounts(mounts, changing, server_of, version_of):
     return pending, session_mounts
 
 
-def in_sync(wanted, persisted, live, check_persisted=True, check_live=True):
-    """A settings row's verdict: the managed sides (persisted, live) equal the wanted value."""
+def in_sync(wanted, persisted, live, check_persisted=True, check_live=True, live_applicable=True):
+    """A settings row's verdict: the managed sides (persisted, live) equal the wanted value.
+
+    With the kernel module not loaded there is no live value to compare (live_applicable false):
+    the row is in sync when the persisted value, which the module applies when it loads, is the
+    wanted one: the audit playbook treats every module's rows this way.
+    """
+    if not live_applicable:
+        return persisted == wanted
     if check_persisted and persisted != wanted:
         return False
     if check_live and live != wanted:
@@ -180,18 +187,27 @@ def in_sync(wanted, persisted, live, check_persisted=True, check_live=True):
     return True
 
 
-def settings_rows(wanted, persisted, live, check_persisted=True, check_live=True):
-    """The audit table rows {name, wanted, persisted, live, in_sync} for each wanted option."""
+def settings_rows(wanted, persisted, live, check_persisted=True, check_live=True, not_loaded=(), unset_is_default=False):
+    """The audit table rows {name, wanted, persisted, live, in_sync} for each wanted option.
+
+    not_loaded: options whose kernel module is not loaded, so they have no live value.
+    unset_is_default: nothing persisted means the kernel default applies at the next load (the
+    state=absent rollback target), so an unset option compares as its default.
+    """
     rows = []
     for option in ALL_OPTIONS:
         if option not in wanted:
             continue
+        effective = persisted.get(option)
+        if effective is None and unset_is_default:
+            effective = KERNEL_DEFAULTS[option]
         rows.append({
             "name": option,
             "wanted": wanted[option],
             "persisted": persisted.get(option),
             "live": live.get(option),
-            "in_sync": in_sync(wanted[option], persisted.get(option), live.get(option), check_persisted, check_live),
+            "in_sync": in_sync(wanted[option], effective, live.get(option), check_persisted, check_live,
+                               live_applicable=option not in not_loaded),
         })
     return rows
 

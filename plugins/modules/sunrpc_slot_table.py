@@ -170,7 +170,13 @@ session_slot_mounts:
   type: list
   elements: dict
 settings:
-  description: One row per managed option for the audit drift table.
+  description:
+    - One row per managed option for the audit drift table.
+    - C(in_sync) is true when the managed sides equal C(wanted). Where the option's kernel module (sunrpc or nfs) is
+      not loaded there is no live value (C(live) is null): the row is in sync when C(persisted) equals C(wanted),
+      since that value applies when the module loads (the rule the audit playbook applies to every row, and
+      M(ckptio.nfs.nfs_mount) follows with O(ckptio.nfs.nfs_mount#module:state=present)).
+    - With O(state=absent) an option nothing persists (C(persisted) null) compares as the kernel default.
   returned: always
   type: list
   elements: dict
@@ -408,9 +414,12 @@ class SlotTables:
         # In check mode nothing changed: the audit table shows the state as it is now.
         persisted_now = self.effective(self.modprobe_files(modprobe_path, modprobe_before)) if self.check_mode else effective_after
         live_now = live_before if self.check_mode else live_after
+        # After the run: modprobe may have loaded a module, and check mode loads none.
+        not_loaded = [option for option in wanted if not self.kmod_loaded(slot_tables.KERNEL_PARAMETER[option][0])]
         settings = slot_tables.settings_rows(wanted, persisted_now, live_now,
                                              check_persisted=params["persist"] or not present,
-                                             check_live=params["apply_live"])
+                                             check_live=params["apply_live"], not_loaded=not_loaded,
+                                             unset_is_default=not present)
         for warning in self.warnings:
             self.module.warn(warning)
         result = {

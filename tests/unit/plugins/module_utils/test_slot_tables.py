@@ -99,3 +99,20 @@ def test_settings_rows_and_in_sync():
         {"name": "nfs_max_session_slots", "wanted": 64, "persisted": None, "live": 64, "in_sync": False},
     ]
     assert slot_tables.in_sync(64, None, 64, check_persisted=False)
+
+
+def test_rows_of_options_whose_module_is_not_loaded_follow_the_persisted_value():
+    rows = slot_tables.settings_rows({"tcp_max_slot_table_entries": 128, "nfs_max_session_slots": 64},
+                                     {"tcp_max_slot_table_entries": 128, "nfs_max_session_slots": 32}, {},
+                                     not_loaded=["tcp_max_slot_table_entries", "nfs_max_session_slots"])
+    assert [(row["live"], row["in_sync"]) for row in rows] == [(None, True), (None, False)]
+    # Not loaded and not persisted: the wanted value is nowhere, even with persist off.
+    assert not slot_tables.in_sync(128, None, None, check_persisted=False, live_applicable=False)
+
+
+def test_absent_compares_nothing_persisted_as_the_kernel_default():
+    wanted = {"tcp_slot_table_entries": 2, "udp_slot_table_entries": 16}
+    rows = slot_tables.settings_rows(wanted, {"udp_slot_table_entries": 64}, {"tcp_slot_table_entries": 2, "udp_slot_table_entries": 16},
+                                     unset_is_default=True)
+    assert [(row["persisted"], row["in_sync"]) for row in rows] == [(None, True), (64, False)]
+    assert slot_tables.settings_rows(wanted, {}, dict(wanted))[0]["in_sync"] is False

@@ -164,7 +164,31 @@ def test_sunrpc_not_loadable_in_a_container_persists_and_says_why(tree, monkeypa
     assert "modprobe sunrpc" in result["live_not_applied_reason"] and "not found" in result["live_not_applied_reason"]
     assert result["live_before"]["tcp_max_slot_table_entries"] is None
     assert "tcp_max_slot_table_entries=128" in read(str(tree / "etc/modprobe.d/ckptio-nfs.conf"))
-    assert result["settings"][0]["in_sync"] is False
+    # No live value can exist: the persisted one applies when sunrpc loads, so the row is in sync
+    # (what did not happen live is in live_not_applied_reason, reported as pending by the role).
+    assert result["settings"] == [{"name": "tcp_max_slot_table_entries", "wanted": 128, "persisted": 128, "live": None, "in_sync": True}]
+
+
+def test_modules_not_loaded_rows_follow_the_persisted_value(tree, monkeypatch):
+    for path in ("proc/sys/sunrpc", "sys/module/sunrpc", "sys/module/nfs"):
+        shutil.rmtree(str(tree / path))
+    write(str(tree / "proc/self/mountinfo"), "22 1 254:0 / / rw,relatime - overlay overlay rw\n")
+    write(str(tree / "etc/modprobe.d/ckptio-nfs.conf"), "options sunrpc tcp_max_slot_table_entries=128\n")
+    # Check mode loads nothing: one option persisted as wanted, one persisted with another value.
+    result = run_module(module, args(tree, tcp_max_slot_table_entries=128, nfs_max_session_slots=128), check_mode=True)
+    assert result["settings"] == [
+        {"name": "tcp_max_slot_table_entries", "wanted": 128, "persisted": 128, "live": None, "in_sync": True},
+        {"name": "nfs_max_session_slots", "wanted": 128, "persisted": None, "live": None, "in_sync": False},
+    ]
+
+
+def test_loaded_module_with_a_missing_live_value_is_not_in_sync(tree):
+    # sunrpc is loaded (its parameters are there) but this value cannot be read: that is drift, not "not applicable".
+    os.unlink(str(tree / "proc/sys/sunrpc/udp_slot_table_entries"))
+    os.unlink(str(tree / "sys/module/sunrpc/parameters/udp_slot_table_entries"))
+    write(str(tree / "etc/modprobe.d/ckptio-nfs.conf"), "options sunrpc udp_slot_table_entries=32\n")
+    result = run_module(module, args(tree, udp_slot_table_entries=32), check_mode=True)
+    assert result["settings"] == [{"name": "udp_slot_table_entries", "wanted": 32, "persisted": 32, "live": None, "in_sync": False}]
 
 
 def test_modprobe_loads_sunrpc_with_the_persisted_options(tree, monkeypatch):
@@ -203,6 +227,10 @@ def test_absent_removes_what_we_persisted_and_restores_kernel_defaults(tree):
     assert read(str(tree / "proc/sys/sunrpc/tcp_max_slot_table_entries")) == "65536\n"
     assert read(str(tree / "sys/module/nfs/parameters/max_session_slots")) == "64\n"
     assert read(str(tree / "etc/modprobe.d/site.conf")) == SITE_CONF
+    # Nothing persisted any more: the kernel defaults apply at the next load, which is the target.
+    assert [(row["name"], row["persisted"], row["live"], row["in_sync"]) for row in result["settings"]] == [
+        ("tcp_slot_table_entries", None, 2, True), ("tcp_max_slot_table_entries", None, 65536, True),
+        ("udp_slot_table_entries", None, 16, True), ("nfs_max_session_slots", None, 64, True)]
     assert run_module(module, args(tree, state="absent"))["changed"] is False
 
 
