@@ -16,14 +16,14 @@ def _int(host, path: str) -> int:
 def _mountinfo_options(host, mount_point: str) -> dict:
     """Mount and superblock options of one mount from /proc/self/mountinfo (fields after ' - ')."""
     for line in host.file("/proc/self/mountinfo").content_string.splitlines():
-        left, _, right = line.partition(" - ")
+        left, _sep, right = line.partition(" - ")
         fields = left.split()
         if fields[4] != mount_point:
             continue
         fstype, _source, super_options = right.split()[:3]
         options = {"fstype": fstype}
         for item in (fields[5] + "," + super_options).split(","):
-            key, _, value = item.partition("=")
+            key, _sep, value = item.partition("=")
             options[key] = value if value else True
         return options
     raise AssertionError(f"{mount_point} is not mounted")
