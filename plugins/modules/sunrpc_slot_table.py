@@ -173,7 +173,7 @@ settings:
   description:
     - One row per managed option for the audit drift table.
     - C(in_sync) is true when the managed sides equal C(wanted). Where the option's kernel module (sunrpc or nfs) is
-      not loaded there is no live value (C(live) is null): the row is in sync when C(persisted) equals C(wanted),
+      not loaded there is no live value (C(live) is null), and the row is in sync when C(persisted) equals C(wanted),
       since that value applies when the module loads (the rule the audit playbook applies to every row, and
       M(ckptio.nfs.nfs_mount) follows with O(ckptio.nfs.nfs_mount#module:state=present)).
     - With O(state=absent) an option nothing persists (C(persisted) null) compares as the kernel default.
