@@ -343,8 +343,12 @@ def _parse_device_line(line):
 
 
 def _unescape(path):
-    # Most paths carry no escape: skip the regular expression for them.
-    return unescape_path(path) if "\\" in path else path
+    # Most paths carry no escape, or only \040 for a space: skip the regular expression for them.
+    if "\\" not in path:
+        return path
+    if path.count("\\") == path.count("\\040"):
+        return path.replace("\\040", " ")
+    return unescape_path(path)
 
 
 def _named_counters(names, text):

@@ -21,7 +21,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import (
     XPRT_SUMMED,
     iter_mountstats,
     parse_op_values,
-    totals_from_columns,
     used_xprt_positions,
     xprt_words_shape,
 )
@@ -82,18 +81,14 @@ def mount_delta(after, before=None, interval_seconds=None):
     ops = _ops_delta(after, before, interval)
 
     after_x, before_x = _xprt_columns_pair(after, before)
-    after_totals = totals_from_columns(after_x)
-    before_totals = totals_from_columns(before_x) if before_x else None
-    if before_totals:
-        rpc = dict((name, after_totals[name] - before_totals[name]) for name in XPRT_SUMMED)
-    else:
-        rpc = dict((name, after_totals[name]) for name in XPRT_SUMMED)
+    rpc = _summed_xprt_delta(after_x["columns"], before_x["columns"] if before_x else None)
+    max_slots = _present(after_x["columns"].get("max_slots", ()))
     rpc.update({
-        "transports": after_totals["transports"],
-        "protocols": after_totals["protocols"],
-        "max_slots": after_totals["max_slots"],
-        "max_slots_before": before_totals["max_slots"] if before_totals else [],
-        "max_slots_reached": max(after_totals["max_slots"]) if after_totals["max_slots"] else None,
+        "transports": len(after_x["protocols"]),
+        "protocols": sorted(set(after_x["protocols"])),
+        "max_slots": max_slots,
+        "max_slots_before": _present(before_x["columns"].get("max_slots", ())) if before_x else [],
+        "max_slots_reached": max(max_slots) if max_slots else None,
         "backlog_per_send": _ratio(rpc["bklog_u"], rpc["sends"]),
         # Average requests holding a slot, waiting to send, and waiting for a reply, seen at
         # each send: Little's-law style occupancy of the transports.
@@ -177,6 +172,29 @@ def _ops_delta(after, before, interval):
             old_values = _ZERO_OP[:len(new_values)]
         ops[name] = _op_delta(new_values, old_values, interval)
     return ops
+
+
+def _summed_xprt_delta(after_columns, before_columns):
+    """{counter: after total - before total} for XPRT_SUMMED, as totals_from_columns() sums them."""
+    delta = {}
+    for name in XPRT_SUMMED:
+        column = after_columns.get(name, ())
+        old_column = before_columns.get(name, ()) if before_columns is not None else ()
+        # A column _xprt_columns_pair() shared between the samples did not move.
+        delta[name] = 0 if column is old_column else _column_total(column) - _column_total(old_column)
+    return delta
+
+
+def _column_total(column):
+    try:
+        return sum(column)
+    except TypeError:
+        # A transport whose line lacks this counter (mixed forms) holds None there.
+        return sum(value for value in column if value is not None)
+
+
+def _present(column):
+    return [value for value in column if value is not None]
 
 
 def _xprt_columns_pair(after, before):
