@@ -161,6 +161,12 @@ settings:
   type: list
   elements: dict
   sample: [{name: threads, wanted: 32, persisted: 32, live: 32, in_sync: true}]
+  contains:
+    in_sync:
+      description:
+        - Persisted and live values equal the wanted value. With nfsd not loaded (RV(settings[].live) is
+          null) only the persisted value, which nfs-server applies when it starts, is compared.
+      type: bool
 backup_file:
   description: Backup of O(conf_file) made before changing it.
   returned: when backup is true and the file changed
@@ -459,7 +465,12 @@ class NfsdThreads:
         return result
 
     def row(self, name, wanted, persisted, live, check_persisted):
-        in_sync = (not check_persisted or persisted == wanted) and (not self.params["apply_live"] or live == wanted)
+        if live is None:
+            # nfsd not loaded: no live value to compare. As in every module's rows, the row is in
+            # sync when the persisted value, which nfs-server applies when it starts, is wanted.
+            in_sync = persisted == wanted
+        else:
+            in_sync = (not check_persisted or persisted == wanted) and (not self.params["apply_live"] or live == wanted)
         return {"name": name, "wanted": wanted, "persisted": persisted, "live": live, "in_sync": in_sync}
 
 

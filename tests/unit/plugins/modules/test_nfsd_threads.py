@@ -130,6 +130,15 @@ def test_nfsd_not_loaded_persists_and_says_why(tree):
     assert result["live_applied"] is False and "not loaded" in result["live_not_applied_reason"]
     assert result["threads_before"] is None and result["max_block_size"] is None
     assert result["effective_persisted_threads"] == 32
+    assert result["settings"] == [{"name": "threads", "wanted": 32, "persisted": 32, "live": None, "in_sync": True}]
+
+
+def test_nfsd_not_loaded_with_other_persisted_value_is_drift(tree):
+    for name in ("threads", "max_block_size"):
+        os.unlink(str(tree / "proc/fs/nfsd" / name))
+    result = run_module(module, args(tree, threads=32), check_mode=True)
+    assert result["changed"] is True
+    assert result["settings"][0]["live"] is None and result["settings"][0]["in_sync"] is False
 
 
 def test_stopped_server_is_not_started(tree):
