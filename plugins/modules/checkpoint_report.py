@@ -97,10 +97,10 @@ msg:
 import json
 import os
 import sys
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils import diagnosis as diagnosis_utils
 from ansible_collections.ckptio.nfs.plugins.module_utils import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta
@@ -243,11 +243,7 @@ def write_if_changed(module, path, data):
         pass
     if module.check_mode:
         return True
-    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".report-")
-    with os.fdopen(handle, "wb") as out:
-        out.write(data)
-    os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, path)
+    atomic_file.write_file(module, path, data)
     return True
 
 

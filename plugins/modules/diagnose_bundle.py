@@ -106,11 +106,11 @@ files:
 
 import json
 import os
-import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, diagnose, render_markdown
 
 try:
@@ -163,10 +163,7 @@ def _write_if_changed(module, path, content):
     if _read(path) == content:
         return False
     if not module.check_mode:
-        handle, temp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".diagnosis-")
-        with os.fdopen(handle, "w") as out:
-            out.write(content)
-        module.atomic_move(temp, path)
+        atomic_file.write_file(module, path, content)
     return True
 
 

@@ -239,11 +239,11 @@ backup_file:
 """
 
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils import fstab as fstab_edit
 from ansible_collections.ckptio.nfs.plugins.module_utils import nfs_options
 from ansible_collections.ckptio.nfs.plugins.module_utils.mount_holders import describe_holders, find_holders
@@ -550,21 +550,11 @@ class NfsMount:
 
     # ---- applying ----
     def write_fstab(self):
-        directory = os.path.dirname(self.fstab_path) or "."
-        handle, temp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(self.fstab_path), dir=directory)
+        """Atomically replace the fstab; return the backup file's path or None."""
         try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(self.fstab_after.encode("utf-8", "surrogateescape"))
-                stream.flush()
-                os.fsync(stream.fileno())
-            if not self.fstab_exists:
-                os.chmod(temp_path, 0o644)
-            self.module.atomic_move(temp_path, self.fstab_path)
-        except (IOError, OSError) as exc:
+            return atomic_file.write_file(self.module, self.fstab_path, self.fstab_after, backup=self.module.params["backup"])
+        except OSError as exc:
             self.fail("fstab: could not write %s (the old file is unchanged): %s" % (self.fstab_path, exc))
-        finally:
-            if os.path.exists(temp_path):
-                os.unlink(temp_path)
 
     def run(self, argv):
         rc, out, err = self.module.run_command(argv)
@@ -683,9 +673,9 @@ class NfsMount:
         result = {"changed": fstab_changed or action is not None}
         if not self.module.check_mode:
             if fstab_changed:
-                if self.module.params["backup"] and self.fstab_exists:
-                    result["backup_file"] = self.module.backup_local(self.fstab_path)
-                self.write_fstab()
+                backup_file = self.write_fstab()
+                if backup_file:
+                    result["backup_file"] = backup_file
             if action:
                 self.apply_live(action)
                 self.verify()

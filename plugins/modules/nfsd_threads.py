@@ -164,7 +164,7 @@ settings:
   contains:
     in_sync:
       description:
-        - Persisted and live values equal the wanted value. With nfsd not loaded (RV(settings[].live) is
+        - Persisted and live values equal the wanted value. With nfsd not loaded (C(live) is
           null) only the persisted value, which nfs-server applies when it starts, is compared.
       type: bool
 backup_file:
@@ -174,10 +174,10 @@ backup_file:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils import nfs_conf
 
 PROC_NFSD = "/proc/fs/nfsd"
@@ -296,28 +296,13 @@ class NfsdThreads:
             self.diff.append({"before": before or "", "after": after or "", "before_header": path, "after_header": path})
         if self.check_mode:
             return
-        if self.params["backup"] and before is not None:
-            self.backup_file = self.module.backup_local(path)
         if after is None:
-            os.unlink(path)
+            self.backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
             return
-        directory = os.path.dirname(path)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, tmp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(after.encode("utf-8", "surrogateescape"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            if before is None:
-                os.chmod(tmp_path, 0o644)
-            self.module.atomic_move(tmp_path, path)
+            self.backup_file = atomic_file.write_file(self.module, path, after, backup=self.params["backup"], make_parent=True)
         except OSError as exc:
             self.module.fail_json(msg="could not write %s (the old file is untouched): %s" % (path, exc), changed=False)
-        finally:
-            if os.path.exists(tmp_path):
-                os.unlink(tmp_path)
 
     def plan_file(self, before):
         params = self.params

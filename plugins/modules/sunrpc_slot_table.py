@@ -197,10 +197,10 @@ backup_files:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils import modprobe_conf
 from ansible_collections.ckptio.nfs.plugins.module_utils import mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils import slot_tables
@@ -333,29 +333,15 @@ class SlotTables:
                               "before_header": path, "after_header": path})
         if self.check_mode:
             return
-        if self.params["backup"] and before is not None:
-            self.backups.append(self.module.backup_local(path))
         if after is None:
-            os.unlink(path)
-            return
-        directory = os.path.dirname(path)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, tmp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(after.encode("utf-8", "surrogateescape"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            if before is None:
-                os.chmod(tmp_path, 0o644)
-            self.module.atomic_move(tmp_path, path)
-        except OSError as exc:
-            self.module.fail_json(msg="could not write %s (the old file is untouched): %s" % (path, exc),
-                                  changed=False)
-        finally:
-            if os.path.exists(tmp_path):
-                os.unlink(tmp_path)
+            backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
+        else:
+            try:
+                backup_file = atomic_file.write_file(self.module, path, after, backup=self.params["backup"], make_parent=True)
+            except OSError as exc:
+                self.module.fail_json(msg="could not write %s (the old file is untouched): %s" % (path, exc), changed=False)
+        if backup_file:
+            self.backups.append(backup_file)
 
     # the run ----------------------------------------------------------------------------
     def run(self):
