@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Replace or remove a file so that a failure at any point leaves the old file byte for byte.
+"""The modules' file reading and writing; a replace or remove that fails leaves the old file byte for byte.
 
 The one module_utils file that does I/O: every module that writes a file (fstab, nfs.conf
 drop-ins, modprobe.d, the diagnosis and report files) goes through here, so the data-safety
-guarantee is written, and tested, once.
+guarantee is written, and tested, once. The small readers live here too, so each "missing file
+means None" rule is written once: read_text for files a module may rewrite, read_optional for
+/proc and /sys files and inputs that may be absent or unreadable.
 
 How: the new bytes go to a temp file in the same directory (rename(2) is atomic only within
 one file system), are fsync'ed, then `module.atomic_move` renames the temp file over the old
@@ -20,6 +22,31 @@ import os
 import tempfile
 
 NEW_FILE_MODE = 0o644
+
+
+def read_text(path):
+    """File text, or None when it does not exist; surrogateescape keeps every byte for the rewrite.
+
+    Only a missing file is None: any other OSError (permission, a directory) propagates, so a
+    module never mistakes an unreadable config file for an absent one and writes over it.
+    """
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return None
+
+
+def read_optional(path):
+    """File text (text mode, locale encoding), or None on any OSError: missing, unreadable, vanished.
+
+    For /proc and /sys files and optional inputs where an absent value is reported, not fatal.
+    """
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def _backup(module, path, backup):

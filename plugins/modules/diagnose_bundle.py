@@ -125,17 +125,9 @@ CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
 SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
 def load_bundle(directory):
     """The bundle directory as the in-memory dict diagnosis.diagnose() takes."""
-    context_text = _read(os.path.join(directory, "context.yml"))
+    context_text = atomic_file.read_optional(os.path.join(directory, "context.yml"))
     if context_text is None:
         raise BundleError("%s/context.yml is missing" % directory)
     try:
@@ -152,7 +144,7 @@ def load_bundle(directory):
                 continue
             files = {}
             for name in names:
-                text = _read(os.path.join(root, host, name + ".txt"))
+                text = atomic_file.read_optional(os.path.join(root, host, name + ".txt"))
                 if text is not None:
                     files[name] = text
             bundle[kind][host] = files
@@ -160,7 +152,7 @@ def load_bundle(directory):
 
 
 def _write_if_changed(module, path, content):
-    if _read(path) == content:
+    if atomic_file.read_optional(path) == content:
         return False
     if not module.check_mode:
         atomic_file.write_file(module, path, content)
@@ -198,7 +190,7 @@ def main():
     changed = False
     diff = []
     if write:
-        old_markdown = _read(md_path)
+        old_markdown = atomic_file.read_optional(md_path)
         changed = _write_if_changed(module, json_path, json_text)
         changed = _write_if_changed(module, md_path, markdown) or changed
         if module._diff and changed:

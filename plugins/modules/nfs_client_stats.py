@@ -140,6 +140,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import dstate_task, format_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import parse_mountstats
@@ -150,14 +151,6 @@ PROC_SUNRPC = "/proc/sys/sunrpc"
 SYS_MODULE = "/sys/module"
 # Module parameters that decide slot counts: the sysctl files exist only once sunrpc is loaded.
 PARAMETER_MODULES = ("nfs", "sunrpc")
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
 
 
 def read_settings():
@@ -176,7 +169,7 @@ def read_settings():
             path = os.path.join(directory, name)
             if not os.path.isfile(path):
                 continue
-            value = _read(path)
+            value = atomic_file.read_optional(path)
             if value is None:
                 continue
             value = " ".join(value.split())
@@ -193,10 +186,10 @@ def sample_dstate():
     except OSError:
         return tasks
     for pid in pids:
-        stat = _read(os.path.join(PROC, pid, "stat"))
+        stat = atomic_file.read_optional(os.path.join(PROC, pid, "stat"))
         if stat is None:
             continue
-        task = dstate_task(pid, stat, _read(os.path.join(PROC, pid, "wchan")))
+        task = dstate_task(pid, stat, atomic_file.read_optional(os.path.join(PROC, pid, "wchan")))
         if task:
             tasks.append(task)
     return sorted(tasks, key=lambda task: task["pid"])
@@ -220,7 +213,7 @@ def main():
         # The kernel lists mount points as absolute paths: a relative one can never match.
         module.fail_json(msg="mount_points: %s must be absolute path(s)" % ", ".join(repr(path) for path in relative))
 
-    raw = _read(PROC_MOUNTSTATS)
+    raw = atomic_file.read_optional(PROC_MOUNTSTATS)
     if raw is None:
         module.fail_json(msg="cannot read %s" % PROC_MOUNTSTATS)
     wanted = set(module.params["mount_points"])

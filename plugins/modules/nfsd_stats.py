@@ -93,6 +93,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import (
     parse_nfsd_stats,
     parse_pool_stats,
@@ -104,28 +105,20 @@ PROC_NFSD_STATS = "/proc/net/rpc/nfsd"
 PROC_FS_NFSD = "/proc/fs/nfsd"
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    raw_nfsd = _read(PROC_NFSD_STATS)
-    raw_pool = _read(os.path.join(PROC_FS_NFSD, "pool_stats"))
-    threads = parse_single_number(_read(os.path.join(PROC_FS_NFSD, "threads")))
+    raw_nfsd = atomic_file.read_optional(PROC_NFSD_STATS)
+    raw_pool = atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "pool_stats"))
+    threads = parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "threads")))
     result = dict(
         changed=False,
         available=raw_nfsd is not None,
         nfsd=parse_nfsd_stats(raw_nfsd or ""),
         pool_stats=parse_pool_stats(raw_pool or ""),
         threads=threads,
-        pool_threads=parse_pool_threads(_read(os.path.join(PROC_FS_NFSD, "pool_threads"))),
-        max_block_size=parse_single_number(_read(os.path.join(PROC_FS_NFSD, "max_block_size"))),
-        min_threads=parse_single_number(_read(os.path.join(PROC_FS_NFSD, "min_threads"))),
+        pool_threads=parse_pool_threads(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "pool_threads"))),
+        max_block_size=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "max_block_size"))),
+        min_threads=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "min_threads"))),
         raw_nfsd=raw_nfsd or "",
         raw_pool_stats=raw_pool or "",
     )

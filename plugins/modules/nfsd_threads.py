@@ -194,17 +194,8 @@ HEADER = "# Managed by ckptio.nfs.nfsd_threads: knfsd thread count.\n"
 SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def read_text(path):
-    """File text, or None when it does not exist; surrogateescape keeps every byte for the rewrite."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "surrogateescape")
-    except FileNotFoundError:
-        return None
-
-
 def read_int(path):
-    text = read_text(path)
+    text = atomic_file.read_text(path)
     if text is None:
         return None
     try:
@@ -263,7 +254,7 @@ class NfsdThreads:
         def text_of(path):
             if os.path.normpath(path) == os.path.normpath(own_path):
                 return own_text
-            return read_text(path)
+            return atomic_file.read_text(path)
 
         def dropins(directory):
             try:
@@ -281,8 +272,8 @@ class NfsdThreads:
         main_text = text_of(NFS_CONF)
         if main_text is None:
             # conf_load_file() of /etc/nfs.conf discards what /usr/etc gave only when it can read it.
-            files.append((USR_NFS_CONF, read_text(USR_NFS_CONF)))
-            files.extend((path, read_text(path)) for path in dropins(USR_NFS_CONF + ".d"))
+            files.append((USR_NFS_CONF, atomic_file.read_text(USR_NFS_CONF)))
+            files.extend((path, atomic_file.read_text(path)) for path in dropins(USR_NFS_CONF + ".d"))
         else:
             files.append((NFS_CONF, main_text))
         files.extend((path, text_of(path)) for path in dropins(NFS_CONF + ".d"))
@@ -373,7 +364,7 @@ class NfsdThreads:
         min_before = read_int(os.path.join(PROC_NFSD, "min_threads"))
         max_block_size = read_int(os.path.join(PROC_NFSD, "max_block_size"))
 
-        before = read_text(path)
+        before = atomic_file.read_text(path)
         after = self.plan_file(before)
         files_after = self.config_files(path, after)
         for file_path, text in files_after:

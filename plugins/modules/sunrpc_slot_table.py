@@ -216,15 +216,6 @@ HEADER = "# Managed by ckptio.nfs.sunrpc_slot_table: NFS client RPC slot tables.
 SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def read_text(path):
-    """File text, or None when it does not exist; surrogateescape keeps every byte for the rewrite."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "surrogateescape")
-    except FileNotFoundError:
-        return None
-
-
 def validate_owned_path(option, path, directories):
     """Error text when path is not a .conf file kmod/systemd would read, else None."""
     if not path or not os.path.isabs(path):
@@ -269,7 +260,7 @@ class SlotTables:
         for option in slot_tables.ALL_OPTIONS:
             values[option] = None
             for path in self.live_paths(option):
-                value = slot_tables.parse_int(read_text(path))
+                value = slot_tables.parse_int(atomic_file.read_text(path))
                 if value is not None:
                     values[option] = value
                     break
@@ -318,7 +309,7 @@ class SlotTables:
                 if own_text is not None:
                     files.append((path, own_text))
                 continue
-            text = read_text(path)
+            text = atomic_file.read_text(path)
             if text is not None:
                 files.append((path, text))
         return files
@@ -353,8 +344,8 @@ class SlotTables:
 
         modprobe_path = params["modprobe_conf"]
         load_path = params["modules_load_conf"]
-        modprobe_before = read_text(modprobe_path)
-        load_before = read_text(load_path)
+        modprobe_before = atomic_file.read_text(modprobe_path)
+        load_before = atomic_file.read_text(load_path)
 
         # Plan the files first: for state=absent the rollback target is what remains persisted.
         modprobe_after, load_after = modprobe_before, load_before
@@ -375,7 +366,7 @@ class SlotTables:
 
         live_after, applied, reason = self.apply_live(wanted, live_before)
 
-        mounts = mountinfo.nfs_mounts(mountinfo.parse_mountinfo(read_text(MOUNTINFO) or ""))
+        mounts = mountinfo.nfs_mounts(mountinfo.parse_mountinfo(atomic_file.read_text(MOUNTINFO) or ""))
         changing = set(option for option, value in wanted.items() if live_before.get(option) != value)
         pending, session_mounts = slot_tables.classify_mounts(mounts, changing, mountinfo.nfs_server_of, mountinfo.nfs_version_of)
         advice = ""

@@ -108,3 +108,51 @@ def test_remove_backs_up_first_and_tolerates_an_absent_file(module, tmp_path):
     assert not os.path.exists(path)
     assert read_bytes(backup) == b"options sunrpc tcp_max_slot_table_entries=128\n"
     assert atomic_file.remove_file(module, path, backup=True) is None
+
+
+def test_read_text_keeps_every_byte_so_a_rewrite_is_byte_for_byte(module, tmp_path):
+    path = str(tmp_path / "nfs.conf")
+    original = b"[nfsd]\r\nthreads=8\n# caf\xe9 latin-1\xff\n"
+    with open(path, "wb") as handle:
+        handle.write(original)
+    text = atomic_file.read_text(path)
+    assert "\r\n" in text, "no newline translation"
+    atomic_file.write_file(module, path, text)
+    assert read_bytes(path) == original
+
+
+def test_read_text_is_none_only_for_a_missing_file(tmp_path):
+    assert atomic_file.read_text(str(tmp_path / "absent")) is None
+    with pytest.raises(IsADirectoryError):
+        atomic_file.read_text(str(tmp_path))
+
+
+def test_read_text_does_not_hide_an_unreadable_file(tmp_path, monkeypatch):
+    def denied(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr("builtins.open", denied)
+    with pytest.raises(PermissionError):
+        atomic_file.read_text(str(tmp_path / "locked.conf"))
+
+
+def test_read_optional_reads_text_mode(tmp_path):
+    path = tmp_path / "threads"
+    path.write_bytes(b"16\r\n")
+    assert atomic_file.read_optional(str(path)) == "16\n", "text mode translates newlines as the readers did before"
+
+
+@pytest.mark.parametrize("make_error", [
+    lambda path: FileNotFoundError(2, "No such file or directory", path),
+    lambda path: PermissionError(13, "Permission denied", path),
+    lambda path: OSError(5, "Input/output error", path),
+])
+def test_read_optional_is_none_on_any_os_error(tmp_path, monkeypatch, make_error):
+    def failing(path, *args, **kwargs):
+        raise make_error(path)
+    monkeypatch.setattr("builtins.open", failing)
+    assert atomic_file.read_optional(str(tmp_path / "pool_stats")) is None
+
+
+def test_read_optional_is_none_for_a_directory_and_a_missing_file(tmp_path):
+    assert atomic_file.read_optional(str(tmp_path)) is None
+    assert atomic_file.read_optional(str(tmp_path / "absent")) is None
