@@ -484,12 +484,11 @@ class Canary:
         result = {"changed": bool(params["keep"]), "mount": mount, "plan": plan, "start_at": start_at,
                   "stalled": [], "dstate_text": "", "dstate_peak": 0, "cleaned_up": False,
                   "workdir": os.path.join(real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>")}
-        warnings = []
         if params["start_at"] is not None and start_at < now:
-            warnings.append("start_at is %.1f s in the past: ranks start late and max_start_delay_seconds shows it"
-                            % (now - start_at))
+            self.module.warn("start_at is %.1f s in the past: ranks start late and max_start_delay_seconds shows it"
+                             % (now - start_at))
         if self.module.check_mode:
-            self.module.exit_json(warnings=warnings, **result)
+            self.module.exit_json(**result)
 
         name, dir_fd = self.make_workdir(real)
         workdir = os.path.join(real, name)
@@ -523,11 +522,11 @@ class Canary:
 
         if stalled:
             self.fail(canary.stall_message(stalled, params["timeout"], workdir, result.get("cleanup_deferred_pid")),
-                      warnings=warnings, **result)
+                      **result)
         errors = ["rank %d: %s" % (r["rank"], r["error"]) for r in results if r["error"]]
         if errors:
-            self.fail("canary ranks failed: %s" % "; ".join(errors), warnings=warnings, **result)
-        self.module.exit_json(warnings=warnings, **result)
+            self.fail("canary ranks failed: %s" % "; ".join(errors), **result)
+        self.module.exit_json(**result)
 
     def finish_cleanup(self, real, name, workdir, rank_ids, stalled):
         if self.params["keep"]:
