@@ -128,6 +128,16 @@ def _read(path):
         return None
 
 
+def _read_files(directory, names):
+    """{key: text} for the bundle files of one host that exist; missing optional files are left out."""
+    files = {}
+    for key, name in names.items():
+        text = _read(os.path.join(directory, name))
+        if text is not None:
+            files[key] = text
+    return files
+
+
 def _hosts(directory):
     try:
         return sorted(name for name in os.listdir(directory) if os.path.isdir(os.path.join(directory, name)))
@@ -141,22 +151,12 @@ def load_bundle(path):
     bundle = {"context": context, "clients": {}, "servers": {}}
     ranks = []
     for host in _hosts(os.path.join(path, "clients")):
-        files = {}
-        for key, name in CLIENT_FILES.items():
-            text = _read(os.path.join(path, "clients", host, name))
-            if text is not None:
-                files[key] = text
-        bundle["clients"][host] = files
+        bundle["clients"][host] = _read_files(os.path.join(path, "clients", host), CLIENT_FILES)
         canary_text = _read(os.path.join(path, "clients", host, "canary.json"))
         if canary_text:
             ranks.extend(dict(rank, host=host) for rank in json.loads(canary_text).get("ranks", []))
     for host in _hosts(os.path.join(path, "servers")):
-        files = {}
-        for key, name in SERVER_FILES.items():
-            text = _read(os.path.join(path, "servers", host, name))
-            if text is not None:
-                files[key] = text
-        bundle["servers"][host] = files
+        bundle["servers"][host] = _read_files(os.path.join(path, "servers", host), SERVER_FILES)
     saved = _read(os.path.join(path, "diagnosis.json"))
     return bundle, ranks, json.loads(saved) if saved else None
 
