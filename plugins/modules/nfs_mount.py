@@ -179,6 +179,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+fstab_options_before:
+  description:
+    - Options of the fstab entry for O(path) before the run (canonical form, as RV(fstab_options)); empty when there was no entry.
+    - Passed back as O(opts) it writes an equivalent entry; the role client_tuning records it to roll a tuned mount back.
+  returned: always
+  type: dict
+  sample: {vers: "4.2", hard: true, atime: false, _netdev: true}
 fstab_options:
   description: Options of the fstab entry after the run, as found in check mode (canonical form; flags are true/false).
   returned: always
@@ -339,6 +346,8 @@ class NfsMount:
         except fstab_edit.FstabError as exc:
             self.fail("fstab: %s" % exc)
         self.fstab_entry = fstab_edit.parse_entry(lines[index]) if index is not None else None
+        self.fstab_options_before = (nfs_options.canonical_options(split_options(self.fstab_entry["opts"]))
+                                     if self.fstab_entry else {})
         self.read_live()
 
     def read_live(self):
@@ -688,7 +697,7 @@ class NfsMount:
         else:
             # Check mode reports the state as it is (an audit runs in check mode); only
             # `changed` and the diff show what a real run would do.
-            fstab_options = nfs_options.canonical_options(split_options(self.fstab_entry["opts"])) if self.fstab_entry else {}
+            fstab_options = self.fstab_options_before
             persisted_src = (self.fstab_entry or {}).get("src")
             live_after = self.live_before
             predicted = self.predicted_live(action)
@@ -703,6 +712,7 @@ class NfsMount:
                  "before_header": "live: %s" % self.path, "after_header": "live: %s" % self.path},
             ]
         result.update({
+            "fstab_options_before": self.fstab_options_before,
             "fstab_options": fstab_options,
             "live_options": live_after,
             "drift": {"fstab": self.fstab_drift, "live": self.live_drift},

@@ -481,3 +481,80 @@ def test_bad_input_fails_naming_the_option_and_changes_nothing(env, option, over
     assert option in result["msg"]
     assert tree_checksums(str(env.root)) == sums
     assert env.calls == []
+
+
+# ---- fstab_options_before: what a rollback (client_tuning distro_default) restores ----
+OLD_OPTS = "vers=4.2,hard,noatime,rsize=262144,wsize=262144,_netdev"
+OLD_CANONICAL = {"vers": "4.2", "hard": True, "atime": False, "rsize": "262144", "wsize": "262144", "_netdev": True}
+
+
+def test_fstab_options_before_is_the_entry_the_run_replaced(env):
+    env.fstab.write_text(FSTAB + fstab_line(env, OLD_OPTS))
+    result = run_module(nfs_mount, args(env, state="present"))
+    assert result["changed"] is True
+    assert result["fstab_options_before"] == OLD_CANONICAL
+    assert result["fstab_options"] == {"vers": "4.1", "nconnect": "4", "rsize": "1048576", "wsize": "1048576", "hard": True}
+    again = run_module(nfs_mount, args(env, state="present"))
+    assert again["fstab_options_before"] == again["fstab_options"] == result["fstab_options"]
+
+
+def test_fstab_options_before_is_empty_without_an_entry(env):
+    result = run_module(nfs_mount, args(env, state="present"))
+    assert result["changed"] is True and result["fstab_options_before"] == {}
+    absent = run_module(nfs_mount, {"path": env.path, "state": "absent", "fstab": str(env.fstab)})
+    assert absent["fstab_options_before"] == result["fstab_options"] and absent["fstab_options"] == {}
+
+
+def test_fstab_options_before_in_check_mode_reads_the_entry_and_writes_nothing(env):
+    add_seed_mount(env)
+    env.fstab.write_text(FSTAB + fstab_line(env, OLD_OPTS))
+    sums = tree_checksums(str(env.root))
+    result = run_module(nfs_mount, args(env), check_mode=True)
+    assert result["changed"] is True and env.calls == []
+    assert tree_checksums(str(env.root)) == sums
+    assert result["fstab_options_before"] == OLD_CANONICAL
+    # Check mode reports the entry as found, so both views agree.
+    assert result["fstab_options"] == OLD_CANONICAL
+    env.fstab.write_text(FSTAB)
+    missing = run_module(nfs_mount, args(env), check_mode=True)
+    assert missing["fstab_options_before"] == {} and env.fstab.read_text() == FSTAB
+
+
+# Spellings an admin's fstab may use; passed back as opts, each must give an equivalent line.
+ROUNDTRIP = [
+    ("nfs4", OLD_OPTS, OLD_OPTS),
+    ("nfs4", "rw,nfsvers=4.1,soft,nolock,tcp,timeo=14,nofail,x-systemd.automount,x-systemd.idle-timeout=600",
+     "rw,vers=4.1,soft,nolock,proto=tcp,timeo=14,nofail,x-systemd.automount,x-systemd.idle-timeout=600"),
+    ("nfs4", "vers=4,minorversion=1,noac,sec=krb5p,lookupcache=positive,async,nosuid,nodev",
+     "vers=4.1,noac,sec=krb5p,lookupcache=positive,async,nosuid,nodev"),
+    ("nfs", "nfsvers=3,proto=udp,mountproto=udp,nconnect=2,ro,noauto,user,fsc",
+     "vers=3,proto=udp,mountproto=udp,nconnect=2,ro,noauto,user,fsc"),
+    ("nfs4", "defaults", "defaults"),
+]
+
+
+@pytest.mark.parametrize("fstype, old, rendered", ROUNDTRIP, ids=[case[1] for case in ROUNDTRIP])
+def test_fstab_options_before_passed_back_as_opts_restores_an_equivalent_line(env, fstype, old, rendered):
+    old_line = "10.0.0.1:/srv/nfs %s %s %s 0 0\n" % (escape_path(env.path), fstype, old)
+    env.fstab.write_text(FSTAB + old_line)
+    tuned = run_module(nfs_mount, args(env, fstype=fstype, state="present",
+                                       opts={"vers": 4.1 if fstype == "nfs4" else 3, "nconnect": 4, "wsize": 1048576}))
+    assert tuned["changed"] is True and env.fstab.read_text() != FSTAB + old_line
+    restored = run_module(nfs_mount, args(env, fstype=fstype, state="present", opts=tuned["fstab_options_before"]))
+    assert restored["changed"] is True
+    assert restored["fstab_options"] == tuned["fstab_options_before"]
+    # Equivalent, in the module's canonical spelling (nfsvers -> vers, tcp -> proto=tcp).
+    assert env.fstab.read_text() == FSTAB + "10.0.0.1:/srv/nfs %s %s %s 0 0\n" % (escape_path(env.path), fstype, rendered)
+    again = run_module(nfs_mount, args(env, fstype=fstype, state="present", opts=tuned["fstab_options_before"]))
+    assert again["changed"] is False and again["drift"]["fstab"] == {}
+
+
+def test_fstab_options_before_with_an_option_the_module_refuses_fails_naming_it(env):
+    # SELinux context= is no NFS option: the rollback's preview stops before any change.
+    env.fstab.write_text(FSTAB + fstab_line(env, "vers=4.2,context=system_u:object_r:nfs_t:s0"))
+    tuned = run_module(nfs_mount, args(env, state="present"))
+    assert tuned["fstab_options_before"] == {"vers": "4.2", "context": "system_u:object_r:nfs_t:s0"}
+    sums = tree_checksums(str(env.root))
+    result = fail_module(nfs_mount, args(env, state="present", opts=tuned["fstab_options_before"]), check_mode=True)
+    assert "opts.context" in result["msg"]
+    assert tree_checksums(str(env.root)) == sums
