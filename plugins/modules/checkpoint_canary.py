@@ -348,7 +348,37 @@ def _rank_gone(pid, starttime):
     return state in (None, "Z", "X") or (starttime is not None and current_start != starttime)
 
 
-def _remove_workdir(path, workdir_name, rank_ids):
+def _remove_entries(parent_fd, workdir_name):
+    """One attempt at deleting the work directory; False while the NFS client still holds a file.
+
+    A rank killed in the middle of a write exits before the client has flushed its pages, so the
+    client still holds the file: unlink then silly-renames it to .nfsXXXX (which cannot be
+    unlinked, EBUSY) and rmdir sees a directory that is not empty. Both clear up by themselves
+    once the server takes the pages, so they mean "try again", not "give up".
+    """
+    dir_fd = os.open(workdir_name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+    try:
+        for name in os.listdir(dir_fd):
+            try:
+                # unlink never follows a symlink: only the directory entry goes.
+                os.unlink(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    raise
+    finally:
+        os.close(dir_fd)
+    try:
+        os.rmdir(workdir_name, dir_fd=parent_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EBUSY):
+            return False
+        raise
+    return True
+
+
+def _remove_workdir(path, workdir_name, rank_ids, retry_interval=1.0):
     """Body of the cleanup helper: wait for every rank to exit, then delete the work directory."""
     deadline = time.time() + CLEANUP_PATIENCE
     while not all(_rank_gone(pid, start) for pid, start in rank_ids):
@@ -357,14 +387,10 @@ def _remove_workdir(path, workdir_name, rank_ids):
         time.sleep(0.2)
     parent_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        dir_fd = os.open(workdir_name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
-        try:
-            for name in os.listdir(dir_fd):
-                # unlink never follows a symlink: only the directory entry goes.
-                os.unlink(name, dir_fd=dir_fd)
-        finally:
-            os.close(dir_fd)
-        os.rmdir(workdir_name, dir_fd=parent_fd)
+        while not _remove_entries(parent_fd, workdir_name):
+            if time.time() > deadline:
+                return "%s still not empty after %ds" % (workdir_name, CLEANUP_PATIENCE)
+            time.sleep(retry_interval)
     finally:
         os.close(parent_fd)
     return "ok"

@@ -1,6 +1,7 @@
 """checkpoint_canary through its real main(): real forked ranks writing into tmp_path."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -201,6 +202,33 @@ def test_unkillable_rank_is_reported_and_cleanup_is_deferred(target, monkeypatch
             break
         time.sleep(0.1)
     assert _workdirs(target) == []
+
+
+def test_cleanup_waits_out_a_silly_renamed_file(tmp_path, monkeypatch):
+    """After a killed rank the NFS client still holds its file: unlink leaves .nfsXXXX (EBUSY to
+    unlink) and rmdir says ENOTEMPTY until the server takes the pages. Measured on the lab after
+    a server stop; the helper must keep trying, not give up and leave the directory behind."""
+    workdir = tmp_path / "ckptio-canary-x"
+    workdir.mkdir()
+    (workdir / "shared.ckpt").write_bytes(b"x")
+    (workdir / ".nfs000000000001").write_bytes(b"x")
+    real_unlink, real_rmdir = os.unlink, os.rmdir
+    attempts = {"rmdir": 0}
+
+    def unlink(name, dir_fd=None):
+        if name.startswith(".nfs") and attempts["rmdir"] < 3:
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        return real_unlink(name, dir_fd=dir_fd)
+
+    def rmdir(name, dir_fd=None):
+        attempts["rmdir"] += 1
+        return real_rmdir(name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(checkpoint_canary.os, "unlink", unlink)
+    monkeypatch.setattr(checkpoint_canary.os, "rmdir", rmdir)
+    assert checkpoint_canary._remove_workdir(str(tmp_path), workdir.name, [], retry_interval=0.01) == "ok"
+    assert not workdir.exists()
+    assert attempts["rmdir"] == 4  # three refusals (ENOTEMPTY), then the file was gone
 
 
 def test_dstate_samples_use_the_bundle_format(target, monkeypatch, tmp_path):
