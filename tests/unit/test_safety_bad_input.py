@@ -17,6 +17,7 @@ test_safety_files.py.
 """
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import importlib
@@ -232,17 +233,21 @@ class RoleWalk:
     """Reach a role entry point's guards in task order, changing only the fake tree.
 
     Tasks the walker does not model (file, command, include_tasks, copy ...) end the walk:
-    a row that gets that far was not refused before the role started to act.
+    a row that gets that far was not refused before the role started to act. In check mode
+    copy and file report a change and write nothing, as Ansible's do; with write_files=True
+    they write into the fake tree, for tests that follow a role through real runs.
     """
 
-    READ_ONLY = {"ansible.builtin.debug", "ansible.builtin.find", "ansible.builtin.slurp", "ansible.builtin.stat"}
+    READ_ONLY = {"ansible.builtin.debug", "ansible.builtin.find"}
+    FILES = {"ansible.builtin.copy", "ansible.builtin.file"}
 
-    def __init__(self, world, role, entry, params, check_mode=False):
+    def __init__(self, world, role, entry, params, check_mode=False, write_files=False):
         self.world = world
         self.role = role
         self.entry = entry
         self.params = params
         self.check_mode = check_mode
+        self.write_files = write_files
         self.variables = {}
         self.changes = []
 
@@ -344,9 +349,52 @@ class RoleWalk:
         if action in self.READ_ONLY:
             # Reads feed only the role's report; an empty answer keeps the walk going.
             return {"files": [], "content": ""}
+        if action == "ansible.builtin.stat":
+            return self.stat(self.render(args, extra))
+        if action == "ansible.builtin.slurp":
+            return self.slurp(self.render(args, extra), task)
+        if action in self.FILES and (self.check_mode or task.get("check_mode") is True):
+            return {"changed": True}
+        if action in self.FILES and self.write_files:
+            self.changes.append(name)
+            return self.apply_file(action, self.render(args, extra))
         if action.startswith("ckptio.nfs."):
             return self.run_module(task, name, action, args, extra)
         raise Unmodelled(name)
+
+    @staticmethod
+    def stat(args):
+        """The part of ansible.builtin.stat's answer the roles read (a read: it changes nothing)."""
+        path = args["path"]
+        if not os.path.lexists(path):
+            return {"stat": {"exists": False}}
+        info = os.stat(path)
+        return {"stat": {"exists": True, "path": path, "isdir": os.path.isdir(path), "mode": "%04o" % (info.st_mode & 0o7777)}}
+
+    @staticmethod
+    def slurp(args, task):
+        try:
+            with open(args["src"], "rb") as handle:
+                return {"content": base64.b64encode(handle.read()).decode(), "encoding": "base64", "source": args["src"]}
+        except OSError as exc:
+            if "failed_when" in task:
+                return {"failed": True, "msg": str(exc)}
+            raise Rejected(task.get("name", "slurp"), str(exc))
+
+    def apply_file(self, action, args):
+        if action == "ansible.builtin.copy":
+            path = args["dest"]
+            with open(path, "w") as handle:
+                handle.write(args["content"])
+            os.chmod(path, int(str(args["mode"]), 8))
+        elif args["state"] == "directory":
+            os.makedirs(args["path"], mode=int(str(args["mode"]), 8))
+            os.chmod(args["path"], int(str(args["mode"]), 8))
+        elif args["state"] == "absent":
+            os.remove(args["path"])
+        else:
+            raise Unmodelled("file state=%s" % args["state"])
+        return {"changed": True}
 
     def run_module(self, task, name, action, args, extra):
         module_args = self.render(args, extra)
@@ -376,6 +424,7 @@ def role_base(world, role):
     return {
         "client_tuning": {"client_tuning_mounts": [{"src": "10.0.0.1:/srv/nfs", "path": world.mount_point}],
                           "client_tuning_fstab": world.path("etc/fstab"),
+                          "client_tuning_state_file": world.path("var/lib/ckptio/client_tuning-mounts.json"),
                           "client_tuning_modprobe_conf": world.path("etc/modprobe.d/ckptio-nfs.conf"),
                           "client_tuning_modules_load_conf": world.path("etc/modules-load.d/ckptio-nfs.conf")},
         "server_tuning": {"server_tuning_conf_file": world.path("etc/nfs.conf.d/ckptio-nfsd.conf"),

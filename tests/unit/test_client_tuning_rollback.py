@@ -1,0 +1,169 @@
+"""client_tuning records a mount's pre-tuning options and the distro_default profile restores them.
+
+The role is walked task by task (RoleWalk from test_safety_bad_input.py) through real runs on
+the fake host: ckptio.nfs modules run in-process and copy/file write into the fake tree, so the
+state file, fstab and the role's report are read back as a host would have them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import Rejected, RoleWalk, build_world, role_base
+
+OLD_OPTS = "vers=4.2,hard,noatime,rsize=262144,wsize=262144,_netdev"
+OLD_CANONICAL = {"vers": "4.2", "hard": True, "atime": False, "rsize": "262144", "wsize": "262144", "_netdev": True}
+TUNED_OPTS = "vers=4.1,nconnect=4,rsize=1048576,wsize=1048576,hard,proto=tcp,timeo=600,retrans=2"
+NOT_MOUNTED = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,errors=remount-ro\n"
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    world = build_world(tmp_path / "host", monkeypatch)
+    # The host before its first tuning: the checkpoint line has the admin's own options.
+    with open(world.path("etc/fstab"), "w") as handle:
+        handle.write(world.fstab_text().replace(TUNED_OPTS, OLD_OPTS))
+    return world
+
+
+def unmount(world):
+    with open(world.path("proc/self/mountinfo"), "w") as handle:
+        handle.write(NOT_MOUNTED)
+
+
+def state_file(world):
+    return world.path("var/lib/ckptio/client_tuning-mounts.json")
+
+
+def read_records(world):
+    with open(state_file(world)) as handle:
+        return json.load(handle)
+
+
+def checkpoint_line(world, mount_point=None):
+    with open(world.path("etc/fstab")) as handle:
+        lines = [line for line in handle.read().splitlines() if " %s " % escape_path(mount_point or world.mount_point) in line]
+    assert len(lines) == 1
+    return lines[0]
+
+
+def walk(world, check_mode=False, **overrides):
+    params = role_base(world, "client_tuning")
+    params.update(overrides)
+    role = RoleWalk(world, "client_tuning", "main", params, check_mode=check_mode, write_files=not check_mode)
+    role.run()
+    return role
+
+
+def test_first_tuning_records_the_old_options_before_fstab_changes_and_later_runs_keep_them(world):
+    unmount(world)
+    first = walk(world, client_tuning_mount_state="present")
+    assert checkpoint_line(world).split()[3] == TUNED_OPTS
+    assert first.changes.index("Write the state file") < first.changes.index("Persist and apply the checkpoint mounts")
+    assert stat.S_IMODE(os.stat(state_file(world)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(state_file(world))).st_mode) == 0o700
+    records = read_records(world)
+    assert list(records) == [world.mount_point]
+    record = records[world.mount_point]
+    assert (record["src"], record["fstype"], record["opts"]) == ("10.0.0.1:/srv/nfs", "nfs4", OLD_CANONICAL)
+    assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", record["recorded_at"])
+    # The record keeps the fstab order, so a restored line reads like the old one.
+    assert list(record["opts"]) == list(OLD_CANONICAL)
+    with open(state_file(world), "rb") as handle:
+        recorded = handle.read()
+
+    # First tuning wins: another tuning run changes fstab again, the record stays as it was.
+    again = walk(world, client_tuning_mount_state="present", client_tuning_mount_options={"nconnect": 8})
+    assert "nconnect=8" in checkpoint_line(world)
+    assert "Write the state file" not in again.changes
+    with open(state_file(world), "rb") as handle:
+        assert handle.read() == recorded
+
+
+def test_rollback_restores_the_recorded_line_with_nconnect_1_and_removes_the_state_file(world):
+    unmount(world)
+    old_line = checkpoint_line(world)
+    walk(world, client_tuning_mount_state="present")
+    rollback = walk(world, client_tuning_mount_state="present", client_tuning_profile="distro_default")
+    # Same separators and options as before tuning; nconnect=1 makes nfs_mount compare (and
+    # remount) the live connection count, which it compares only for wanted options.
+    assert checkpoint_line(world) == old_line.replace(OLD_OPTS, OLD_OPTS + ",nconnect=1")
+    assert not os.path.exists(state_file(world))
+    assert os.path.isdir(os.path.dirname(state_file(world)))
+    report = rollback.variables["client_tuning_report"]
+    assert report["restored"] == [{"path": world.mount_point, "recorded_at": report["restored"][0]["recorded_at"],
+                                   "recorded_opts": OLD_CANONICAL, "opts": dict(OLD_CANONICAL, nconnect=1),
+                                   "record_removed": True}]
+    assert [line for line in report["changed"] if "back to its options from before tuning" in line] == [
+        "mount %s: back to its options from before tuning (recorded %s): %s; record removed from %s"
+        % (world.mount_point, report["restored"][0]["recorded_at"], json.dumps(dict(OLD_CANONICAL, nconnect=1)),
+           state_file(world))]
+    assert report["pending"] == []
+
+    # Re-applying the tuning records again: the rolled-back line is the new "before".
+    walk(world, client_tuning_mount_state="present")
+    assert read_records(world)[world.mount_point]["opts"] == dict(OLD_CANONICAL, nconnect="1")
+
+
+def test_a_mount_still_pending_keeps_its_record_for_the_next_rollback_run(world):
+    other = world.path("mnt", "other")
+    os.makedirs(other)
+    mounts = [{"src": "10.0.0.1:/srv/nfs", "path": world.mount_point, "state": "mounted"},
+              {"src": "10.0.0.1:/srv/other", "path": other, "state": "present"}]
+    walk(world, client_tuning_mounts=mounts)
+    records = read_records(world)
+    assert records[world.mount_point]["opts"] == OLD_CANONICAL
+    # No entry before tuning: the record says so with empty options.
+    assert (records[other]["src"], records[other]["opts"]) == ("10.0.0.1:/srv/other", {})
+    world.commands.clear()
+    # The live mount is tuned (nconnect=4); umount fails here, as it does for a busy mount.
+    rollback = walk(world, client_tuning_mounts=mounts, client_tuning_profile="distro_default")
+    assert ["umount", world.mount_point] in world.commands
+    assert checkpoint_line(world).split()[3] == OLD_OPTS + ",nconnect=1"
+    assert checkpoint_line(world, other).split()[3] == "nconnect=1"
+    assert list(read_records(world)) == [world.mount_point]
+    assert stat.S_IMODE(os.stat(state_file(world)).st_mode) == 0o600
+    report = rollback.variables["client_tuning_report"]
+    assert [(item["path"], item["record_removed"]) for item in report["restored"]] == [(world.mount_point, False), (other, True)]
+    assert any(line.startswith("%s: not fully back to its options from before tuning" % world.mount_point)
+               and state_file(world) in line for line in report["pending"])
+
+
+def test_record_options_are_overridden_like_the_profile_and_keep_their_own_nconnect(world):
+    os.makedirs(os.path.dirname(state_file(world)))
+    with open(state_file(world), "w") as handle:
+        json.dump({world.mount_point: {"src": "10.0.0.1:/srv/nfs", "fstype": "nfs4", "recorded_at": "2025-01-01T00:00:00Z",
+                                       "opts": {"vers": "4.2", "nconnect": "2", "timeo": "900", "_netdev": True}}}, handle)
+    mounts = [{"src": "10.0.0.1:/srv/nfs", "path": world.mount_point, "opts": {"_netdev": False}}]
+    rollback = walk(world, check_mode=True, client_tuning_profile="distro_default", client_tuning_mounts=mounts,
+                    client_tuning_mount_options={"timeo": 600, "vers": None})
+    assert rollback.variables["__client_tuning_mounts"][0]["opts"] == {"nconnect": "2", "timeo": 600, "_netdev": False}
+    # Without a record (or with the tuning profile) nothing of it is used.
+    tuned = walk(world, check_mode=True, client_tuning_mounts=mounts)
+    assert tuned.variables["__client_tuning_mounts"][0]["opts"]["nconnect"] == 4
+
+
+def test_check_mode_records_nothing(world):
+    unmount(world)
+    before = world.snapshot()
+    audit = walk(world, check_mode=True, client_tuning_mount_state="present")
+    # The record a real run would write was worked out, and nothing was written.
+    assert list(audit.variables["__client_tuning_records_wanted"]) == [world.mount_point]
+    assert world.snapshot() == before and not os.path.exists(state_file(world))
+    assert audit.changes == []
+
+
+@pytest.mark.parametrize("content", ["[]", '{"/mnt/nfs": {"src": "x"}}', '{"/mnt/nfs": "vers=4.2"}'])
+def test_a_state_file_without_mount_records_is_refused_before_any_change(world, content):
+    os.makedirs(os.path.dirname(state_file(world)))
+    with open(state_file(world), "w") as handle:
+        handle.write(content)
+    before = world.snapshot()
+    with pytest.raises(Rejected, match="client_tuning_state_file"):
+        walk(world, client_tuning_profile="distro_default")
+    assert world.snapshot() == before and world.commands == []
