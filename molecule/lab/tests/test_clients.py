@@ -1,4 +1,5 @@
-"""Live kernel state on the lab clients after converge, a drift round and a reboot of nfs2."""
+"""Live kernel state on the lab clients after converge, rollback, a faulty rollout (nfs2 lost
+power in the middle of it) and the rollout that finished the job."""
 from __future__ import annotations
 
 import os
@@ -83,7 +84,7 @@ def test_rebooted_client_came_back_with_persisted_values(host, client_expected):
     if host.backend.get_hostname() != "nfs2":
         return
     marker = host.file("/root/ckptio-lab-boot-id-before-reboot")
-    # side_effect rebooted nfs2: a new boot id proves the live values above come from the
-    # persisted files (modprobe.d, fstab), not from the first converge.
+    # side_effect cut nfs2's power in the middle of a rollout (rollout-faults.yml) and finished
+    # the rollout after it came back: a new boot id proves this is the boot after the crash.
     assert marker.exists
     assert marker.content_string.strip() != host.file("/proc/sys/kernel/random/boot_id").content_string.strip()
