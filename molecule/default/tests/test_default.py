@@ -5,6 +5,9 @@ covered by molecule/lab.
 """
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 # What prepare.yml wrote: every byte of it must survive the fstab edit.
@@ -12,6 +15,8 @@ PREPARED_FSTAB = (
     "# /etc/fstab: static file system information.\n\n"
     "UUID=0a1b2c3d-1111-2222-3333-444455556666 /\text4\terrors=remount-ro 0 1\n"
     "LABEL=scratch /scratch xfs defaults,noatime 0 2\n"
+    "ckptio-default-server1:/srv/checkpoints\t/mnt/checkpoints\tnfs4\t"
+    "rw,vers=4.2,hard,noatime,rsize=262144,wsize=262144,_netdev\t0\t0\n"
     "/srv/data\\040set /data\\040set none bind 0 0\n"
     "# keep this comment\n"
     "other:/home /home nfs4 vers=4.2,hard 0 0"
@@ -56,19 +61,36 @@ def test_sunrpc_loads_at_boot_so_the_options_apply(client):
     assert "sunrpc" in conf.content_string.splitlines()
 
 
+PREPARED_CHECKPOINT_OPTIONS = "rw,vers=4.2,hard,noatime,rsize=262144,wsize=262144,_netdev"
+
+
 def test_fstab_keeps_every_other_byte_and_has_the_tuned_mount(client):
     fstab = client.file("/etc/fstab")
     assert fstab.mode == 0o644
     text = fstab.content_string
-    assert text.startswith(PREPARED_FSTAB)
-    added = text[len(PREPARED_FSTAB):].strip("\n").splitlines()
-    assert len(added) == 1
-    source, mount_point, fstype, options, dump, passno = added[0].split()
-    assert (source, mount_point, fstype, dump, passno) == (
-        "ckptio-default-server1:/srv/checkpoints", "/mnt/checkpoints", "nfs4", "0", "0")
+    # Only the options field of the checkpoint line moved; its tabs and every other byte stayed.
+    before, marker, after = PREPARED_FSTAB.partition(PREPARED_CHECKPOINT_OPTIONS)
+    assert marker and text.startswith(before) and text.endswith(after)
+    options = text[len(before):len(text) - len(after)]
+    assert "\t" not in options and "\n" not in options
     assert set(options.split(",")) == {
         "vers=4.1", "nconnect=4", "rsize=1048576", "wsize=1048576", "hard", "proto=tcp",
         "timeo=600", "retrans=2", "_netdev"}
+
+
+def test_the_checkpoint_mounts_options_from_before_tuning_are_recorded_root_only(client):
+    state = client.file("/var/lib/ckptio/client_tuning-mounts.json")
+    assert state.is_file and state.user == "root" and state.mode == 0o600
+    assert client.file("/var/lib/ckptio").mode == 0o700
+    records = json.loads(state.content_string)
+    assert list(records) == ["/mnt/checkpoints"]
+    record = records["/mnt/checkpoints"]
+    assert (record["src"], record["fstype"]) == ("ckptio-default-server1:/srv/checkpoints", "nfs4")
+    # Recorded again by the re-apply after the rollback: the prepared options, plus the
+    # nconnect=1 the rollback wrote.
+    assert record["opts"] == {"ro": False, "vers": "4.2", "hard": True, "atime": False, "rsize": "262144",
+                              "wsize": "262144", "_netdev": True, "nconnect": "1"}
+    assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", record["recorded_at"])
 
 
 def test_rollback_and_reapply_left_backups_of_fstab(client):
