@@ -85,32 +85,88 @@ def test_first_tuning_records_the_old_options_before_fstab_changes_and_later_run
         assert handle.read() == recorded
 
 
-def test_rollback_restores_the_recorded_line_with_nconnect_1_and_removes_the_state_file(world):
+TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+
+
+def test_rollback_restores_the_recorded_line_with_nconnect_1_and_marks_the_record_restored(world):
     unmount(world)
     old_line = checkpoint_line(world)
     walk(world, client_tuning_mount_state="present")
+    recorded = read_records(world)[world.mount_point]
     rollback = walk(world, client_tuning_mount_state="present", client_tuning_profile="distro_default")
     # Same separators and options as before tuning; nconnect=1 makes nfs_mount compare (and
     # remount) the live connection count, which it compares only for wanted options.
     assert checkpoint_line(world) == old_line.replace(OLD_OPTS, OLD_OPTS + ",nconnect=1")
-    assert not os.path.exists(state_file(world))
-    assert os.path.isdir(os.path.dirname(state_file(world)))
+    # The record stays, as it was plus the mark: a later rollback run needs it.
+    records = read_records(world)
+    assert list(records) == [world.mount_point]
+    restored_at = records[world.mount_point]["restored_at"]
+    assert re.match(TIMESTAMP, restored_at)
+    assert records[world.mount_point] == dict(recorded, restored_at=restored_at)
+    assert stat.S_IMODE(os.stat(state_file(world)).st_mode) == 0o600
     report = rollback.variables["client_tuning_report"]
-    assert report["restored"] == [{"path": world.mount_point, "recorded_at": report["restored"][0]["recorded_at"],
+    assert report["restored"] == [{"path": world.mount_point, "recorded_at": recorded["recorded_at"],
                                    "recorded_opts": OLD_CANONICAL, "opts": dict(OLD_CANONICAL, nconnect=1),
-                                   "record_removed": True}]
+                                   "restored_at": restored_at}]
     assert [line for line in report["changed"] if "back to its options from before tuning" in line] == [
-        "mount %s: back to its options from before tuning (recorded %s): %s; record removed from %s"
-        % (world.mount_point, report["restored"][0]["recorded_at"], json.dumps(dict(OLD_CANONICAL, nconnect=1)),
-           state_file(world))]
+        "mount %s: back to its options from before tuning (recorded %s): %s; record marked restored in %s"
+        % (world.mount_point, recorded["recorded_at"], json.dumps(dict(OLD_CANONICAL, nconnect=1)), state_file(world))]
     assert report["pending"] == []
 
-    # Re-applying the tuning records again: the rolled-back line is the new "before".
+
+def test_a_second_rollback_changes_nothing(world):
+    unmount(world)
     walk(world, client_tuning_mount_state="present")
-    assert read_records(world)[world.mount_point]["opts"] == dict(OLD_CANONICAL, nconnect="1")
+    walk(world, client_tuning_mount_state="present", client_tuning_profile="distro_default")
+    after_first = world.snapshot()
+    line = checkpoint_line(world)
+
+    again = walk(world, client_tuning_mount_state="present", client_tuning_profile="distro_default")
+    # Not a byte moved: the marked record gives the same options, so fstab keeps the restored
+    # line (not the mount's own opts only) and the state file is not rewritten.
+    assert again.changes == []
+    assert world.snapshot() == after_first
+    assert checkpoint_line(world) == line
+    report = again.variables["client_tuning_report"]
+    assert report["changed"] == [] and report["pending"] == []
+    # The report still says what the mount was restored to, and when.
+    assert [(item["path"], item["restored_at"]) for item in report["restored"]] == [
+        (world.mount_point, read_records(world)[world.mount_point]["restored_at"])]
 
 
-def test_a_mount_still_pending_keeps_its_record_for_the_next_rollback_run(world):
+def test_tuning_after_a_restore_records_the_options_it_finds_and_first_tuning_wins_again(world):
+    unmount(world)
+    walk(world, client_tuning_mount_state="present")
+    walk(world, client_tuning_mount_state="present", client_tuning_profile="distro_default")
+    first_record = read_records(world)[world.mount_point]
+    rolled_back_line = checkpoint_line(world)
+
+    retune = walk(world, client_tuning_mount_state="present")
+    assert checkpoint_line(world).split()[3] == TUNED_OPTS
+    assert retune.changes.index("Write the state file") < retune.changes.index("Persist and apply the checkpoint mounts")
+    # The rolled-back line is the new "before", and the mark is gone: this tuning is not rolled back yet.
+    record = read_records(world)[world.mount_point]
+    assert "restored_at" not in record
+    assert record["opts"] == dict(OLD_CANONICAL, nconnect="1")
+    assert (record["src"], record["fstype"]) == (first_record["src"], first_record["fstype"])
+    assert re.match(TIMESTAMP, record["recorded_at"])
+    with open(state_file(world), "rb") as handle:
+        recorded = handle.read()
+
+    # An unmarked record is never replaced, however often the tuning changes fstab.
+    again = walk(world, client_tuning_mount_state="present", client_tuning_mount_options={"nconnect": 8})
+    assert "nconnect=8" in checkpoint_line(world)
+    assert "Write the state file" not in again.changes
+    with open(state_file(world), "rb") as handle:
+        assert handle.read() == recorded
+
+    # Rolling the new tuning back gives the line the second tuning found, its nconnect=1 included.
+    walk(world, client_tuning_mount_state="present", client_tuning_profile="distro_default")
+    assert checkpoint_line(world) == rolled_back_line
+    assert "restored_at" in read_records(world)[world.mount_point]
+
+
+def test_a_mount_still_pending_keeps_its_record_unmarked_for_the_next_rollback_run(world):
     other = world.path("mnt", "other")
     os.makedirs(other)
     mounts = [{"src": "10.0.0.1:/srv/nfs", "path": world.mount_point, "state": "mounted"},
@@ -126,12 +182,34 @@ def test_a_mount_still_pending_keeps_its_record_for_the_next_rollback_run(world)
     assert ["umount", world.mount_point] in world.commands
     assert checkpoint_line(world).split()[3] == OLD_OPTS + ",nconnect=1"
     assert checkpoint_line(world, other).split()[3] == "nconnect=1"
-    assert list(read_records(world)) == [world.mount_point]
+    # The busy mount's record stays unmarked (pending); the idle one is marked restored.
+    after = read_records(world)
+    assert list(after) == [world.mount_point, other]
+    assert after[world.mount_point] == records[world.mount_point]
+    assert after[other] == dict(records[other], restored_at=after[other]["restored_at"])
     assert stat.S_IMODE(os.stat(state_file(world)).st_mode) == 0o600
     report = rollback.variables["client_tuning_report"]
-    assert [(item["path"], item["record_removed"]) for item in report["restored"]] == [(world.mount_point, False), (other, True)]
+    assert [(item["path"], item["restored_at"]) for item in report["restored"]] == [
+        (world.mount_point, None), (other, after[other]["restored_at"])]
     assert any(line.startswith("%s: not fully back to its options from before tuning" % world.mount_point)
-               and state_file(world) in line for line in report["pending"])
+               and "stays unmarked in %s" % state_file(world) in line for line in report["pending"])
+    assert [line for line in report["changed"] if "back to its options from before tuning" in line] == [
+        "mount %s: back to its options from before tuning (recorded %s): %s; record marked restored in %s"
+        % (other, records[other]["recorded_at"], json.dumps({"nconnect": 1}), state_file(world))]
+
+    # Still busy at the next rollback run: still unmarked and pending; the finished mount's
+    # record keeps its mark, so the state file is not rewritten.
+    with open(state_file(world), "rb") as handle:
+        state = handle.read()
+    again = walk(world, client_tuning_mounts=mounts, client_tuning_profile="distro_default")
+    with open(state_file(world), "rb") as handle:
+        assert handle.read() == state
+    assert "Mark in the state file which mounts are back to their pre-tuning options" not in again.changes
+    report = again.variables["client_tuning_report"]
+    assert [(item["path"], item["restored_at"]) for item in report["restored"]] == [
+        (world.mount_point, None), (other, after[other]["restored_at"])]
+    assert any(line.startswith("%s: not fully back" % world.mount_point) for line in report["pending"])
+    assert not any("back to its options from before tuning" in line for line in report["changed"])
 
 
 def test_record_options_are_overridden_like_the_profile_and_keep_their_own_nconnect(world):
