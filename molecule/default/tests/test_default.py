@@ -86,10 +86,11 @@ def test_the_checkpoint_mounts_options_from_before_tuning_are_recorded_root_only
     assert list(records) == ["/mnt/checkpoints"]
     record = records["/mnt/checkpoints"]
     assert (record["src"], record["fstype"]) == ("ckptio-default-server1:/srv/checkpoints", "nfs4")
-    # Recorded again by the re-apply after the rollback: the prepared options, plus the
-    # nconnect=1 the rollback wrote.
+    # Recorded again by the re-apply after the rollback, in place of the record marked restored:
+    # the prepared options, plus the nconnect=1 the rollback wrote; not marked, as the tuning is live.
     assert record["opts"] == {"ro": False, "vers": "4.2", "hard": True, "atime": False, "rsize": "262144",
                               "wsize": "262144", "_netdev": True, "nconnect": "1"}
+    assert "restored_at" not in record
     assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", record["recorded_at"])
 
 
