@@ -293,8 +293,10 @@ def main():
     msg = "wrote report.md, report.json%s in %s" % (", report.png" if png is not None else "", bundle)
     if note:
         msg += ". " + note
+    for warning in warnings:
+        module.warn(warning)
     result = {"changed": changed, "metrics": metrics, "comparison": rows, "files": files,
-              "png_written": png is not None, "msg": msg, "warnings": warnings}
+              "png_written": png is not None, "msg": msg}
     if baseline is not None:
         result["baseline"] = baseline
     if module._diff:
