@@ -60,6 +60,20 @@ def walk(world, check_mode=False, **overrides):
     return role
 
 
+TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+
+
+def assert_another_tuning_keeps_the_record(world):
+    """A tuning run that changes fstab again (nconnect 8) leaves the state file byte for byte."""
+    with open(state_file(world), "rb") as handle:
+        recorded = handle.read()
+    again = walk(world, client_tuning_mount_state="present", client_tuning_mount_options={"nconnect": 8})
+    assert "nconnect=8" in checkpoint_line(world)
+    assert "Write the state file" not in again.changes
+    with open(state_file(world), "rb") as handle:
+        assert handle.read() == recorded
+
+
 def test_first_tuning_records_the_old_options_before_fstab_changes_and_later_runs_keep_them(world):
     unmount(world)
     first = walk(world, client_tuning_mount_state="present")
@@ -71,21 +85,12 @@ def test_first_tuning_records_the_old_options_before_fstab_changes_and_later_run
     assert list(records) == [world.mount_point]
     record = records[world.mount_point]
     assert (record["src"], record["fstype"], record["opts"]) == ("10.0.0.1:/srv/nfs", "nfs4", OLD_CANONICAL)
-    assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", record["recorded_at"])
+    assert re.match(TIMESTAMP, record["recorded_at"])
     # The record keeps the fstab order, so a restored line reads like the old one.
     assert list(record["opts"]) == list(OLD_CANONICAL)
-    with open(state_file(world), "rb") as handle:
-        recorded = handle.read()
 
     # First tuning wins: another tuning run changes fstab again, the record stays as it was.
-    again = walk(world, client_tuning_mount_state="present", client_tuning_mount_options={"nconnect": 8})
-    assert "nconnect=8" in checkpoint_line(world)
-    assert "Write the state file" not in again.changes
-    with open(state_file(world), "rb") as handle:
-        assert handle.read() == recorded
-
-
-TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+    assert_another_tuning_keeps_the_record(world)
 
 
 def test_rollback_restores_the_recorded_line_with_nconnect_1_and_marks_the_record_restored(world):
@@ -150,15 +155,9 @@ def test_tuning_after_a_restore_records_the_options_it_finds_and_first_tuning_wi
     assert record["opts"] == dict(OLD_CANONICAL, nconnect="1")
     assert (record["src"], record["fstype"]) == (first_record["src"], first_record["fstype"])
     assert re.match(TIMESTAMP, record["recorded_at"])
-    with open(state_file(world), "rb") as handle:
-        recorded = handle.read()
 
     # An unmarked record is never replaced, however often the tuning changes fstab.
-    again = walk(world, client_tuning_mount_state="present", client_tuning_mount_options={"nconnect": 8})
-    assert "nconnect=8" in checkpoint_line(world)
-    assert "Write the state file" not in again.changes
-    with open(state_file(world), "rb") as handle:
-        assert handle.read() == recorded
+    assert_another_tuning_keeps_the_record(world)
 
     # Rolling the new tuning back gives the line the second tuning found, its nconnect=1 included.
     walk(world, client_tuning_mount_state="present", client_tuning_profile="distro_default")
