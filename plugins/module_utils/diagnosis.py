@@ -15,6 +15,7 @@ on kernel 6.1, or vendor note), see also /work/shared/docs/domain.md.
 
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import BundleError  # noqa: F401 (re-exported)
 from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
@@ -59,10 +60,6 @@ LITTLE_RTT_MS = 10.0
 METADATA_OPS = ("OPEN", "OPEN_NOATTR", "CLOSE", "GETATTR", "LOOKUP", "ACCESS", "SETATTR", "CREATE", "REMOVE",
                 "RENAME", "MKDIR", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "LINK", "SYMLINK")
 IDLE_RTT_OPS = ("NULL", "GETATTR", "ACCESS", "OPEN", "CLOSE", "LOOKUP", "FSINFO", "PATHCONF", "SEQUENCE", "RENEW", "SERVER_CAPS")
-
-
-class BundleError(ValueError):
-    """The bundle misses something the diagnosis needs; the message names it."""
 
 
 def _number(value, name, positive=True):

@@ -170,6 +170,13 @@ dstate_samples:
   returned: when the ranks ran
   type: list
   elements: dict
+host_samples:
+  description:
+    - CPU, disk and network evidence of this host when the ranks started (C(start), taken at O(start_at)) and when the
+      last rank ended or the timeout hit (C(end)), in the capture-bundle host sample format (C(docs/capture-bundle.md)).
+      C(start) is missing when no rank was still running at O(start_at).
+  returned: when the ranks ran
+  type: dict
 dstate_text:
   description: The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).
   returned: always
@@ -208,10 +215,12 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import canary, dstate
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import NFS_FSTYPES, parse_mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 
 PROC = "/proc"
 PROC_MOUNTINFO = "/proc/self/mountinfo"
+SYS_CLASS_NET = "/sys/class/net"
 DSTATE_INTERVAL = 1.0
 # A helper whose ranks are stuck in D waits this long for the server before giving up.
 CLEANUP_PATIENCE = 86400.0
@@ -526,7 +535,8 @@ class Canary:
                                  dir_fd=dir_fd))
             for rank_plan in plan:
                 ranks.append(_start_rank(dir_fd, rank_plan, params, start_at))
-            results, stalled, samples = self.monitor(ranks, max(start_at, time.time()) + params["timeout"])
+            results, stalled, samples, host_samples = self.monitor(
+                ranks, max(start_at, time.time()) + params["timeout"], start_at, self.server_addresses(mount))
         finally:
             os.close(dir_fd)
         rank_ids = [(item["pid"], item["starttime"]) for item in ranks]
@@ -538,6 +548,7 @@ class Canary:
         result["stalled"] = stalled
         result["summary"] = canary.aggregate(results, start_at if params["start_at"] is not None else None)
         result["dstate_samples"] = samples
+        result["host_samples"] = host_samples
         result["dstate_text"] = "".join(dstate.format_sample(s["epoch"], s["wchans"]) + "\n" for s in samples)
         result["dstate_summary"] = dstate.summarize_dstate(samples)
         result["dstate_peak"] = result["dstate_summary"]["max_count"]
@@ -568,19 +579,32 @@ class Canary:
             return {"cleaned_up": False}
         return {"cleaned_up": False, "cleanup_deferred_pid": helper_pid}
 
-    def monitor(self, ranks, deadline):
-        """Collect rank results, sampling D state every DSTATE_INTERVAL, until done or deadline."""
+    @staticmethod
+    def server_addresses(mount):
+        return [nfs_server_of(mount)] if mount and mount.get("fstype") in NFS_FSTYPES else []
+
+    def monitor(self, ranks, deadline, start_at, servers):
+        """Collect rank results, sampling D state every DSTATE_INTERVAL, until done or deadline.
+
+        Host samples (CPU, disks, links) are taken when the ranks start and when the last one
+        ends, so the diagnosis measures this host over the checkpoint itself, not over the
+        whole play with Ansible's own launch and polling in it.
+        """
         pending = {item["fd"]: item for item in ranks}
         rank_pids = {item["pid"] for item in ranks}
         results = []
         samples = []
+        host_samples = {}
         next_sample = time.time()
         while pending and time.time() < deadline:
             now = time.time()
+            if "start" not in host_samples and now >= start_at:
+                host_samples["start"] = read_host_sample(servers, root=SYS_CLASS_NET, proc=PROC)
             if now >= next_sample:
                 samples.append(self.sample(rank_pids))
                 next_sample = now + DSTATE_INTERVAL
-            wait = max(0.0, min(next_sample, deadline) - time.time())
+            wake = min(next_sample, deadline) if "start" in host_samples else min(next_sample, deadline, start_at)
+            wait = max(0.0, wake - time.time())
             ready, _w, _x = select.select(list(pending), [], [], wait)
             for fd in ready:
                 chunk = os.read(fd, 65536)
@@ -590,6 +614,7 @@ class Canary:
                 item = pending.pop(fd)
                 os.close(fd)
                 results.append(self.rank_result(item))
+        host_samples["end"] = read_host_sample(servers, root=SYS_CLASS_NET, proc=PROC)
         stalled = []
         if pending:
             stalled = self.stop_stalled(list(pending.values()), rank_pids, samples)
@@ -599,7 +624,7 @@ class Canary:
                                 "bytes": 0, "error": "stalled: no result within timeout"})
         for item in ranks:
             _reap(item["pid"])
-        return sorted(results, key=lambda r: r["rank"]), stalled, samples
+        return sorted(results, key=lambda r: r["rank"]), stalled, samples, host_samples
 
     @staticmethod
     def rank_result(item):

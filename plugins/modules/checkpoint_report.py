@@ -101,79 +101,35 @@ import sys
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils import bundle as bundle_files
 from ansible_collections.ckptio.nfs.plugins.module_utils import diagnosis as diagnosis_utils
 from ansible_collections.ckptio.nfs.plugins.module_utils import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:
-    HAS_YAML = False
-
-CLIENT_FILES = {"mountstats_before": "mountstats_before.txt", "mountstats_after": "mountstats_after.txt",
-                "dstate": "dstate.txt", "sunrpc": "sunrpc.txt"}
-SERVER_FILES = {"nfsd_before": "nfsd_before.txt", "nfsd_after": "nfsd_after.txt",
-                "pool_stats_before": "pool_stats_before.txt", "pool_stats_after": "pool_stats_after.txt",
-                "threads": "threads.txt"}
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
             "(pip install matplotlib, or use the collection venv from scripts/setup.sh) and run again.")
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _read_files(directory, names):
-    """{key: text} for the bundle files of one host that exist; missing optional files are left out."""
-    files = {}
-    for key, name in names.items():
-        text = _read(os.path.join(directory, name))
-        if text is not None:
-            files[key] = text
-    return files
-
-
-def _hosts(directory):
-    try:
-        return sorted(name for name in os.listdir(directory) if os.path.isdir(os.path.join(directory, name)))
-    except OSError:
-        return []
-
-
 def load_bundle(path):
     """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json."""
-    context = yaml.safe_load(_read(os.path.join(path, "context.yml")) or "") or {}
-    bundle = {"context": context, "clients": {}, "servers": {}}
-    ranks = []
-    for host in _hosts(os.path.join(path, "clients")):
-        bundle["clients"][host] = _read_files(os.path.join(path, "clients", host), CLIENT_FILES)
-        canary_text = _read(os.path.join(path, "clients", host, "canary.json"))
-        if canary_text:
-            ranks.extend(dict(rank, host=host) for rank in json.loads(canary_text).get("ranks", []))
-    for host in _hosts(os.path.join(path, "servers")):
-        bundle["servers"][host] = _read_files(os.path.join(path, "servers", host), SERVER_FILES)
-    saved = _read(os.path.join(path, "diagnosis.json"))
-    return bundle, ranks, json.loads(saved) if saved else None
+    loaded = bundle_files.load_bundle(path)
+    saved = atomic_file.read_optional(os.path.join(path, "diagnosis.json"))
+    return loaded, bundle_files.canary_ranks(loaded), json.loads(saved) if saved else None
 
 
 def bundle_metrics(path, label, warnings):
     if not os.path.isfile(os.path.join(path, "context.yml")):
         raise ValueError("%s has no context.yml: not a capture bundle" % path)
-    bundle, ranks, diagnosis = load_bundle(path)
-    context = bundle["context"]
+    loaded, ranks, diagnosis = load_bundle(path)
+    context = loaded["context"]
     if diagnosis is None:
         try:
-            diagnosis = diagnosis_utils.diagnose(bundle)
+            diagnosis = diagnosis_utils.diagnose(loaded)
         except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
             warnings.append("no diagnosis for %s: %s" % (path, exc))
     deltas = []
     mount_point = context.get("mount_point")
-    for files in bundle["clients"].values():
+    for files in loaded["clients"].values():
         if "mountstats_after" in files:
             deltas.extend(mountstats_delta(files["mountstats_after"].splitlines(),
                                            files["mountstats_before"].splitlines() if "mountstats_before" in files else None,
@@ -257,7 +213,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if not HAS_YAML:
+    if not bundle_files.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     bundle = module.params["bundle"]
     compare_to = module.params["compare_to"]
@@ -269,7 +225,7 @@ def main():
     try:
         metrics = bundle_metrics(bundle, module.params["label"], warnings)
         baseline = bundle_metrics(compare_to, None, warnings) if compare_to else None
-    except (ValueError, yaml.YAMLError) as exc:
+    except ValueError as exc:
         module.fail_json(msg="cannot read bundle: %s" % exc)
 
     rows = report.comparison_rows(baseline, metrics) if baseline else []
@@ -283,7 +239,7 @@ def main():
     payload = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
 
     md_path = os.path.join(bundle, "report.md")
-    old_markdown = _read(md_path)
+    old_markdown = atomic_file.read_optional(md_path)
     changed = write_if_changed(module, md_path, markdown.encode())
     changed = write_if_changed(module, os.path.join(bundle, "report.json"), payload.encode()) or changed
     if png is not None:

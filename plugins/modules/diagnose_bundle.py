@@ -106,50 +106,12 @@ files:
 
 import json
 import os
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, diagnose, render_markdown
-
-try:
-    import yaml
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError:
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = traceback.format_exc()
-
-CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
-SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
-
-
-def load_bundle(directory):
-    """The bundle directory as the in-memory dict diagnosis.diagnose() takes."""
-    context_text = atomic_file.read_optional(os.path.join(directory, "context.yml"))
-    if context_text is None:
-        raise BundleError("%s/context.yml is missing" % directory)
-    try:
-        context = yaml.safe_load(context_text) or {}
-    except yaml.YAMLError as exc:
-        raise BundleError("%s/context.yml is not valid YAML: %s" % (directory, exc))
-    bundle = {"context": context, "clients": {}, "servers": {}}
-    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
-        root = os.path.join(directory, kind)
-        if not os.path.isdir(root):
-            continue
-        for host in sorted(os.listdir(root)):
-            if not os.path.isdir(os.path.join(root, host)):
-                continue
-            files = {}
-            for name in names:
-                text = atomic_file.read_optional(os.path.join(root, host, name + ".txt"))
-                if text is not None:
-                    files[name] = text
-            bundle[kind][host] = files
-    return bundle
-
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import HAS_YAML, BundleError, load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose, render_markdown
 
 def _write_if_changed(module, path, content):
     if atomic_file.read_optional(path) == content:
@@ -166,7 +128,7 @@ def main():
         supports_check_mode=True,
     )
     if not HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
+        module.fail_json(msg=missing_required_lib("PyYAML"))
     directory = module.params["bundle"]
     if not os.path.isdir(directory):
         module.fail_json(msg="bundle: %s is not a directory" % directory)

@@ -133,6 +133,20 @@ missing_mount_points:
   returned: always
   type: list
   elements: str
+host_sample:
+  description:
+    - CPU, disk and network evidence of this host at the time of the call (bundle file C(host_before.json) /
+      C(host_after.json), format in C(docs/capture-bundle.md)) - C(/proc/stat) cpu lines, C(/proc/diskstats), every
+      interface's speed, MTU, state, members (C(lower_*)) and C(statistics/{tx,rx}_*) counters, the routing and
+      address tables of C(/proc/net) (C(route), C(fib_trie), C(if_inet6), C(ipv6_route)), and the NFS server
+      addresses of the selected mounts (mountinfo C(addr=)). No command is run.
+    - A speed of -1 or an unreadable one (virtio, no carrier) is null (unknown), never 0. Reasons for missing parts
+      (unreadable files) are listed in C(errors).
+  returned: always
+  type: dict
+  sample: {"format": 1, "time": 1796025133.092, "nfs_server_addresses": ["10.0.0.1"],
+           "interfaces": {"eth0": {"speed_mbps": 100000, "mtu": 9000, "kind": "physical", "lower": [],
+                                   "statistics": {"tx_bytes": 123456789}}}}
 """
 
 import os
@@ -142,11 +156,14 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import dstate_task, format_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path, nfs_mounts, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import parse_mountstats
 
 PROC = "/proc"
 PROC_MOUNTSTATS = "/proc/self/mountstats"
+PROC_MOUNTINFO = "/proc/self/mountinfo"
+SYS_CLASS_NET = "/sys/class/net"
 PROC_SUNRPC = "/proc/sys/sunrpc"
 SYS_MODULE = "/sys/module"
 # Module parameters that decide slot counts: the sysctl files exist only once sunrpc is loaded.
@@ -229,11 +246,16 @@ def main():
     dstate_text = "".join(format_sample(sample["epoch"], sample["wchans"]) + "\n" for sample in samples)
 
     settings, settings_text = read_settings()
+    # The servers these mounts talk to (mountinfo addr=, numeric): their routes name the NFS links.
+    selected = set(mount["mount_point"] for mount in mounts)
+    servers = [nfs_server_of(mount) for mount in nfs_mounts(parse_mountinfo(atomic_file.read_optional(PROC_MOUNTINFO) or ""))
+               if mount["mount_point"] in selected]
+    host_sample = read_host_sample(servers, root=SYS_CLASS_NET, proc=PROC)
     warnings = ["no NFS mount on %s (escaped: %s)" % (path, escape_path(path)) for path in missing]
     for warning in warnings:
         module.warn(warning)
     module.exit_json(changed=False, mounts=mounts, raw_mountstats=raw, dstate=samples, dstate_text=dstate_text,
-                     sunrpc=settings, sunrpc_text=settings_text, missing_mount_points=missing)
+                     sunrpc=settings, sunrpc_text=settings_text, missing_mount_points=missing, host_sample=host_sample)
 
 
 if __name__ == "__main__":

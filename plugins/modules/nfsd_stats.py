@@ -87,6 +87,18 @@ raw_pool_stats:
   description: C(/proc/fs/nfsd/pool_stats) verbatim (bundle files C(pool_stats_*.txt)); empty when absent.
   returned: always
   type: str
+max_connections:
+  description: C(/proc/fs/nfsd/max_connections) (0 = the kernel's default limit); null where the file is absent.
+  returned: always
+  type: int
+host_sample:
+  description:
+    - CPU, disk and network evidence of this host at the time of the call (bundle file C(host_before.json) /
+      C(host_after.json), format in C(docs/capture-bundle.md)) - C(/proc/stat) cpu lines, C(/proc/diskstats), every
+      interface's speed, MTU, state, members, addresses and C(statistics/{tx,rx}_*) counters.
+    - A speed of -1 or an unreadable one (virtio, no carrier) is null (unknown), never 0.
+  returned: always
+  type: dict
 """
 
 import os
@@ -94,6 +106,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import (
     parse_nfsd_stats,
     parse_pool_stats,
@@ -103,6 +116,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import (
 
 PROC_NFSD_STATS = "/proc/net/rpc/nfsd"
 PROC_FS_NFSD = "/proc/fs/nfsd"
+PROC = "/proc"
+SYS_CLASS_NET = "/sys/class/net"
 
 
 def main():
@@ -121,6 +136,10 @@ def main():
         min_threads=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "min_threads"))),
         raw_nfsd=raw_nfsd or "",
         raw_pool_stats=raw_pool or "",
+        max_connections=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "max_connections"))),
+        # The server's side of the link evidence: the interfaces holding the addresses clients
+        # mount are picked out later, against the clients' mountinfo addr= (diagnosis).
+        host_sample=read_host_sample(root=SYS_CLASS_NET, proc=PROC),
     )
     if raw_nfsd is None:
         module.warn("%s is absent: nfsd is not running on this host" % PROC_NFSD_STATS)
