@@ -462,6 +462,7 @@ class Canary:
     def __init__(self, module):
         self.module = module
         self.params = module.params
+        self.servers = []
 
     def fail(self, msg, **extra):
         self.module.fail_json(msg=msg, **extra)
@@ -485,6 +486,8 @@ class Canary:
         if not os.path.isdir(real):
             self.fail("path %s is not an existing directory" % path)
         mount = canary.mount_for_path(parse_mountinfo(_read_text(PROC_MOUNTINFO) or ""), real)
+        # The server the ranks' traffic goes to (mountinfo addr=): its route names the NFS link.
+        self.servers = [nfs_server_of(mount)] if mount and mount["fstype"] in NFS_FSTYPES else []
         mount = {key: mount[key] for key in ("mount_point", "fstype", "source")} if mount else {}
         if mount.get("fstype") not in NFS_FSTYPES and not params["allow_local"]:
             self.fail("path %s is on %s (%s), not NFS; set allow_local=true to test a local file system"
@@ -536,7 +539,7 @@ class Canary:
             for rank_plan in plan:
                 ranks.append(_start_rank(dir_fd, rank_plan, params, start_at))
             results, stalled, samples, host_samples = self.monitor(
-                ranks, max(start_at, time.time()) + params["timeout"], start_at, self.server_addresses(mount))
+                ranks, max(start_at, time.time()) + params["timeout"], start_at, self.servers)
         finally:
             os.close(dir_fd)
         rank_ids = [(item["pid"], item["starttime"]) for item in ranks]
@@ -578,10 +581,6 @@ class Canary:
             self.module.warn("could not remove %s: %s" % (workdir, message))
             return {"cleaned_up": False}
         return {"cleaned_up": False, "cleanup_deferred_pid": helper_pid}
-
-    @staticmethod
-    def server_addresses(mount):
-        return [nfs_server_of(mount)] if mount and mount.get("fstype") in NFS_FSTYPES else []
 
     def monitor(self, ranks, deadline, start_at, servers):
         """Collect rank results, sampling D state every DSTATE_INTERVAL, until done or deadline.

@@ -103,6 +103,21 @@ def test_nfs_mount_is_accepted_without_allow_local(tmp_path, target, monkeypatch
     assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv"}
 
 
+def test_host_samples_at_start_and_end_name_the_nfs_server(tmp_path, target, monkeypatch):
+    """The canary samples CPU, disks and links over the ranks' own window, routed to the mount's server."""
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                         "40 22 0:50 / %s rw - nfs4 nfs1:/srv rw,vers=4.1,addr=10.0.0.1\n" % target)
+    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+    result = run_module(checkpoint_canary, {"path": str(target), "ranks": 2, "bytes_per_rank": 65536, "block_size": 65536})
+    samples = result["host_samples"]
+    assert sorted(samples) == ["end", "start"]
+    assert samples["start"]["nfs_server_addresses"] == ["10.0.0.1"]
+    assert samples["start"]["time"] <= min(rank["start"] for rank in result["ranks"]) + 1.0
+    assert samples["end"]["time"] >= max(rank["end"] for rank in result["ranks"])
+    assert samples["end"]["proc_stat"].startswith("cpu ")
+
+
 def test_check_mode_writes_nothing(tmp_path, target):
     before = tree_checksums(str(tmp_path))
     result = run_module(checkpoint_canary, _args(target, keep=True), check_mode=True)
