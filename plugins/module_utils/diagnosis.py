@@ -16,17 +16,38 @@ on kernel 6.1, or vendor note), see also /work/shared/docs/domain.md.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import BundleError  # noqa: F401 (re-exported)
+from ansible_collections.ckptio.nfs.plugins.module_utils import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
 
-LAYERS = ("network", "client_rpc_slots", "server_threads", "server_storage", "access_pattern", "none")
+LAYERS = ("network", "server_cpu", "client_rpc_slots", "server_threads", "server_storage", "access_pattern", "client_cpu", "none")
 VERDICTS = ("meets_target", "tune", "rearchitect")
 
 # 2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing).
 PRACTICAL_LINK_EFFICIENCY = 0.8
 # The network is the limit once achieved throughput reaches this share of practical capacity.
 NETWORK_BUSY_SHARE = 0.8
+# Measured link utilisation (bytes on the NFS interfaces / (nominal speed x time)). At 70 % of
+# nominal averaged over a checkpoint a link is full: TCP goodput over Ethernet tops out at
+# ~94 % of line rate and a checkpoint's bursts queue well before the average gets there. Below
+# 30 % the link has room for 3x more: it cannot be what limits (the seed's links ran at 4.4 %).
+LINK_FULL_SHARE = 0.7
+LINK_CLEAR_SHARE = 0.3
+# The probe (iperf3, same path, streams = nconnect): NFS moving 80 % of what raw TCP carried is
+# at the path's ceiling (the same 80 % protocol allowance as PRACTICAL_LINK_EFFICIENCY); below
+# 50 % the path had room.
+PROBE_FULL_SHARE = 0.8
+PROBE_CLEAR_SHARE = 0.5
+# CPUs busy (all states but idle and iowait) over the checkpoint, averaged over the host's CPUs.
+# Lab (TCG, one vCPU): a CPU-bound server ran 92-100 % busy; an idle one 4 %. 85 % leaves room
+# for sampling noise while still meaning "no idle CPU to take more work".
+CPU_BUSY_LIMIT = 0.85
+# A disk with I/O in flight this share of the checkpoint is the storage at work without pause.
+DISK_BUSY_LIMIT = 0.8
+# A checkpoint window much shorter than the window between two host samples makes scaled
+# figures (busy share during the checkpoint) weak: say so.
+WEAK_SCALING_FACTOR = 3.0
 # Requests waiting for a transport slot, per send (v3/v4.0). Lab: 680-935 with 2 slots.
 BACKLOG_PER_SEND_LIMIT = 1.0
 # A WRITE waits longer for a slot than it spends on the wire, and noticeably (ms).
@@ -159,12 +180,26 @@ def _client_view(host, files, mount_point):
     return {"host": host, "delta": delta, "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}
 
 
+def _sample(value):
+    """A host sample from the bundle (parsed JSON), or None when absent or not a sample."""
+    return value if isinstance(value, dict) and value.get("format") == 1 else None
+
+
+def _client_samples(files):
+    """(before, after) over the stats window and (start, end) over the canary's ranks, or Nones."""
+    canary = files.get("canary") if isinstance(files.get("canary"), dict) else {}
+    samples = canary.get("host_samples") or {}
+    return (_sample(files.get("host_before")), _sample(files.get("host_after")),
+            _sample(samples.get("start")), _sample(samples.get("end")))
+
+
 def _server_view(host, files):
     for name in ("nfsd_before", "nfsd_after"):
         if not files.get(name):
             raise BundleError("servers/%s/%s.txt is missing or empty" % (host, name))
     view = {"host": host, "nfsd": nfsd_delta(parse_nfsd_stats(files["nfsd_after"]), parse_nfsd_stats(files["nfsd_before"])),
-            "pool": None, "threads": parse_single_number(files.get("threads"))}
+            "pool": None, "threads": parse_single_number(files.get("threads")),
+            "host_before": _sample(files.get("host_before")), "host_after": _sample(files.get("host_after"))}
     if files.get("pool_stats_after"):
         view["pool"] = pool_stats_delta(parse_pool_stats(files["pool_stats_after"]), parse_pool_stats(files.get("pool_stats_before") or ""))
     if view["threads"] is None:
@@ -227,6 +262,203 @@ def _round(value):
     return value
 
 
+def _scaled(share, window, busy_seconds):
+    """A share over the sample window, scaled to the checkpoint inside it (nothing else ran then)."""
+    if share is None:
+        return None
+    if busy_seconds and window and 0 < busy_seconds < window:
+        return min(1.0, share * window / busy_seconds)
+    return share
+
+
+def _host_link_rows(host, side, before, after, addresses, busy_seconds, how):
+    rows = []
+    for row in host_evidence.link_rows(before, after, addresses, side, busy_seconds=busy_seconds):
+        row = dict(row, host=host, side=side, measured_over=how)
+        rows.append(row)
+    return rows
+
+
+def _link_rows(client_files, servers, checkpoint_seconds):
+    """Every NFS link with bytes moved and, where its speed is known, its utilisation."""
+    rows = []
+    addresses = set()
+    for host, files in sorted(client_files.items()):
+        before, after, start, end = _client_samples(files)
+        if start and end:
+            # The canary sampled this host when its ranks started and ended: exact window.
+            addresses.update(end.get("nfs_server_addresses") or [])
+            rows += _host_link_rows(host, "client", start, end, end.get("nfs_server_addresses") or [], None,
+                                    "the canary's own samples at its ranks' start and end")
+        elif before and after:
+            addresses.update(after.get("nfs_server_addresses") or [])
+            rows += _host_link_rows(host, "client", before, after, after.get("nfs_server_addresses") or [], checkpoint_seconds,
+                                    "the statistics window, scaled to the checkpoint's duration")
+    for server in servers:
+        if server["host_before"] and server["host_after"]:
+            rows += _host_link_rows(server["host"], "server", server["host_before"], server["host_after"], sorted(addresses),
+                                    checkpoint_seconds, "the statistics window, scaled to the checkpoint's duration")
+    return rows
+
+
+def _probe_capacity(client_files):
+    """Sum over clients of what raw TCP carried to the server in the same window (the probe), or None."""
+    total = 0.0
+    hosts = []
+    for host, files in sorted(client_files.items()):
+        probe = files.get("probe")
+        summary = probe.get("summary") if isinstance(probe, dict) else None
+        if not isinstance(summary, dict) or summary.get("error") or not summary.get("received_bits_per_second"):
+            continue
+        total += float(summary["received_bits_per_second"]) / 8.0
+        hosts.append("%s %.3g MB/s (%s stream(s))" % (host, float(summary["received_bits_per_second"]) / 8e6, probe.get("streams", "?")))
+    return {"bytes_per_second": total, "hosts": hosts} if hosts else None
+
+
+def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
+    """Is a link full? Only measurements decide: nominal speeds with interface counters, the probe,
+    or the link speeds the operator gave in context.yml. Returns the state and its figure."""
+    full = False
+    clear = []
+    measured = []
+    if capacity.get("network_is_limit") is not None:
+        share = achieved / capacity["practical_link_bytes_per_second"]
+        full = evidence.add(
+            "network", "achieved share of practical link capacity", share, ">= %.2f" % NETWORK_BUSY_SHARE,
+            capacity["network_is_limit"], "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s, from context.yml network)" % (
+                achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
+        evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
+                     "> 1.0", not capacity["network_can_carry_target"],
+                     "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
+        measured.append("links %.1f %% of capacity (declared link speeds in context.yml, achieved throughput)" % (
+            100 * capacity["observed_link_utilisation"]))
+        if share < LINK_CLEAR_SHARE:
+            clear.append("declared links")
+    unknown = []
+    for row in links:
+        where = "%s %s %s" % (row["side"], row["host"], row["interface"])
+        if row["reset"]:
+            evidence.add("network", "interface counters on %s" % where, None, "no reset", True,
+                         "a counter went backwards between the samples (interface re-created or driver reset): not used")
+            continue
+        if row["utilisation_during"] is None:
+            unknown.append("%s (%s)" % (where, row["speed_source"]))
+            continue
+        is_full = row["utilisation_during"] >= LINK_FULL_SHARE
+        evidence.add("network", "NFS link utilisation on %s" % where, row["utilisation_during"], ">= %.2f of nominal" % LINK_FULL_SHARE,
+                     is_full, "%.3g B/s over %.1f s on a %s Mb/s link (%s; measured over %s)%s" % (
+                         row["bytes_per_second"] * row["window_seconds"] / row["busy_seconds"], row["busy_seconds"],
+                         row["speed_mbps"], row["speed_source"], row["measured_over"],
+                         "; %d dropped, %d errors" % (row["dropped"], row["errors"]) if row["dropped"] or row["errors"] else ""))
+        full = full or is_full
+        measured.append("%s at %.1f %% of %s Mb/s" % (where, 100 * row["utilisation_during"], row["speed_mbps"]))
+        if row["utilisation_during"] < LINK_CLEAR_SHARE:
+            clear.append(where)
+    probe_share = None
+    if probe and probe["bytes_per_second"] > 0:
+        probe_share = achieved / probe["bytes_per_second"]
+        is_full = probe_share >= PROBE_FULL_SHARE
+        evidence.add("network", "NFS throughput / TCP capacity of the path (probe)", probe_share, ">= %.2f" % PROBE_FULL_SHARE, is_full,
+                     "%.3g B/s achieved vs %.3g B/s raw TCP summed over the clients (iperf3: %s)" % (
+                         achieved, probe["bytes_per_second"], "; ".join(probe["hosts"])))
+        full = full or is_full
+        measured.append("NFS at %.0f %% of the path's TCP capacity (probe, %.3g MB/s)" % (100 * probe_share, probe["bytes_per_second"] / 1e6))
+        if probe_share < PROBE_CLEAR_SHARE:
+            clear.append("probe")
+    server_side = probe is not None or capacity.get("network_is_limit") is not None or any(
+        row["side"] == "server" and row["utilisation_during"] is not None for row in links)
+    if full:
+        state = "full"
+    elif clear and server_side and not unknown:
+        state = "clear"
+    elif measured:
+        state = "partial"
+    else:
+        state = "unmeasured"
+    if state == "clear":
+        evidence.add("network", "links far from full (network ruled out)", max(
+            [row["utilisation_during"] for row in links if row["utilisation_during"] is not None] + [probe_share or 0.0]),
+            "< %.2f of nominal, < %.2f of the probe" % (LINK_CLEAR_SHARE, PROBE_CLEAR_SHARE), False, "; ".join(measured))
+    if unknown and state != "full":
+        evidence.add("network", "links without a known capacity", len(unknown), "speed or probe needed", False,
+                     "not measured: %s; run the probe (canary_validation_probe=true) or give network.server_link_gbps" % "; ".join(unknown))
+    if state == "unmeasured":
+        summary = "links: unmeasured (no interface speed, no probe, no link speeds in context.yml)"
+    else:
+        summary = "links: " + "; ".join(measured) + ("" if not unknown else "; capacity unknown for " + "; ".join(unknown))
+    return {"state": state, "full": full, "summary": summary, "probe_share": probe_share, "unknown": unknown}
+
+
+def _cpu_rows(client_files, servers, checkpoint_seconds):
+    rows = []
+    for host, files in sorted(client_files.items()):
+        before, after, start, end = _client_samples(files)
+        if start and end:
+            window = host_evidence.cpu_window(start["proc_stat"], end["proc_stat"])
+            rows.append(("client", host, window, None, "the canary's own samples at its ranks' start and end"))
+        elif before and after:
+            window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"])
+            rows.append(("client", host, window, after["time"] - before["time"], "the statistics window"))
+    for server in servers:
+        if server["host_before"] and server["host_after"]:
+            window = host_evidence.cpu_window(server["host_before"]["proc_stat"], server["host_after"]["proc_stat"])
+            rows.append(("server", server["host"], window, server["host_after"]["time"] - server["host_before"]["time"],
+                         "the statistics window"))
+    return rows
+
+
+def _cpu_layers(evidence, client_files, servers, checkpoint_seconds):
+    """server_cpu / client_cpu: CPUs without idle time during the checkpoint."""
+    result = {"server_saturated": False, "client_saturated": False, "server_measured": False, "client_measured": False}
+    for side, host, window, sample_seconds, how in _cpu_rows(client_files, servers, checkpoint_seconds):
+        layer = "%s_cpu" % side
+        if window is None or window.get("reset"):
+            evidence.add(layer, "CPU counters on %s" % host, None, "readable, no reset", True,
+                         "/proc/stat missing or went backwards between the samples (reboot): not used")
+            continue
+        busy = _scaled(window["busy"], sample_seconds, checkpoint_seconds)
+        weak = bool(sample_seconds and checkpoint_seconds and sample_seconds > WEAK_SCALING_FACTOR * checkpoint_seconds)
+        scaled = bool(sample_seconds and checkpoint_seconds and checkpoint_seconds < sample_seconds)
+        busiest = window.get("busiest_cpu") or {}
+        saturated = evidence.add(
+            layer, "CPU busy during the checkpoint on %s" % host, busy, ">= %.2f of %d CPU(s)" % (CPU_BUSY_LIMIT, window["cpus"]),
+            busy >= CPU_BUSY_LIMIT,
+            "%s: user %.0f %%, system %.0f %%, irq+softirq %.0f %%, iowait %.0f %%, steal %.0f %% of all CPUs; busiest %s %.0f %% "
+            "(softirq %.0f %%)%s%s" % (
+                how, 100 * window["user"], 100 * window["system"], 100 * window["softirq"], 100 * window["iowait"],
+                100 * window["steal"], busiest.get("name", "-"), 100 * busiest.get("busy", 0), 100 * busiest.get("softirq", 0),
+                "; scaled from %.0f s of samples to the %.0f s checkpoint (assumes the host idled outside it)" % (
+                    sample_seconds, checkpoint_seconds) if scaled else "",
+                " - weak: the checkpoint is a small part of the window" if weak else ""))
+        result["%s_measured" % side] = True
+        result["%s_saturated" % side] = result["%s_saturated" % side] or saturated
+    return result
+
+
+def _disk_rows(evidence, servers, checkpoint_seconds):
+    """The server's busiest disk during the checkpoint; returns (busy share or None, measured)."""
+    busiest = None
+    for server in servers:
+        before, after = server["host_before"], server["host_after"]
+        if not before or not after:
+            continue
+        seconds = after["time"] - before["time"]
+        for row in host_evidence.disk_window(before.get("diskstats"), after.get("diskstats"), seconds):
+            if row["reset"]:
+                continue
+            busy = _scaled(row["busy"], seconds, checkpoint_seconds)
+            if busiest is None or busy > busiest[0]:
+                busiest = (busy, server["host"], row)
+    if busiest is None:
+        return None
+    busy, host, row = busiest
+    evidence.add("server_storage", "busiest disk on %s (%s) with I/O in flight during the checkpoint" % (host, row["device"]), busy,
+                 ">= %.2f" % DISK_BUSY_LIMIT, busy >= DISK_BUSY_LIMIT,
+                 "/proc/diskstats io_ticks: %d writes, %.3g bytes, %s ms per write" % (
+                     row["writes"], row["bytes_written"], "%.1f" % row["avg_write_ms"] if row["avg_write_ms"] is not None else "-"))
+    return busy
+
+
 def diagnose(bundle):
     """The whole diagnosis of a bundle (see module docstring for the bundle shape)."""
     context = bundle.get("context") or {}
@@ -275,31 +507,30 @@ def diagnose(bundle):
     versions = sorted(set(client["delta"]["nfs_version"] for client in clients))
     sessions = all(version not in ("3", "4.0", "4", "2") for version in versions)
 
-    # ---- network
-    net_by_capacity = False
-    if capacity.get("network_is_limit") is not None:
-        net_by_capacity = evidence.add(
-            "network", "achieved share of practical link capacity", achieved / capacity["practical_link_bytes_per_second"],
-            ">= %.2f" % NETWORK_BUSY_SHARE, capacity["network_is_limit"],
-            "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s)" % (
-                achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
-        evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
-                     "> 1.0", not capacity["network_can_carry_target"],
-                     "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
+    # ---- network: a measured layer (links, probe, declared speeds); symptoms alone never name it
+    checkpoint_seconds = float(canary["seconds"]) if canary.get("seconds") else None
+    links = _link_rows(client_files, servers, checkpoint_seconds)
+    net = _network_layer(evidence, capacity, achieved, target_bps, links, _probe_capacity(client_files))
     rtt_inflation = write["avg_rtt_ms"] / idle_rtt if idle_rtt and write["ops"] else None
-    link_saturated = False
+    send_backed_up = False
     if rtt_inflation is not None:
-        inflated = evidence.add("network", "WRITE avg RTT / idle RTT", rtt_inflation, ">= %.1f" % RTT_INFLATION_LIMIT,
+        inflated = evidence.add(None, "WRITE avg RTT / idle RTT", rtt_inflation, ">= %.1f" % RTT_INFLATION_LIMIT,
                                 rtt_inflation >= RTT_INFLATION_LIMIT,
                                 "WRITE avg RTT %.1f ms vs idle RTT %.1f ms (%s)" % (write["avg_rtt_ms"], idle_rtt, idle_rtt_source))
-        queued_to_send = evidence.add("network", "sending_u per send (requests waiting to transmit)", sending_per_send,
+        queued_to_send = evidence.add(None, "sending_u per send (requests waiting to transmit)", sending_per_send,
                                       ">= %.1f" % SENDING_PER_SEND_LIMIT, sending_per_send >= SENDING_PER_SEND_LIMIT,
                                       "summed over %d transport(s)" % sum(client["delta"]["rpc"]["transports"] for client in clients))
-        link_saturated = inflated and queued_to_send
-        if link_saturated:
-            evidence.add("network", "link saturated (RTT inflated while requests wait to transmit)", rtt_inflation,
-                         "both signals above", True, "queue time with zero backlog here is requests waiting behind unsent data, "
-                         "not a slot shortage")
+        send_backed_up = inflated and queued_to_send
+        if send_backed_up:
+            # A full link and a server that does not drain its sockets (TCP's receive window
+            # closes) give the same two signals: only link evidence tells them apart.
+            evidence.add(None, "send side backs up (RTT inflated while requests wait to transmit)", rtt_inflation,
+                         "both signals above", True,
+                         "a full link or a slow server: %s" % (
+                             "the link is measured full" if net["full"] else
+                             "the links are measured far from full, so the server is slow to take requests" if net["state"] == "clear"
+                             else "the links are not (fully) measured - %s" % net["summary"]))
+    cpu = _cpu_layers(evidence, client_files, servers, checkpoint_seconds)
 
     # ---- client RPC slots
     queue_dominates = write["ops"] > 0 and write["avg_queue_ms"] >= QUEUE_MS_FLOOR and \
@@ -316,13 +547,13 @@ def diagnose(bundle):
     if sessions:
         # v4.1+: the transport is uncapped, session slots throttle; waiting shows only as queue
         # time with zero backlog. A saturated link looks the same, so it must be ruled out.
-        slots_limit = queue_dominates and not backlogged and not link_saturated
-        if queue_dominates and not link_saturated:
+        slots_limit = queue_dominates and not backlogged and not send_backed_up
+        if queue_dominates and not send_backed_up:
             evidence.add("client_rpc_slots", "queue time with zero backlog on NFSv%s (session slots full)" % "/".join(versions),
                          write["avg_queue_ms"], "queue dominates while backlog < %.1f" % BACKLOG_PER_SEND_LIMIT, slots_limit,
                          "requests waited for an NFSv4.1 session slot, not for the transport")
     else:
-        slots_limit = (backlogged or at_cap) and queue_dominates and not link_saturated
+        slots_limit = (backlogged or at_cap) and queue_dominates and not send_backed_up
 
     # ---- server threads
     no_idle = None
@@ -351,16 +582,20 @@ def diagnose(bundle):
                                      ">= %.2f" % SOCKETS_ENQUEUED_LIMIT, enqueued_share >= SOCKETS_ENQUEUED_LIMIT,
                                      "this kernel counts enqueued sockets separately: rising = no idle thread") or threads_limit
 
-    # ---- server storage: the server is slow to answer while its threads and the link are idle
-    storage_limit = bool(rtt_inflation is not None and rtt_inflation >= RTT_INFLATION_LIMIT and not link_saturated
-                         and (no_idle is None or no_idle < NO_IDLE_THREAD_CONTRIBUTING))
+    # ---- server storage: the server is slow to answer while its link, CPUs and threads have room
+    starved = no_idle is not None and no_idle >= NO_IDLE_THREAD_CONTRIBUTING
+    disk_busy = _disk_rows(evidence, servers, checkpoint_seconds)
+    storage_limit = bool(rtt_inflation is not None and rtt_inflation >= RTT_INFLATION_LIMIT and not net["full"]
+                         and not cpu["server_saturated"] and not starved and servers)
     if rtt_inflation is not None:
-        evidence.add("server_storage", "WRITE RTT inflated with idle threads and no send queue", rtt_inflation,
-                     ">= %.1f x idle RTT, sending_u/send < %.1f, no-idle-thread share < %.2f" % (
-                         RTT_INFLATION_LIMIT, SENDING_PER_SEND_LIMIT, NO_IDLE_THREAD_CONTRIBUTING), storage_limit,
-                     "RTT dominates: the server takes long to complete WRITEs")
+        evidence.add("server_storage", "WRITE RTT inflated with idle threads, CPUs and links not full", rtt_inflation,
+                     ">= %.1f x idle RTT, no-idle-thread share < %.2f, server CPU < %.2f, no full link" % (
+                         RTT_INFLATION_LIMIT, NO_IDLE_THREAD_CONTRIBUTING, CPU_BUSY_LIMIT), storage_limit,
+                     "RTT dominates: the server takes long to complete WRITEs%s" % (
+                         "" if servers else " (no server statistics in the bundle: not evaluated)"))
+    storage_limit = storage_limit or bool(disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"])
     commit_slow = bool(commit["ops"] and idle_rtt and commit["avg_rtt_ms"] >= METADATA_RTT_FACTOR * idle_rtt
-                       and commit["avg_rtt_ms"] >= METADATA_MS_FLOOR and not link_saturated)
+                       and commit["avg_rtt_ms"] >= METADATA_MS_FLOOR and not net["full"])
     if commit["ops"]:
         evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
@@ -394,16 +629,19 @@ def diagnose(bundle):
     if metadata["ops"]:
         metadata_slow = evidence.add("access_pattern", "metadata ops avg exe (OPEN/CLOSE/GETATTR/...)", metadata["avg_exe_ms"],
                                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR),
-                                     metadata_slow and not link_saturated,
-                                     "%d metadata ops; ignored when the link is saturated (they queue behind WRITEs)" % metadata["ops"])
+                                     metadata_slow and not send_backed_up,
+                                     "%d metadata ops; ignored when the send side backs up (they queue behind WRITEs)" % metadata["ops"])
     access_signal = shared_file or lock_waits or metadata_slow
 
     # ---- limiting layer, contributing layers
     candidates = []
-    if net_by_capacity or link_saturated:
+    if net["full"]:
         candidates.append("network")
-    # A starved server holds every request (and its session slot) longer, so the client's queue
-    # time follows from it: the server signal goes first.
+    # A server without idle CPU cannot run more nfsd work, whatever the thread count; a starved
+    # server holds every request (and its session slot) longer, so the client's queue time
+    # follows from it: the server signals go first.
+    if cpu["server_saturated"]:
+        candidates.append("server_cpu")
     if threads_limit:
         candidates.append("server_threads")
     if slots_limit:
@@ -416,25 +654,36 @@ def diagnose(bundle):
         candidates.append("server_storage")
     if threads_contributing and "server_threads" not in candidates:
         candidates.append("server_threads")
+    # Busy client CPUs slow everything a little (and the harness itself runs there): they limit
+    # only when nothing else explains the time.
+    if cpu["client_saturated"]:
+        candidates.append("client_cpu")
+    unmeasured = []
+    if net["state"] in ("unmeasured", "partial"):
+        unmeasured.append("network")
+    if not cpu["server_measured"]:
+        unmeasured.append("server_cpu")
+    if not cpu["client_measured"]:
+        unmeasured.append("client_cpu")
+    if not servers:
+        unmeasured += ["server_threads", "server_storage"]
     met = achieved >= target_bps
     if met:
         limiting = "none"
         contributing = candidates
-        confidence = "high"
     elif candidates:
         limiting = candidates[0]
         contributing = candidates[1:]
-        confidence = "high" if limiting != "access_pattern" or lock_waits else "medium"
     else:
         # Nothing crossed a threshold: blame the bigger share of WRITE time, and say so.
         limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
         contributing = []
-        confidence = "low"
+    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, servers, lock_waits, send_backed_up, met)
 
-    headroom = _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers)
+    headroom = _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers, net)
     if met:
         verdict = "meets_target"
-    elif limiting in ("network", "server_storage", "access_pattern"):
+    elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
     elif capacity.get("network_can_carry_target") is False:
         verdict = "rearchitect"
@@ -446,7 +695,7 @@ def diagnose(bundle):
     facts = {
         "nfs_versions": versions, "sessions": sessions, "slot_cap": slot_cap, "tiny_cap": tiny_cap,
         "write": write, "idle_rtt_ms": idle_rtt, "no_idle_thread_share": no_idle,
-        "servers": servers, "clients": clients, "layout": layout, "link_saturated": link_saturated,
+        "servers": servers, "clients": clients, "layout": layout, "send_backed_up": send_backed_up, "network": net,
         "shared_file": shared_file, "lock_waits": lock_waits,
     }
     recommendations = _recommendations(limiting, contributing, verdict, facts)
@@ -459,15 +708,48 @@ def diagnose(bundle):
         "limiting_layer": limiting,
         "contributing": contributing,
         "confidence": confidence,
+        "confidence_reasons": confidence_reasons,
+        "unmeasured": unmeasured,
+        "network": {"state": net["state"], "summary": net["summary"], "probe_share": _round(net["probe_share"]),
+                    "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
         "verdict": verdict,
         "tuning_headroom_factor": headroom,
         "evidence": evidence.items,
         "recommendations": recommendations,
         "capacity": capacity,
-        "summary": _summary_line(verdict, limiting, contributing, achieved, target_bps, gap),
+        "summary": _summary_line(verdict, limiting, contributing, achieved, target_bps, gap, unmeasured),
         "clients": dict((client["host"], _client_summary(client)) for client in clients),
         "servers": dict((server["host"], _server_summary(server)) for server in servers),
     }
+
+
+def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met):
+    """How sure the verdict is, from which evidence exists: (high|medium|low, reasons)."""
+    reasons = []
+    if not crossed and not met:
+        return "low", ["no signal crossed its threshold: the larger share of WRITE time (queue vs RTT) decided"]
+    if net["state"] == "unmeasured":
+        reasons.append("the network was not measured (no interface speed, probe or declared link speed)")
+    elif net["state"] == "partial":
+        reasons.append("the network was measured only in part: %s" % net["summary"])
+    if not servers:
+        reasons.append("no server statistics: nfsd threads and storage not evaluated")
+    elif not cpu["server_measured"]:
+        reasons.append("the server's CPUs were not measured (bundle without host samples)")
+    if limiting == "access_pattern" and not lock_waits:
+        reasons.append("only the layout points at the access pattern (no D-state waits on the file's lock)")
+    if met:
+        return "high", reasons
+    # What the symptoms could also mean, were it not ruled out by a measurement.
+    inferred = limiting in ("server_storage", "server_threads", "client_rpc_slots", "access_pattern", "client_cpu") and \
+        send_backed_up and net["state"] != "clear"
+    if inferred:
+        reasons.append("the send side backs up and a full link was not ruled out by a measurement")
+    if limiting == "access_pattern" and not lock_waits:
+        return "medium", reasons
+    if inferred or (limiting != "network" and net["state"] != "clear" and limiting == "server_storage"):
+        return "medium", reasons
+    return "high", reasons
 
 
 def _slot_caps(clients, evidence, sessions):
@@ -500,7 +782,7 @@ def _slot_caps(clients, evidence, sessions):
     return cap, tiny, at_cap
 
 
-def _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers):
+def _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers, net=None):
     """How much faster tuning the limiting layer can plausibly make the checkpoint."""
     headroom = MAX_TUNING_GAIN
     if limiting == "client_rpc_slots" and tiny_cap and write["avg_exe_ms"] > write["avg_queue_ms"]:
@@ -512,6 +794,9 @@ def _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, ser
     practical = capacity.get("practical_link_bytes_per_second")
     if practical and achieved > 0:
         headroom = min(headroom, practical / achieved)
+    if net and net.get("probe_share"):
+        # The path's measured TCP capacity caps what any NFS tuning can reach.
+        headroom = min(headroom, 1.0 / net["probe_share"])
     return headroom
 
 
@@ -559,6 +844,20 @@ def _recommendations(limiting, contributing, verdict, facts):
                          "how": "ckptio.nfs.nfsd_threads threads=%d" % max(2 * threads, 16),
                          "reason": "%.0f %% of packets found no idle nfsd thread at %s threads; note that more threads can shrink "
                                    "the session slots a new v4.1 session is granted" % (100 * (facts["no_idle_thread_share"] or 0), threads)})
+    if "server_cpu" in layers:
+        recs.append({"layer": "server_cpu", "setting": "server CPUs", "value": None,
+                     "how": "a server with more (or faster) cores, or spread checkpoints over several servers",
+                     "reason": "the server had no idle CPU during the checkpoint (nfsd, TCP softirq and the page cache share it): "
+                               "more nfsd threads cannot run without CPU to run on"})
+    if "client_cpu" in layers:
+        recs.append({"layer": "client_cpu", "setting": "client CPUs", "value": None,
+                     "how": "leave CPU to the checkpoint: fewer concurrent writers per node, or checkpoint asynchronously",
+                     "reason": "the clients had no idle CPU during the checkpoint (the ranks' copies, RPC work and softirq share it)"})
+    if facts["network"]["state"] in ("unmeasured", "partial") and verdict != "meets_target":
+        recs.append({"layer": "network", "setting": "measure the network", "value": None,
+                     "how": "run playbooks/validate-checkpoint.yml with -e canary_validation_probe=true (iperf3 over the NFS path, "
+                            "streams = nconnect), or give network.server_link_gbps / client_link_gbps in context.yml",
+                     "reason": "%s; without it the network can be neither named nor ruled out" % facts["network"]["summary"]})
     if facts["shared_file"] or verdict == "rearchitect":
         for key, text in _REARCHITECT:
             if key != "file_per_rank" and verdict != "rearchitect":
@@ -575,17 +874,21 @@ def _rearchitect_reason(key, limiting, facts):
         return "all ranks write one shared file%s" % (
             "; D-state samples show ranks waiting on its write lock (nfs_start_io_write)" if facts["lock_waits"] else "")
     if limiting == "network":
-        return "the network path is saturated: tuning the client or nfsd cannot add bandwidth"
+        return "the network path is measured full: tuning the client or nfsd cannot add bandwidth"
+    if limiting in ("server_cpu", "client_cpu"):
+        return "the %s CPUs are saturated: tuning cannot add CPU" % limiting.split("_")[0]
     return "the gap is larger than tuning the %s layer can close" % limiting
 
 
-def _summary_line(verdict, limiting, contributing, achieved, target, gap):
+def _summary_line(verdict, limiting, contributing, achieved, target, gap, unmeasured=()):
     text = "%s: achieved %.3g MB/s of %.3g MB/s target" % (verdict, achieved / 1e6, target / 1e6)
     if gap is not None and verdict != "meets_target":
         text += " (gap %.2fx)" % gap
     text += "; limiting layer: %s" % limiting
     if contributing:
         text += "; contributing: %s" % ", ".join(contributing)
+    if unmeasured:
+        text += "; unmeasured: %s" % ", ".join(unmeasured)
     return text
 
 
@@ -624,13 +927,18 @@ def _server_summary(server):
 
 def render_markdown(diagnosis):
     """diagnosis.md: the verdict first, then the numbers and every signal with its threshold."""
+    network = diagnosis.get("network") or {"summary": "links: unmeasured (bundle diagnosed before link evidence existed)"}
     lines = ["# Checkpoint diagnosis: %s" % diagnosis["mount_point"], "",
              "**%s**" % diagnosis["summary"], "",
+             "**%s%s.**" % (network["summary"][0].upper(), network["summary"][1:]), "",
              "| figure | value |", "|---|---|",
              "| target | %.4g B/s |" % diagnosis["target_bytes_per_second"],
              "| achieved | %.4g B/s (%s) |" % (diagnosis["achieved_bytes_per_second"], diagnosis["achieved_source"]),
              "| gap factor | %s |" % ("%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a"),
-             "| limiting layer | %s (confidence %s) |" % (diagnosis["limiting_layer"], diagnosis["confidence"]),
+             "| limiting layer | %s (confidence %s%s) |" % (
+                 diagnosis["limiting_layer"], diagnosis["confidence"],
+                 ": " + "; ".join(diagnosis.get("confidence_reasons") or []) if diagnosis.get("confidence_reasons") else ""),
+             "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
              "| contributing | %s |" % (", ".join(diagnosis["contributing"]) or "-"),
              "| verdict | %s (tuning can plausibly give %.2fx) |" % (diagnosis["verdict"], diagnosis["tuning_headroom_factor"])]
     capacity = diagnosis["capacity"]

@@ -77,15 +77,24 @@ def test_seed_like_baseline_session_slots_limit():
     assert result["clients"]["nfs2"]["max_slots"] == [32]
 
 
-def test_per_rank_bundle_saturated_link():
+def test_per_rank_bundle_without_link_evidence_never_names_the_network():
+    """RTT 59x idle with requests waiting to send: a full link *or* a slow server. This bundle has no
+    interface speed, probe or declared link speed, so the network is unmeasured, never the limit (#11)."""
     result = diagnose(load("shared_vs_perrank_5b_per_rank"))
-    assert result["limiting_layer"] == "network"
+    assert result["limiting_layer"] == "server_storage"
     assert result["verdict"] == "rearchitect"
-    assert "link saturated (RTT inflated while requests wait to transmit)" in crossed(result, "network")
+    assert result["network"]["state"] == "unmeasured" and "network" in result["unmeasured"]
+    assert result["confidence"] == "medium"
+    assert any("full link was not ruled out" in reason for reason in result["confidence_reasons"])
+    assert not crossed(result, "network")
+    symptom = [item for item in result["evidence"] if item["signal"].startswith("send side backs up")][0]
+    assert symptom["crossed"] and "not (fully) measured" in symptom["explanation"]
     assert "client_rpc_slots" not in result["contributing"]
     assert "access_pattern" not in result["contributing"]
     settings = [rec["setting"] for rec in result["recommendations"]]
+    assert "measure the network" in settings
     assert "more_servers_or_pnfs" in settings and "file_per_rank" not in settings
+    assert "unmeasured: network" in result["summary"]
 
 
 def test_seed_case_not_the_network_and_rearchitect():
