@@ -177,3 +177,102 @@ def test_markdown_shows_verdict_evidence_and_recommendations():
     assert "**tune: achieved 20 MB/s of 53.7 MB/s target (gap 2.68x); limiting layer: client_rpc_slots" in text
     assert "| client_rpc_slots | queue time with zero backlog on NFSv4.1 (session slots full) | 4728.3299 |" in text
     assert "- **nfs max_session_slots = 128**" in text
+
+
+# ---- link and CPU evidence (#11), on a real lab capture with host samples ----------------------
+def load_capture(name):
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import load_bundle
+    return load_bundle(sample_path("..", "captures", name))
+
+
+def _set_speed(bundle, kind, host, interface, mbps):
+    files = bundle[kind][host]
+    samples = [files.get("host_before"), files.get("host_after")]
+    if kind == "clients":
+        samples += list((files["canary"].get("host_samples") or {}).values())
+    for sample in samples:
+        for name in [interface] + sample["interfaces"][interface]["lower"]:
+            sample["interfaces"][name]["speed_mbps"] = mbps
+
+
+def _speeds(bundle, mbps):
+    for host in bundle["clients"]:
+        _set_speed(bundle, "clients", host, "lab0", mbps)
+    _set_speed(bundle, "servers", "nfs1", "lab0", None)
+    for port in ("labp2", "labp3"):
+        for sample in (bundle["servers"]["nfs1"]["host_before"], bundle["servers"]["nfs1"]["host_after"]):
+            sample["interfaces"][port]["speed_mbps"] = mbps
+
+
+def test_capture_without_speeds_says_the_network_is_unmeasured():
+    result = diagnose(load_capture("seed_like_v41"))
+    assert result["network"]["state"] == "unmeasured"
+    assert "network" in result["unmeasured"] and "server_cpu" not in result["unmeasured"]
+    assert [row["interface"] for row in result["network"]["links"]] == ["lab0", "lab0", "lab0"]
+    assert "measure the network" in [rec["setting"] for rec in result["recommendations"]]
+    assert render_markdown(result).splitlines()[4].startswith("**Links: unmeasured")
+
+
+def test_links_measured_far_from_full_rule_the_network_out_with_the_figure():
+    bundle = load_capture("seed_like_v41")
+    _speeds(bundle, 10000)
+    result = diagnose(bundle)
+    assert result["network"]["state"] == "clear" and "network" not in result["unmeasured"]
+    ruled_out = [item for item in result["evidence"] if item["signal"] == "links far from full (network ruled out)"][0]
+    assert ruled_out["value"] < 0.01 and "client nfs2 lab0 at 0.0 % of 10000 Mb/s" in ruled_out["explanation"]
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert "measure the network" not in [rec["setting"] for rec in result["recommendations"]]
+    assert render_markdown(result).splitlines()[4].startswith("**Links: client nfs2 lab0 at")
+
+
+def test_a_link_measured_full_is_the_limit():
+    bundle = load_capture("seed_like_v41")
+    _speeds(bundle, 5)  # 5 Mb/s: the ~4.4 Mb/s each client sent fills it
+    result = diagnose(bundle)
+    assert result["network"]["state"] == "full"
+    assert result["limiting_layer"] == "network" and result["verdict"] == "rearchitect"
+    assert any(signal.startswith("NFS link utilisation on client nfs2 lab0") for signal in crossed(result, "network"))
+
+
+def test_probe_near_the_nfs_throughput_names_the_network_and_far_rules_it_out():
+    bundle = load_capture("seed_like_v41")
+    achieved = bundle["context"]["canary"]["bytes"] / bundle["context"]["canary"]["seconds"]
+    for host in bundle["clients"]:
+        bundle["clients"][host]["probe"] = {"streams": 1, "summary": {"received_bits_per_second": achieved * 8 / 2 * 1.1}}
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "network" and result["network"]["probe_share"] == pytest.approx(1 / 1.1, abs=1e-3)
+    assert result["tuning_headroom_factor"] == pytest.approx(1.1, abs=1e-3)
+    for host in bundle["clients"]:
+        bundle["clients"][host]["probe"]["summary"]["received_bits_per_second"] = achieved * 8 * 50
+    result = diagnose(bundle)
+    assert result["network"]["state"] == "partial"  # the probe rules it out, the unknown speeds stay unknown
+    assert result["limiting_layer"] == "client_rpc_slots"
+    probe = [item for item in result["evidence"] if item["signal"].startswith("NFS throughput / TCP capacity")][0]
+    assert probe["crossed"] is False and probe["value"] == pytest.approx(0.01, abs=1e-3)
+
+
+def test_a_server_without_idle_cpu_limits_before_the_slots_it_starves():
+    bundle = load_capture("seed_like_v41")
+    after = bundle["servers"]["nfs1"]["host_after"]
+    before = bundle["servers"]["nfs1"]["host_before"]
+    ticks = int((after["time"] - before["time"]) * 100)
+    words = before["proc_stat"].splitlines()[0].split()
+    busy = [int(word) for word in words[1:]]
+    busy[2] += ticks  # all the window's ticks went to system time
+    line = "cpu  " + " ".join(str(value) for value in busy)
+    after["proc_stat"] = line + "\n" + line.replace("cpu  ", "cpu0 ") + "\n"
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "server_cpu" and result["verdict"] == "rearchitect"
+    assert "client_rpc_slots" in result["contributing"]
+    assert "server CPUs" in [rec["setting"] for rec in result["recommendations"]]
+
+
+def test_starved_threads_outrank_an_inferred_network():
+    """The 1-thread server of #11: RTT inflated with requests waiting to send, 85 % of packets
+    without an idle thread, links unmeasured -> server_threads, never network."""
+    bundle = load("shared_vs_perrank_5b_per_rank")
+    bundle["servers"]["nfs1"]["pool_stats_after"] = "# pool packets-arrived sockets-enqueued threads-woken threads-timedout\n0 89888 89888 13483 0\n"
+    bundle["servers"]["nfs1"]["threads"] = "1\n"
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "server_threads" and result["verdict"] == "tune"
+    assert "network" not in result["contributing"] and "network" in result["unmeasured"]

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Take the diagnosis's real-kernel capture bundles on the lab (tests/fixtures/captures/).
+#
+#   scripts/lab-captures.sh OUTDIR [SCENARIO...]
+#
+# Scenarios (each sets the lab up, runs playbooks/validate-checkpoint.yml with the TCP probe,
+# and puts the lab back):
+#   seed_like_v41   the lab as `scripts/lab up` leaves it: v4.1, 2 session slots, nconnect=1,
+#                   64 KiB, 2 nfsd threads, 20 ms on the server's link (run it first)
+#   healthy         tuned servers and clients (tune-servers.yml, tune-clients.yml)
+#   one_thread      tuned, then nfsd threads=1 live on the server
+#   slow_storage    tuned, 64 threads, the export on a dm-delay disk (40 ms per write, mounted
+#                   sync) so every WRITE waits on storage while threads sit idle
+#   shaped_link     tuned, each client's lab link shaped to 24 Mbit/s (tc tbf, egress)
+# Every bundle lands in OUTDIR/<scenario>/ with NOTES.txt (commands, kernel, what was set).
+# Needs a running lab (scripts/lab up) and the collection's environment (scripts/setup.sh).
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:?usage: scripts/lab-captures.sh OUTDIR [SCENARIO...]}
+shift
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(seed_like_v41 healthy one_thread slow_storage shaped_link)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+source "$("$REPO/scripts/setup.sh")"
+cd "$REPO"
+inventory=inventories/lab/hosts.yml
+lab() { "$REPO/scripts/lab" ssh "$@"; }
+log() { printf '[captures %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+SLOW_DISK=/var/tmp/ckptio-slow.img
+TBF_RATE=24mbit
+
+validate() {
+  local name=$1 tmp
+  tmp=$(mktemp -d)
+  ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e "label=$name" \
+    -e "canary_validation_reports_dir=$tmp" -e canary_validation_probe=true >"$out/$name.log" 2>&1 || true
+  rm -rf "${out:?}/$name"
+  mv "$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)" "$out/$name"
+  rmdir "$tmp"
+}
+
+notes() {
+  local name=$1 what=$2
+  {
+    echo "scenario: $name"
+    echo "made by: scripts/lab-captures.sh OUTDIR $name ($(date -u +%Y-%m-%dT%H:%MZ)), commit $(git rev-parse --short HEAD)"
+    echo "what was set: $what"
+    echo "lab: QEMU TCG, one vCPU and 2 GiB per VM; nfs1 serves /srv/nfs, nfs2 and nfs3 mount it on /mnt/nfs"
+    echo "kernel: $(lab nfs1 uname -r)"
+    echo "client mount (nfs2): $(lab nfs2 grep ' /mnt/nfs ' /proc/mounts)"
+    echo "server threads: $(lab nfs1 cat /proc/fs/nfsd/threads)"
+    echo "client qdisc (nfs2 lab0): $(lab nfs2 tc qdisc show dev lab0 | tr '\n' ' ')"
+    echo "server export fs: $(lab nfs1 findmnt -no SOURCE,FSTYPE,OPTIONS /srv/nfs)"
+    echo "verdict when made: $(grep -m1 -o '"[a-z_]*: achieved [^"]*"' "$out/$name.log" || echo '(see the log)')"
+  } > "$out/$name/NOTES.txt"
+}
+
+tuned() {
+  ansible-playbook -i "$inventory" playbooks/tune-servers.yml >"$out/tune-servers.log" 2>&1
+  ansible-playbook -i "$inventory" playbooks/tune-clients.yml >"$out/tune-clients.log" 2>&1
+}
+
+remount_clients() {
+  local client
+  for client in nfs2 nfs3; do lab "$client" umount /mnt/nfs; done
+  "$@"
+  for client in nfs2 nfs3; do lab "$client" mount /mnt/nfs; done
+}
+
+slow_export_on() {
+  lab nfs1 "modprobe dm-delay && truncate -s 1G $SLOW_DISK && loop=\$(losetup -f --show $SLOW_DISK) && \
+    echo \"0 \$(blockdev --getsz \$loop) delay \$loop 0 40\" | dmsetup create ckptio-slow && \
+    mkfs.ext4 -q /dev/mapper/ckptio-slow && mount -o sync /dev/mapper/ckptio-slow /srv/nfs && chmod 0777 /srv/nfs && \
+    exportfs -ra && echo 64 > /proc/fs/nfsd/threads"
+}
+
+slow_export_off() {
+  lab nfs1 "umount /srv/nfs; dmsetup remove ckptio-slow; losetup -D; rm -f $SLOW_DISK; exportfs -ra; echo 8 > /proc/fs/nfsd/threads"
+}
+
+for scenario in "${scenarios[@]}"; do
+  log "scenario $scenario"
+  case "$scenario" in
+    seed_like_v41)
+      validate "$scenario"
+      notes "$scenario" "nothing: the lab's broken baseline (inventories/lab/README.md)" ;;
+    healthy)
+      tuned
+      validate "$scenario"
+      notes "$scenario" "tune-servers.yml + tune-clients.yml (checkpoint profile)" ;;
+    one_thread)
+      tuned
+      lab nfs1 "echo 1 > /proc/fs/nfsd/threads"
+      validate "$scenario"
+      notes "$scenario" "tuned, then echo 1 > /proc/fs/nfsd/threads on nfs1"
+      lab nfs1 "echo 8 > /proc/fs/nfsd/threads" ;;
+    slow_storage)
+      tuned
+      remount_clients slow_export_on
+      validate "$scenario"
+      notes "$scenario" "tuned; export on dm-delay (40 ms per write) ext4 mounted sync; nfsd threads 64"
+      remount_clients slow_export_off ;;
+    shaped_link)
+      tuned
+      for client in nfs2 nfs3; do lab "$client" tc qdisc replace dev lab0 root tbf rate "$TBF_RATE" burst 32kb latency 400ms; done
+      validate "$scenario"
+      notes "$scenario" "tuned; tc qdisc replace dev lab0 root tbf rate $TBF_RATE burst 32kb latency 400ms on nfs2 and nfs3"
+      for client in nfs2 nfs3; do lab "$client" tc qdisc del dev lab0 root; done ;;
+    *) echo "unknown scenario: $scenario" >&2; exit 2 ;;
+  esac
+  log "scenario $scenario done: $out/$scenario"
+done
