@@ -409,7 +409,8 @@ def _cpu_rows(client_files, servers, checkpoint_seconds):
 
 def _cpu_layers(evidence, client_files, servers, checkpoint_seconds):
     """server_cpu / client_cpu: CPUs without idle time during the checkpoint."""
-    result = {"server_saturated": False, "client_saturated": False, "server_measured": False, "client_measured": False}
+    result = {"server_saturated": False, "client_saturated": False, "server_measured": False, "client_measured": False,
+              "hosts": {}}
     for side, host, window, sample_seconds, how in _cpu_rows(client_files, servers, checkpoint_seconds):
         layer = "%s_cpu" % side
         if window is None or window.get("reset"):
@@ -432,6 +433,8 @@ def _cpu_layers(evidence, client_files, servers, checkpoint_seconds):
                 " - weak: the checkpoint is a small part of the window" if weak else ""))
         result["%s_measured" % side] = True
         result["%s_saturated" % side] = result["%s_saturated" % side] or saturated
+        result["hosts"][host] = {"side": side, "busy": _round(busy), "softirq": _round(window["softirq"]),
+                                 "iowait": _round(window["iowait"]), "cpus": window["cpus"], "measured_over": how}
     return result
 
 
@@ -712,6 +715,7 @@ def diagnose(bundle):
         "unmeasured": unmeasured,
         "network": {"state": net["state"], "summary": net["summary"], "probe_share": _round(net["probe_share"]),
                     "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
+        "cpu": cpu["hosts"],
         "verdict": verdict,
         "tuning_headroom_factor": headroom,
         "evidence": evidence.items,

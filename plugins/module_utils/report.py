@@ -105,8 +105,23 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
     no_idle = [summary.get("packets_without_idle_thread") for summary in servers.values()
                if summary.get("packets_without_idle_thread") is not None]
 
+    network = diagnosis.get("network") or {}
+    utilisation = [row.get("utilisation_during") for row in network.get("links") or [] if row.get("utilisation_during") is not None]
+    cpu = diagnosis.get("cpu") or {}
+
+    def busiest(side):
+        values = [row["busy"] for row in cpu.values() if row.get("side") == side and row.get("busy") is not None]
+        return max(values) if values else None
+
     metrics = {
         "label": label or context.get("label"),
+        "network_state": network.get("state"),
+        "network_summary": network.get("summary") or "links: unmeasured (no link evidence in this bundle)",
+        "link_utilisation_max": max(utilisation) if utilisation else None,
+        "probe_share": network.get("probe_share"),
+        "server_cpu_busy": busiest("server"),
+        "client_cpu_busy": busiest("client"),
+        "unmeasured": diagnosis.get("unmeasured") or [],
         "mount_point": context.get("mount_point"),
         "target_bytes_per_second": target_bps,
         "achieved_bytes_per_second": achieved,
@@ -176,6 +191,10 @@ COMPARISON = (
     ("server_threads", "server threads", "", None),
     ("sockets_enqueued", "sockets-enqueued", "", None),
     ("packets_without_idle_thread", "packets without idle thread", "share", "lower"),
+    ("link_utilisation_max", "busiest NFS link, share of nominal", "share", None),
+    ("probe_share", "NFS / TCP capacity of the path (probe)", "share", None),
+    ("server_cpu_busy", "server CPU busy during the checkpoint", "share", None),
+    ("client_cpu_busy", "client CPU busy during the checkpoint", "share", None),
 )
 
 
@@ -227,6 +246,9 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
     lines = ["# Checkpoint validation: %s" % (metrics.get("label") or "run"), ""]
     if metrics.get("summary"):
         lines += ["**%s**" % metrics["summary"], ""]
+    summary = metrics.get("network_summary")
+    if summary:
+        lines += ["**%s%s.**" % (summary[0].upper(), summary[1:]), ""]
     lines += _table(["metric", "value"], [
         ["verdict", metrics.get("verdict")],
         ["limiting layer", metrics.get("limiting_layer")],
@@ -242,6 +264,11 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
         ["D-state peak (tasks)", metrics.get("dstate_peak")],
         ["server threads", metrics.get("server_threads")],
         ["sockets-enqueued", metrics.get("sockets_enqueued")],
+        ["busiest NFS link (share of nominal)", metrics.get("link_utilisation_max")],
+        ["NFS / TCP capacity of the path (probe)", metrics.get("probe_share")],
+        ["CPU busy during the checkpoint, server / client", "%s / %s" % (
+            _fmt(metrics.get("server_cpu_busy")), _fmt(metrics.get("client_cpu_busy")))],
+        ["unmeasured", metrics.get("unmeasured")],
     ])
     ops = metrics.get("ops") or {}
     if ops:
