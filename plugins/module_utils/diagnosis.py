@@ -534,6 +534,12 @@ def diagnose(bundle):
                              "the links are measured far from full, so the server is slow to take requests" if net["state"] == "clear"
                              else "the links are not (fully) measured - %s" % net["summary"]))
     cpu = _cpu_layers(evidence, client_files, servers, checkpoint_seconds)
+    # Connections re-made inside the window: nfsd dropped them (over max_connections, see
+    # docs/tuning-modules.md) or the path reset them; either way requests were retransmitted.
+    reconnects = sum(client["delta"]["rpc"]["connect_count"] or 0 for client in clients)
+    churn = evidence.add(None, "transport reconnects during the window (xprt connect_count)", reconnects, "0", reconnects > 0,
+                         "per client: %s" % ", ".join("%s %s" % (client["host"], client["delta"]["rpc"]["connect_count"])
+                                                      for client in clients))
 
     # ---- client RPC slots
     queue_dominates = write["ops"] > 0 and write["avg_queue_ms"] >= QUEUE_MS_FLOOR and \
@@ -699,6 +705,7 @@ def diagnose(bundle):
         "nfs_versions": versions, "sessions": sessions, "slot_cap": slot_cap, "tiny_cap": tiny_cap,
         "write": write, "idle_rtt_ms": idle_rtt, "no_idle_thread_share": no_idle,
         "servers": servers, "clients": clients, "layout": layout, "send_backed_up": send_backed_up, "network": net,
+        "reconnects": reconnects if churn else 0,
         "shared_file": shared_file, "lock_waits": lock_waits,
     }
     recommendations = _recommendations(limiting, contributing, verdict, facts)
@@ -857,6 +864,12 @@ def _recommendations(limiting, contributing, verdict, facts):
         recs.append({"layer": "client_cpu", "setting": "client CPUs", "value": None,
                      "how": "leave CPU to the checkpoint: fewer concurrent writers per node, or checkpoint asynchronously",
                      "reason": "the clients had no idle CPU during the checkpoint (the ranks' copies, RPC work and softirq share it)"})
+    if facts["reconnects"]:
+        recs.append({"layer": "server_threads", "setting": "nfsd max_connections", "value": None,
+                     "how": "ckptio.nfs.nfsd_threads max_connections (server_tuning computes clients x nconnect), and check the "
+                            "server log for 'too many open connections'",
+                     "reason": "%d transport reconnect(s) during the checkpoint: nfsd drops the oldest connection above its limit "
+                               "(0 = (threads + 3) x 20), and every reconnect retransmits the requests in flight" % facts["reconnects"]})
     if facts["network"]["state"] in ("unmeasured", "partial") and verdict != "meets_target":
         recs.append({"layer": "network", "setting": "measure the network", "value": None,
                      "how": "run playbooks/validate-checkpoint.yml with -e canary_validation_probe=true (iperf3 over the NFS path, "

@@ -276,3 +276,16 @@ def test_starved_threads_outrank_an_inferred_network():
     result = diagnose(bundle)
     assert result["limiting_layer"] == "server_threads" and result["verdict"] == "tune"
     assert "network" not in result["contributing"] and "network" in result["unmeasured"]
+
+
+def test_reconnects_in_the_window_are_flagged_with_the_connection_limit():
+    bundle = load("seed_like_baseline")
+    files = bundle["clients"]["nfs2"]
+    assert "xprt:\ttcp 0 0 2 0 1 4527 " in files["mountstats_after"]
+    files["mountstats_after"] = files["mountstats_after"].replace("xprt:\ttcp 0 0 2 0 1 4527 ", "xprt:\ttcp 0 0 5 0 1 4527 ")
+    result = diagnose(bundle)
+    churn = [item for item in result["evidence"] if item["signal"].startswith("transport reconnects")][0]
+    assert churn["crossed"] is True and churn["value"] == 3
+    rec = [rec for rec in result["recommendations"] if rec["setting"] == "nfsd max_connections"][0]
+    assert "3 transport reconnect(s)" in rec["reason"]
+    assert not [rec for rec in diagnose(load("seed_like_baseline"))["recommendations"] if rec["setting"] == "nfsd max_connections"]
