@@ -17,6 +17,13 @@ description:
   - Writes C(DIR/diagnosis.json) and C(DIR/diagnosis.md) (unless O(write=false)); reports C(changed) only when their
     content changes, so a second run is idempotent.
   - Runs where the bundle is, normally the controller (a play with C(hosts) set to C(localhost)).
+  - A client whose mountstats pair is not usable (a sample cut short, a counter that went backwards while C(age)
+    rose, a mount missing from the before sample or remounted) is left out of every figure and named in
+    RV(diagnosis.excluded_clients) and in the evidence (C(capture problem on HOST)); when no usable client is left the
+    module fails naming each host and its problems.
+  - Bundle files are read as bytes; lines the parsers do not know are skipped, never fatal. A byte that is not UTF-8
+    (a mount point or host directory such as C(caf\xe9)) is shown in the results and in C(diagnosis.json) as a
+    backslash and three octal digits (C(caf\351)), as the kernel escapes paths.
 author:
   - ckptio.nfs contributors (@ckptio)
 requirements:
@@ -96,6 +103,11 @@ diagnosis:
     summary:
       description: One line verdict.
       type: str
+    excluded_clients:
+      description: Clients left out of every figure because their capture is not usable, each C({host, mount_point,
+        device, problems, problem_details}); C(problems) holds C(truncated), C(reset) and/or C(new_mount).
+      type: list
+      elements: dict
   sample: {"verdict": "tune", "limiting_layer": "client_rpc_slots", "gap_factor": 2.68}
 files:
   description: The files written (or that would be written in check mode); empty when nothing is written.
@@ -112,6 +124,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, diagnose, render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe, show_undecodable
 
 try:
     import yaml
@@ -125,9 +138,21 @@ CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
 SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
 
 
+def read_bundle_file(path):
+    """A bundle file's text, every byte kept (surrogateescape), or None when it cannot be read.
+
+    Captures are copies of /proc files: bytes, not UTF-8 text (a mount point elsewhere on the
+    host, binary garbage from a broken copy). Text-mode reading failed on the first such byte.
+    """
+    try:
+        return atomic_file.read_text(path)
+    except OSError:
+        return None
+
+
 def load_bundle(directory):
     """The bundle directory as the in-memory dict diagnosis.diagnose() takes."""
-    context_text = atomic_file.read_optional(os.path.join(directory, "context.yml"))
+    context_text = read_bundle_file(os.path.join(directory, "context.yml"))
     if context_text is None:
         raise BundleError("%s/context.yml is missing" % directory)
     try:
@@ -144,7 +169,7 @@ def load_bundle(directory):
                 continue
             files = {}
             for name in names:
-                text = atomic_file.read_optional(os.path.join(root, host, name + ".txt"))
+                text = read_bundle_file(os.path.join(root, host, name + ".txt"))
                 if text is not None:
                     files[name] = text
             bundle[kind][host] = files
@@ -152,7 +177,7 @@ def load_bundle(directory):
 
 
 def _write_if_changed(module, path, content):
-    if atomic_file.read_optional(path) == content:
+    if read_bundle_file(path) == content:
         return False
     if not module.check_mode:
         atomic_file.write_file(module, path, content)
@@ -179,9 +204,10 @@ def main():
         module.warn("%s is read-only (no write bit): diagnosis files not written; set output_dir" % output_dir)
         write = False
     try:
-        result = diagnose(load_bundle(directory))
+        # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
+        result = json_safe(diagnose(load_bundle(directory)))
     except BundleError as exc:
-        module.fail_json(msg="bundle %s: %s" % (directory, exc))
+        module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
 
     json_text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     markdown = render_markdown(result)
@@ -190,7 +216,7 @@ def main():
     changed = False
     diff = []
     if write:
-        old_markdown = atomic_file.read_optional(md_path)
+        old_markdown = read_bundle_file(md_path)
         changed = _write_if_changed(module, json_path, json_text)
         changed = _write_if_changed(module, md_path, markdown) or changed
         if module._diff and changed:

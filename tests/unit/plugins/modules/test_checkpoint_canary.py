@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import time
@@ -101,6 +102,19 @@ def test_nfs_mount_is_accepted_without_allow_local(tmp_path, target, monkeypatch
     monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
     result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
     assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv"}
+
+
+def test_nfs_path_is_accepted_with_a_non_utf8_mount_point_elsewhere(tmp_path, target, monkeypatch):
+    # Another mount of the host at /data/caf\xe9 (byte 0xE9): mountinfo is bytes, not UTF-8 text.
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_bytes(b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                          b"31 22 8:17 / /data/caf\xe9 rw - ext4 /dev/sdb1 rw\n"
+                          b"40 22 0:50 / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
+    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+    result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
+    # The export's name is shown with the kernel's octal escape: results must be valid UTF-8.
+    assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv/caf\\351"}
+    json.dumps(result, ensure_ascii=False).encode("utf-8")
 
 
 def test_check_mode_writes_nothing(tmp_path, target):
