@@ -139,8 +139,8 @@ workdir:
   sample: /mnt/checkpoints/ckptio-canary-node01-4711-1a2b3c4d
 mount:
   description:
-    - The mount holding O(path), from C(/proc/self/mountinfo) (read as bytes: other mounts of the host whose names are
-      not UTF-8 do not matter).
+    - The mount holding O(path), from C(/proc/self/mountinfo), which is read as bytes, so other mounts of the host
+      whose names are not UTF-8 do not matter.
     - A byte of its source or mount point that is not UTF-8 is shown as a backslash and three octal digits (C(\351)).
   returned: always
   type: dict

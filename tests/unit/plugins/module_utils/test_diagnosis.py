@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, checkpoint_capacity, diagnose, render_markdown
-from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, sample_path
 
 CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
 SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
@@ -172,8 +172,7 @@ def test_markdown_shows_verdict_evidence_and_recommendations():
 
 def read_broken(name):
     """A broken capture (tests/fixtures/samples/broken/NOTES.txt), decoded as the modules read files."""
-    with open(sample_path("broken", name), "rb") as handle:
-        return handle.read().decode("utf-8", "surrogateescape")
+    return broken_capture(name).decode("utf-8", "surrogateescape")
 
 
 def with_second_client(bundle, **files):

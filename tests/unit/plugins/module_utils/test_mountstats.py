@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import iter_mountstats, parse_mountstats
-from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample, sample_path
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample
 
 NCONNECT4 = "mountstats-v41-nconnect4-after-2GiB-write.txt"
 SEED_AFTER = ("bundles", "seed_like_baseline", "clients", "nfs2", "mountstats_after.txt")
@@ -134,8 +134,7 @@ def test_nfs4_without_vers_and_minorversion():
 
 def read_broken(name):
     """A broken capture (tests/fixtures/samples/broken/NOTES.txt), bytes decoded as the modules read /proc."""
-    with open(sample_path("broken", name), "rb") as handle:
-        return handle.read().decode("utf-8", "surrogateescape")
+    return broken_capture(name).decode("utf-8", "surrogateescape")
 
 
 def test_blanks_inside_opts_are_dropped_like_nfs_utils():
@@ -177,7 +176,7 @@ def test_blocks_that_end_early_are_truncated():
 
 
 def test_non_utf8_mount_points_and_binary_garbage_do_not_stop_the_parser():
-    text = read_broken("mountstats_non_utf8_mount_points.txt")
+    text = read_broken("mountstats_non_utf8_mount_points.escaped.txt")
     mounts = parse_mountstats(text)
     assert [mount["mount_point"] for mount in mounts] == ["/mnt/nfs", "/data/caf\udce9"]
     assert mounts[1]["device"] == "10.0.0.1:/srv/caf\udce9" and mounts[1]["ops"]["WRITE"]["ops"] == 2048

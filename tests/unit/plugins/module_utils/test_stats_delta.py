@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import parse_nfsd_stats, parse_pool_stats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
-from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample, sample_path
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample, sample_path
 
 SEED = ("bundles", "seed_like_baseline")
 PERRANK = ("bundles", "shared_vs_perrank_5b_per_rank")
@@ -167,8 +167,7 @@ def test_mounts_in_a_different_order_and_vanished_mounts_still_match():
 
 def read_broken(name):
     """A broken capture (tests/fixtures/samples/broken/NOTES.txt), decoded as the modules read /proc."""
-    with open(sample_path("broken", name), "rb") as handle:
-        return handle.read().decode("utf-8", "surrogateescape")
+    return broken_capture(name).decode("utf-8", "surrogateescape")
 
 
 def negative_numbers(value, path="delta"):

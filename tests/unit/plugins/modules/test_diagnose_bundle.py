@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle
-from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, sample_path, tree_checksums
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, fail_module, run_module, sample_path, tree_checksums
 
 
 def copy_bundle(name, tmp_path):
@@ -100,8 +100,9 @@ def test_binary_garbage_in_the_bundle_does_not_crash(tmp_path):
                             b"device proc mounted on /proc with fstype proc\n" + GARBAGE + b"device /dev/vdb mounted on /data/caf\xe9 with fstype ext4\n")
         with open(os.path.join(client, name), "wb") as handle:
             handle.write(text)
-    shutil.copy(sample_path("broken", "nfsd_after_with_binary_garbage.txt"), os.path.join(server, "nfsd_after.txt"))
-    shutil.copy(sample_path("broken", "pool_stats_after_with_binary_garbage.txt"), os.path.join(server, "pool_stats_after.txt"))
+    for name in ("nfsd_after", "pool_stats_after"):
+        with open(os.path.join(server, name + ".txt"), "wb") as handle:
+            handle.write(broken_capture(name + "_with_binary_garbage.escaped.txt"))
     append_bytes(os.path.join(server, "threads.txt"), GARBAGE)
     # A second client whose directory name is not UTF-8.
     shutil.copytree(client.encode(), os.path.join(bundle.encode(), b"clients", b"caf\xe9"))

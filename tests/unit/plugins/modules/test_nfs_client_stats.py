@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfs_client_stats
-from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, sample_path, tree_checksums
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, fail_module, read_sample, run_module, sample_path, tree_checksums
 
 NCONNECT4 = "mountstats-v41-nconnect4-after-2GiB-write.txt"
 
@@ -92,7 +92,8 @@ def strict_json(result):
 
 def test_non_utf8_mount_points_elsewhere_do_not_crash_and_are_shown_escaped(fake_host):
     # A real /proc/self/mountstats line for /data/caf\xe9 (byte 0xE9, not UTF-8): mount points are bytes.
-    shutil.copy(sample_path("broken", "mountstats_non_utf8_mount_points.txt"), str(fake_host / "proc" / "self" / "mountstats"))
+    with open(str(fake_host / "proc" / "self" / "mountstats"), "wb") as handle:
+        handle.write(broken_capture("mountstats_non_utf8_mount_points.escaped.txt"))
     # A task whose name (comm, field 2 of stat) is not UTF-8 either.
     os.makedirs(str(fake_host / "proc" / "104"))
     with open(str(fake_host / "proc" / "104" / "stat"), "wb") as handle:

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_stats
-from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample, run_module, sample_path, tree_checksums
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample, run_module, tree_checksums
 
 SERVER = ("bundles", "seed_like_baseline", "servers", "nfs1")
 
@@ -48,9 +47,11 @@ def test_host_without_nfsd(tmp_path, monkeypatch):
 
 def test_binary_garbage_does_not_crash_and_the_result_is_valid_utf8(tmp_path, monkeypatch):
     os.makedirs(str(tmp_path / "net" / "rpc"))
-    shutil.copy(sample_path("broken", "nfsd_after_with_binary_garbage.txt"), str(tmp_path / "net" / "rpc" / "nfsd"))
+    with open(str(tmp_path / "net" / "rpc" / "nfsd"), "wb") as handle:
+        handle.write(broken_capture("nfsd_after_with_binary_garbage.escaped.txt"))
     os.makedirs(str(tmp_path / "fs" / "nfsd"))
-    shutil.copy(sample_path("broken", "pool_stats_after_with_binary_garbage.txt"), str(tmp_path / "fs" / "nfsd" / "pool_stats"))
+    with open(str(tmp_path / "fs" / "nfsd" / "pool_stats"), "wb") as handle:
+        handle.write(broken_capture("pool_stats_after_with_binary_garbage.escaped.txt"))
     with open(str(tmp_path / "fs" / "nfsd" / "threads"), "wb") as handle:
         handle.write(b"\xff\xfe\n")
     monkeypatch.setattr(nfsd_stats, "PROC_NFSD_STATS", str(tmp_path / "net" / "rpc" / "nfsd"))
