@@ -16,6 +16,8 @@ Where nfs-utils is wrong we say so and do better:
 
 from __future__ import annotations
 
+from operator import sub
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import (
     BYTE_NAMES,
     XPRT_SUMMED,
@@ -102,12 +104,13 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
         if cut:
             problems.append(("truncated", cut))
 
-    delta, went_back = _window_delta(after, before, interval_seconds)
+    delta, went_back, torn = _window_delta(after, before, interval_seconds)
+    problems.extend(("truncated", sentence) for sentence in torn)
     if went_back:
         problems.append(("reset", "%s went backwards while age rose from %s to %s: remounted or another mount's block; "
                                   "counted since mount" % (", ".join(went_back[:4]) + (" ..." if len(went_back) > 4 else ""),
                                                            before.age, after.age)))
-        delta, _went_back = _window_delta(after, None, None)
+        delta, _went_back, _torn = _window_delta(after, None, None)
     codes = [code for code in PROBLEMS if any(found == code for found, _detail in problems)]
     delta.update({
         "truncated": "truncated" in codes,
@@ -138,7 +141,7 @@ def _op_list_cut(after, before):
 
 
 def _window_delta(after, before, interval_seconds):
-    """(delta of the window, names of counters that went backwards)."""
+    """(delta of the window, names of counters that went backwards, sentences on torn op lines)."""
     if interval_seconds is None:
         if after.age is not None:
             interval_seconds = after.age - (before.age if before is not None and before.age is not None else 0)
@@ -146,14 +149,15 @@ def _window_delta(after, before, interval_seconds):
     interval = float(interval_seconds) if interval_seconds and interval_seconds > 0 else 0.0
 
     went_back = []
-    ops = _ops_delta(after, before, interval, went_back)
+    torn = []
+    ops = _ops_delta(after, before, interval, went_back, torn)
 
     after_x, before_x = _xprt_columns_pair(after, before)
     rpc = _summed_xprt_delta(after_x["columns"], before_x["columns"] if before_x else None)
     went_back.extend("xprt %s" % name for name in XPRT_SUMMED if rpc[name] < 0)
     max_slots = _present(after_x["columns"].get("max_slots", ()))
     per_transport_backlog = _per_transport_backlog(after_x, before_x)
-    if any(value < 0 for value in per_transport_backlog):
+    if per_transport_backlog and min(per_transport_backlog) < 0:
         went_back.append("xprt bklog_u or sends of one transport")
     rpc.update({
         "transports": len(after_x["protocols"]),
@@ -197,12 +201,12 @@ def _window_delta(after, before, interval_seconds):
         "read_mb_per_second": _ratio(read_bytes / MB, interval),
         "rpc": rpc,
         "ops": ops,
-    }, went_back
+    }, went_back, torn
 
 
-def _ops_delta(after, before, interval, went_back):
+def _ops_delta(after, before, interval, went_back, torn):
     """Per-op deltas of the ops whose line changed; names of ops whose counters went back are
-    appended to went_back.
+    appended to went_back, sentences on lines with too few counters to torn.
 
     Same kernel, same op order: the two op sections are compared line by line and only the
     lines that differ are converted. Identical sections mean no op moved at all.
@@ -233,6 +237,8 @@ def _ops_delta(after, before, interval, went_back):
         except ValueError:
             new_values = parse_op_values(new_text)
         if len(new_values) < 8:
+            # A line torn in the middle of the section (the parser reads only the last line).
+            torn.append("after sample: the %s line has %d counters" % (name, len(new_values)))
             continue
         if old_text is None:
             old_values = _ZERO_OP[:len(new_values)]
@@ -242,8 +248,10 @@ def _ops_delta(after, before, interval, went_back):
             except ValueError:
                 old_values = parse_op_values(old_text)
         if len(old_values) < 8:
-            old_values = _ZERO_OP[:len(new_values)]
-        if any(new < old for new, old in zip(new_values, old_values)):
+            torn.append("before sample: the %s line has %d counters" % (name, len(old_values)))
+            continue
+        # One pass in C over the pair: any counter below its before value.
+        if min(map(sub, new_values, old_values)) < 0:
             went_back.append(name)
         ops[name] = _op_delta(new_values, old_values, interval)
     return ops
@@ -370,11 +378,28 @@ def iter_mountstats_delta(after_lines, before_lines=None, interval_seconds=None,
 
 
 def _pairing_key(mount, seen):
-    """(mount point, device, fstype, NFS version, proto, n): the n-th block with those five so far."""
-    identity = (mount.mount_point, mount.device, mount.fstype, mount.nfs_version, mount.opts.get("proto"))
+    """(mount point, device, fstype, vers, proto, n): the n-th block with those five so far."""
+    opts_text = mount.opts_text
+    identity = (mount.mount_point, mount.device, mount.fstype, _option_text(opts_text, "vers"), _option_text(opts_text, "proto"))
     position = seen.get(identity, 0)
     seen[identity] = position + 1
     return identity + (position,)
+
+
+def _option_text(opts_text, name):
+    """The value of one option in an opts: line, found without splitting the whole line (every
+    before block is keyed, most are never paired with anything that needs its options)."""
+    key = name + "="
+    text = opts_text.lstrip()
+    if text.startswith(key):
+        start = len(key)
+    else:
+        found = text.find("," + key)
+        if found < 0:
+            return None
+        start = found + 1 + len(key)
+    end = text.find(",", start)
+    return text[start:end if end >= 0 else len(text)].strip()
 
 
 def mountstats_delta(after_lines, before_lines=None, interval_seconds=None, mount_points=None):

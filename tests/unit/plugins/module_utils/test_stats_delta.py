@@ -266,3 +266,10 @@ def test_no_delta_of_a_broken_capture_has_a_negative_number(after_name, before_n
     for delta in mountstats_delta(read_broken(after_name), before):
         assert negative_numbers(delta) == []
         assert delta["usable"] is not any(delta[name] for name in ("truncated", "reset", "new_mount"))
+
+
+def test_op_line_torn_in_the_middle_of_the_section_is_truncated():
+    after = SEED_AFTER.replace("COMMIT: 11 11 0 1980 1144 7733 529 8265 0", "COMMIT: 11 11 0 1980")
+    delta = mountstats_delta(after, SEED_BEFORE)[0]
+    assert delta["truncated"] is True and delta["usable"] is False
+    assert delta["problem_details"] == ["after sample: the COMMIT line has 4 counters"]
