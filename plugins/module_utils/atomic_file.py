@@ -38,15 +38,20 @@ def read_text(path):
 
 
 def read_optional(path):
-    """File text (text mode, locale encoding), or None on any OSError: missing, unreadable, vanished.
+    """File text with every byte kept (surrogateescape), or None on any OSError: missing, unreadable, vanished.
 
     For /proc and /sys files and optional inputs where an absent value is reported, not fatal.
+    /proc text is bytes, not UTF-8 (a mount point named caf\xe9, garbage in a broken copy): a
+    text-mode read failed on the first such byte. Results shown to Ansible go through
+    proc_text.json_safe / show_undecodable.
     """
     try:
-        with open(path) as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "surrogateescape")
     except OSError:
         return None
+    # Universal newlines, as the text-mode readers before (a CRLF copy of a /proc file).
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _backup(module, path, backup):

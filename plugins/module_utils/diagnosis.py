@@ -168,16 +168,51 @@ def _int_setting(settings, name):
 
 
 def _client_view(host, files, mount_point):
+    """(view, None) for the host's mount on mount_point, or (None, excluded) when its capture is
+    not usable (stats_delta decides: truncated, reset or new_mount)."""
     for name in ("mountstats_before", "mountstats_after"):
         if not files.get(name):
             raise BundleError("clients/%s/%s.txt is missing or empty" % (host, name))
-    deltas = mountstats_delta(files["mountstats_after"].splitlines(), files["mountstats_before"].splitlines(),
-                              mount_points=[mount_point] if mount_point else None)
+    # The text itself, not its lines: a last line cut without its newline stays visible.
+    deltas = mountstats_delta(files["mountstats_after"], files["mountstats_before"], mount_points=[mount_point] if mount_point else None)
     if not deltas:
         raise BundleError("clients/%s: no NFS mount on %s in mountstats_after.txt" % (host, mount_point))
-    delta = deltas[0]
+    # The kernel lists mounts in mount order: with several blocks on the path (the same export
+    # mounted twice), the last is the mount on top, the one the checkpoint path resolves to.
+    delta = deltas[-1]
+    if not delta["usable"]:
+        return None, {"host": host, "mount_point": delta["mount_point"], "device": delta["device"],
+                      "problems": delta["problems"], "problem_details": delta["problem_details"]}
     dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
-    return {"host": host, "delta": delta, "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}
+    return {"host": host, "delta": delta, "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}, None
+
+
+def _capture_problem_text(excluded):
+    return "%s %s (%s): %s" % (excluded["host"], excluded["mount_point"], ", ".join(excluded["problems"]),
+                               "; ".join(excluded["problem_details"]))
+
+
+def _client_views(client_files, mount_point):
+    """(usable client views, excluded clients); BundleError when no client is usable."""
+    clients = []
+    excluded = []
+    for host in sorted(client_files):
+        view, problem = _client_view(host, client_files[host], mount_point)
+        if problem is None:
+            clients.append(view)
+        else:
+            excluded.append(problem)
+    if not clients:
+        raise BundleError("no usable client capture, every client's mountstats is broken: %s"
+                          % "; ".join(_capture_problem_text(problem) for problem in excluded))
+    return clients, excluded
+
+
+def _add_capture_problems(evidence, excluded):
+    """Each excluded client is named in the evidence: its figures are in no other row."""
+    for problem in excluded:
+        evidence.add(None, "capture problem on %s" % problem["host"], ", ".join(problem["problems"]), "a usable before/after pair", True,
+                     "excluded from every figure: %s" % _capture_problem_text(problem))
 
 
 def _sample(value):
@@ -477,7 +512,7 @@ def diagnose(bundle):
     client_files = bundle.get("clients") or {}
     if not client_files:
         raise BundleError("the bundle has no clients/<host>/ directory")
-    clients = [_client_view(host, client_files[host], mount_point) for host in sorted(client_files)]
+    clients, excluded_clients = _client_views(client_files, mount_point)
     servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
 
     network = context.get("network") or {}
@@ -500,6 +535,11 @@ def diagnose(bundle):
     gap = target_bps / achieved if achieved > 0 else None
 
     evidence = _Evidence()
+    _add_capture_problems(evidence, excluded_clients)
+    for problem in bundle.get("problems") or []:
+        evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
+    # Host evidence only from the clients whose statistics are usable (the same set as every figure).
+    client_files = dict((client["host"], client_files[client["host"]]) for client in clients)
     write = _sum_op(clients, ("WRITE",))
     commit = _sum_op(clients, ("COMMIT",))
     metadata = _sum_op(clients, METADATA_OPS)
@@ -730,6 +770,7 @@ def diagnose(bundle):
         "capacity": capacity,
         "summary": _summary_line(verdict, limiting, contributing, achieved, target_bps, gap, unmeasured),
         "clients": dict((client["host"], _client_summary(client)) for client in clients),
+        "excluded_clients": excluded_clients,
         "servers": dict((server["host"], _server_summary(server)) for server in servers),
     }
 

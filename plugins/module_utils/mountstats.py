@@ -69,7 +69,7 @@ class MountStats:
     mostly compares text, and only converts the numbers that moved."""
 
     __slots__ = ("device", "mount_point", "fstype", "statvers", "age", "rpc_version", "program", "other",
-                 "opts_text", "events_text", "bytes_text", "xprt_lines", "ops_text",
+                 "opts_text", "events_text", "bytes_text", "xprt_lines", "ops_text", "truncated",
                  "_opts", "_events", "_bytes", "_xprts", "_op_lines", "_ops")
 
     def __init__(self, device, mount_point, fstype, statvers):
@@ -89,6 +89,8 @@ class MountStats:
         self.xprt_lines = []
         # Everything after the "per-op statistics" line.
         self.ops_text = ""
+        # Why the block lacks what the kernel always prints (a capture cut short), or None.
+        self.truncated = None
         self._opts = self._events = self._bytes = self._xprts = self._op_lines = self._ops = None
 
     @property
@@ -98,7 +100,9 @@ class MountStats:
     @property
     def opts(self):
         if self._opts is None:
-            self._opts = split_options(self.opts_text.strip())
+            # nfs-utils' mountstats joins the line's words before splitting on commas: a blank
+            # after a comma ("acregmax=60, acdirmin=30") must not make a key " acdirmin".
+            self._opts = split_options("".join(self.opts_text.split()))
         return self._opts
 
     @property
@@ -185,6 +189,7 @@ class MountStats:
             "xprt_totals": self.xprt_totals(),
             "ops": dict((name, op_values_as_dict(values)) for name, values in self.ops.items()),
             "other": dict(self.other),
+            "truncated": self.truncated,
         }
 
 
@@ -437,6 +442,52 @@ def _joined_line_chunks(lines_iterator):
 
 
 def _parse_block(block, nfs_only):
+    mount = _parse_block_lines(block, nfs_only)
+    if mount is not None and mount.is_nfs:
+        mount.truncated = truncation(mount, "per-op statistics" in block)
+    return mount
+
+
+def expected_op_fields(rpc_version):
+    """Counters on every per-op line: 8 in RPC iostats 1.0, 9 (with errors) from 1.1 on."""
+    return 8 if rpc_version == "1.0" else 9
+
+
+def truncation(mount, has_ops_marker):
+    """Why an NFS mount block lacks lines the kernel always prints, or None when it is whole.
+
+    For an NFS mount nfs_show_stats() (fs/nfs/super.c) always prints opts:, age:, events:,
+    bytes:, then rpc_clnt_show_stats() (net/sunrpc/stats.c) the RPC iostats line, the xprt
+    lines, "per-op statistics" and one line per procedure of the version, each with every
+    counter of its iostats version, ending in a newline. A capture cut short (a copy that
+    stopped, a full disk) loses the end of that: the cut is in the last op line there is, so
+    only that line is read here (the whole section would cost a split per block; see
+    tests/bench/bench_mountstats.py). A line cut at its end is seen by the delta, which
+    compares the two samples' op lists (stats_delta._op_list_cut).
+    """
+    if not has_ops_marker:
+        return "the block ends before its per-op statistics"
+    missing = [label for label, present in (("opts", mount.opts_text), ("age", mount.age is not None),
+                                            ("RPC iostats version", mount.rpc_version)) if not present]
+    if missing:
+        return "no %s line before the per-op statistics" % " / ".join(missing)
+    ops_text = mount.ops_text
+    body = ops_text.rstrip("\n")
+    if not body.strip():
+        return "no op line after \"per-op statistics\""
+    last_line = body[body.rfind("\n") + 1:]
+    name, sep, rest = last_line.partition(":")
+    wanted = expected_op_fields(mount.rpc_version)
+    values = parse_op_values(rest) if sep else ()
+    if len(values) < wanted:
+        return "the %s line has %d of %d counters (RPC iostats %s)" % (name.strip(), len(values), wanted, mount.rpc_version)
+    if len(body) == len(ops_text):
+        # The kernel ends every line with a newline: the last number may be cut short.
+        return "the last line has no newline (cut inside it): %r" % last_line[:60]
+    return None
+
+
+def _parse_block_lines(block, nfs_only):
     end_of_line = block.find("\n")
     if end_of_line < 0:
         end_of_line = len(block)
@@ -449,6 +500,7 @@ def _parse_block(block, nfs_only):
     else:
         head = block[end_of_line + 1:marker]
         ops_start = block.find("\n", marker)
+        # A block cut inside the marker line has a marker but no op line: "\n" keeps that visible.
         mount.ops_text = block[ops_start + 1:] if ops_start >= 0 else ""
     # The kernel prints the xprt lines last, one per transport (16 with nconnect=16): when that
     # run is intact, take it with one split instead of testing each line.

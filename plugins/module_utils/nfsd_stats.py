@@ -9,10 +9,13 @@ net/sunrpc/stats.c svc_seq_show; nfs-utils nfsstat reads the same lines):
     net packets udp tcp tcpconn | rpc calls badcalls badfmt badauth badclnt
     proc3 COUNT n0 n1 ... | proc4 COUNT ... | proc4ops COUNT n0 n1 ...  (index = op number)
 Only the first number of `th` still means anything (the thread count); the histogram after it
-has been zero since kernel 2.6.x. Unknown lines are kept by label under `other`.
+has been zero since kernel 2.6.x. Unknown lines are kept by label under `other`; a line that
+is not what its label says (binary garbage) yields what it holds and never stops the parse.
 """
 
 from __future__ import annotations
+
+import math
 
 # NFSv3 procedures by number (RFC 1813).
 NFS3_PROCS = (
@@ -48,15 +51,21 @@ _PROC_LINES = {"proc2": None, "proc3": NFS3_PROCS, "proc4": NFS4_PROCS, "proc4op
 
 
 def _ints(words):
+    """Leading numbers of a line; the first word that is not one ends the list."""
     values = []
     for word in words:
         try:
             values.append(int(word))
         except ValueError:
             try:
-                values.append(float(word))
+                number = float(word)
             except ValueError:
                 break
+            # float() takes "nan" and "inf", which no counter holds (and int() of them raises):
+            # a line of binary garbage must not stop the parse.
+            if not math.isfinite(number):
+                break
+            values.append(number)
     return values
 
 
@@ -125,4 +134,5 @@ def parse_single_number(text):
 
 def parse_pool_threads(text):
     """/proc/fs/nfsd/pool_threads: one number per pool."""
-    return [int(word) for word in (text or "").split() if word.isdigit()]
+    # isdecimal, not isdigit: int() refuses the superscript digits isdigit() accepts.
+    return [int(word) for word in (text or "").split() if word.isdecimal()]

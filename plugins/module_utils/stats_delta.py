@@ -16,6 +16,8 @@ Where nfs-utils is wrong we say so and do better:
 
 from __future__ import annotations
 
+from operator import sub
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import (
     BYTE_NAMES,
     XPRT_SUMMED,
@@ -34,7 +36,10 @@ def _ratio(numerator, denominator):
 
 def _op_delta(after, before, interval):
     d_ops = after[0] - before[0]
-    d_trans = after[1] - before[1]
+    # Transmissions are counted with the op when it completes (net/sunrpc/stats.c
+    # rpc_count_iostats_metrics), but kernels before max(rq_ntrans, 1) add 0 for an op that never
+    # went out: trans - ops can be below 0 there, which is no retransmission.
+    d_retrans = max(0, after[1] - before[1] - d_ops)
     d_sent = after[3] - before[3]
     d_recv = after[4] - before[4]
     errors = after[8] - before[8] if len(after) > 8 and len(before) > 8 else None
@@ -42,8 +47,8 @@ def _op_delta(after, before, interval):
     return {
         "ops": d_ops,
         "ops_per_second": float(d_ops) / interval if interval else 0.0,
-        "retrans": d_trans - d_ops,
-        "retrans_percent": float((d_trans - d_ops) * 100) / d_ops if d_ops else 0.0,
+        "retrans": d_retrans,
+        "retrans_percent": float(d_retrans * 100) / d_ops if d_ops else 0.0,
         "timeouts": after[2] - before[2],
         "errors": errors,
         "bytes_sent": d_sent,
@@ -61,28 +66,99 @@ def _op_delta(after, before, interval):
 
 _ZERO_OP = (0, 0, 0, 0, 0, 0, 0, 0, 0)
 
+# Capture problems, in the order they are reported. A delta with any of them is not `usable`:
+# its figures do not describe the window between the two samples.
+PROBLEMS = ("truncated", "reset", "new_mount")
 
-def mount_delta(after, before=None, interval_seconds=None):
+
+def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
     """Delta of one mount (MountStats objects); before=None means "since mount".
 
-    The interval is d(age) (what nfs-utils uses) unless the caller measured one. When age went
-    backwards the mount was remounted between samples: like nfs-utils we then report the
-    after counters alone, and flag `reset`.
+    The interval is d(age) (what nfs-utils uses) unless the caller measured one.
+    before_sampled says a before sample was taken (default: before is not None): with no block
+    for this mount in it, the mount is new. Problems of the capture are decided here, once:
+      truncated  a sample lacks lines the kernel always prints (mountstats.truncation()), or the
+                 two samples' op lists differ (same kernel, same list: one was cut at a line end);
+      new_mount  no before block, or age went backwards (remounted between the samples);
+      reset      a counter went backwards while age rose (remounted, or another mount's block).
+    For new_mount and reset the figures count from the mount (the after counters alone over its
+    age), as nfs-utils does for a remount and pool_stats_delta() for an nfsd restart, so no
+    number in a delta is ever below 0. `usable` is false when any problem was found; the
+    `problems` codes and `problem_details` sentences say which and why.
     """
-    reset = before is not None and before.age is not None and after.age is not None and before.age > after.age
-    if reset:
+    if before_sampled is None:
+        before_sampled = before is not None
+    problems = []
+    for sample, mount in (("after", after), ("before", before)):
+        if mount is not None and mount.truncated:
+            problems.append(("truncated", "%s sample: %s" % (sample, mount.truncated)))
+    if before is None and before_sampled:
+        problems.append(("new_mount", "no block for this mount in the before sample (mounted during the window, "
+                                      "or the before file is cut short)"))
+    elif before is not None and before.age is not None and after.age is not None and before.age > after.age:
+        problems.append(("new_mount", "age went back from %d to %d: remounted between the samples; counted since that mount"
+                                      % (before.age, after.age)))
         before = None
+    if before is not None and not problems:
+        cut = _op_list_cut(after, before)
+        if cut:
+            problems.append(("truncated", cut))
+
+    delta, went_back, torn = _window_delta(after, before, interval_seconds)
+    problems.extend(("truncated", sentence) for sentence in torn)
+    if went_back:
+        problems.append(("reset", "%s went backwards while age rose from %s to %s: remounted or another mount's block; "
+                                  "counted since mount" % (", ".join(went_back[:4]) + (" ..." if len(went_back) > 4 else ""),
+                                                           before.age, after.age)))
+        delta, _went_back, _torn = _window_delta(after, None, None)
+    codes = [code for code in PROBLEMS if any(found == code for found, _detail in problems)]
+    delta.update({
+        "truncated": "truncated" in codes,
+        "reset": "reset" in codes,
+        "new_mount": "new_mount" in codes,
+        "usable": not codes,
+        "problems": codes,
+        "problem_details": [detail for _code, detail in problems],
+    })
+    return delta
+
+
+def _op_list_cut(after, before):
+    """A sentence when the two samples' op lists differ (one cut at a line end), else None.
+
+    Comparing line counts first keeps the usual case (same kernel, same list) to two counts.
+    """
+    if after.ops_text.count("\n") == before.ops_text.count("\n"):
+        return None
+    for sample, cut, whole in (("after", after.op_lines, before.op_lines), ("before", before.op_lines, after.op_lines)):
+        # In the other sample's (the kernel's) order: the first name missing is where the cut is.
+        missing = [name for name in whole if name not in cut]
+        if missing:
+            return "%s sample: no %s line%s (the other sample has %s): cut at a line end" % (
+                sample, ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else ""), "s" if len(missing) > 1 else "",
+                "them" if len(missing) > 1 else "it")
+    return None
+
+
+def _window_delta(after, before, interval_seconds):
+    """(delta of the window, names of counters that went backwards, sentences on torn op lines)."""
     if interval_seconds is None:
         if after.age is not None:
             interval_seconds = after.age - (before.age if before is not None and before.age is not None else 0)
         interval_seconds = interval_seconds or 0
     interval = float(interval_seconds) if interval_seconds and interval_seconds > 0 else 0.0
 
-    ops = _ops_delta(after, before, interval)
+    went_back = []
+    torn = []
+    ops = _ops_delta(after, before, interval, went_back, torn)
 
     after_x, before_x = _xprt_columns_pair(after, before)
     rpc = _summed_xprt_delta(after_x["columns"], before_x["columns"] if before_x else None)
+    went_back.extend("xprt %s" % name for name in XPRT_SUMMED if rpc[name] < 0)
     max_slots = _present(after_x["columns"].get("max_slots", ()))
+    per_transport_backlog = _per_transport_backlog(after_x, before_x)
+    if per_transport_backlog and min(per_transport_backlog) < 0:
+        went_back.append("xprt bklog_u or sends of one transport")
     rpc.update({
         "transports": len(after_x["protocols"]),
         "protocols": sorted(set(after_x["protocols"])),
@@ -96,13 +172,14 @@ def mount_delta(after, before=None, interval_seconds=None):
         "sending_per_send": _ratio(rpc["sending_u"], rpc["sends"]),
         "pending_per_send": _ratio(rpc["pending_u"], rpc["sends"]),
         "sends_per_second": _ratio(rpc["sends"], interval),
-        "backlog_per_send_per_transport": _per_transport_backlog(after_x, before_x),
+        "backlog_per_send_per_transport": per_transport_backlog,
     })
 
     # Properties parse on first use; bind them once rather than per counter.
     after_bytes = after.bytes
     before_bytes = before.bytes if before is not None else {}
     nbytes = dict((name, after_bytes.get(name, 0) - before_bytes.get(name, 0)) for name in BYTE_NAMES if name in after_bytes)
+    went_back.extend("bytes %s" % name for name in BYTE_NAMES if nbytes.get(name, 0) < 0)
     write_bytes = nbytes.get("serverwritebytes", 0)
     read_bytes = nbytes.get("serverreadbytes", 0)
     opts = after.opts
@@ -117,7 +194,6 @@ def mount_delta(after, before=None, interval_seconds=None):
         "proto": opts.get("proto"),
         "opts": dict(opts),
         "interval_seconds": interval,
-        "reset": reset,
         "bytes": nbytes,
         "write_bytes": write_bytes,
         "read_bytes": read_bytes,
@@ -125,11 +201,12 @@ def mount_delta(after, before=None, interval_seconds=None):
         "read_mb_per_second": _ratio(read_bytes / MB, interval),
         "rpc": rpc,
         "ops": ops,
-    }
+    }, went_back, torn
 
 
-def _ops_delta(after, before, interval):
-    """Per-op deltas of the ops whose line changed.
+def _ops_delta(after, before, interval, went_back, torn):
+    """Per-op deltas of the ops whose line changed; names of ops whose counters went back are
+    appended to went_back, sentences on lines with too few counters to torn.
 
     Same kernel, same op order: the two op sections are compared line by line and only the
     lines that differ are converted. Identical sections mean no op moved at all.
@@ -160,6 +237,8 @@ def _ops_delta(after, before, interval):
         except ValueError:
             new_values = parse_op_values(new_text)
         if len(new_values) < 8:
+            # A line torn in the middle of the section (the parser reads only the last line).
+            torn.append("after sample: the %s line has %d counters" % (name, len(new_values)))
             continue
         if old_text is None:
             old_values = _ZERO_OP[:len(new_values)]
@@ -169,7 +248,11 @@ def _ops_delta(after, before, interval):
             except ValueError:
                 old_values = parse_op_values(old_text)
         if len(old_values) < 8:
-            old_values = _ZERO_OP[:len(new_values)]
+            torn.append("before sample: the %s line has %d counters" % (name, len(old_values)))
+            continue
+        # One pass in C over the pair: any counter below its before value.
+        if min(map(sub, new_values, old_values)) < 0:
+            went_back.append(name)
         ops[name] = _op_delta(new_values, old_values, interval)
     return ops
 
@@ -259,32 +342,64 @@ def _int_or_none(value):
 
 
 def iter_mountstats_delta(after_lines, before_lines=None, interval_seconds=None, mount_points=None):
-    """Yield the delta of every NFS mount of the after sample, matched by mount point and device.
+    """Yield the delta of every NFS mount of the after sample, paired with its before block.
 
     Both samples stream in step: the kernel lists mounts in mount order, so the matching before
     block is normally the next one and memory holds one mount of each file. Mounts that appear or
     vanish between the samples are parked in a dict until matched.
+
+    A block is paired by mount point, device, fstype, NFS version and transport, and by its
+    position among the blocks with those same five in its file: real files hold duplicates (the
+    same export mounted twice on one path with other versions or transports, rdma multi-mounts),
+    and pairing one with another's before block gave deltas of minus a million ops.
     """
     wanted = set(mount_points) if mount_points else None
     before_iter = iter_mountstats(before_lines) if before_lines is not None else iter(())
     parked = {}
+    after_seen = {}
+    before_seen = {}
     for mount in iter_mountstats(after_lines):
         if wanted is not None and mount.mount_point not in wanted:
             continue
-        key = (mount.mount_point, mount.device)
+        key = _pairing_key(mount, after_seen)
         old = parked.pop(key, None)
         while old is None:
             candidate = next(before_iter, None)
             if candidate is None:
                 break
-            candidate_key = (candidate.mount_point, candidate.device)
+            if wanted is not None and candidate.mount_point not in wanted:
+                continue
+            candidate_key = _pairing_key(candidate, before_seen)
             if candidate_key == key:
                 old = candidate
-            elif wanted is None or candidate.mount_point in wanted:
+            else:
                 parked[candidate_key] = candidate
-        delta = mount_delta(mount, old, interval_seconds)
-        delta["new_mount"] = before_lines is not None and old is None
-        yield delta
+        yield mount_delta(mount, old, interval_seconds, before_sampled=before_lines is not None)
+
+
+def _pairing_key(mount, seen):
+    """(mount point, device, fstype, vers, proto, n): the n-th block with those five so far."""
+    opts_text = mount.opts_text
+    identity = (mount.mount_point, mount.device, mount.fstype, _option_text(opts_text, "vers"), _option_text(opts_text, "proto"))
+    position = seen.get(identity, 0)
+    seen[identity] = position + 1
+    return identity + (position,)
+
+
+def _option_text(opts_text, name):
+    """The value of one option in an opts: line, found without splitting the whole line (every
+    before block is keyed, most are never paired with anything that needs its options)."""
+    key = name + "="
+    text = opts_text.lstrip()
+    if text.startswith(key):
+        start = len(key)
+    else:
+        found = text.find("," + key)
+        if found < 0:
+            return None
+        start = found + 1 + len(key)
+    end = text.find(",", start)
+    return text[start:end if end >= 0 else len(text)].strip()
 
 
 def mountstats_delta(after_lines, before_lines=None, interval_seconds=None, mount_points=None):

@@ -138,7 +138,10 @@ workdir:
   type: str
   sample: /mnt/checkpoints/ckptio-canary-node01-4711-1a2b3c4d
 mount:
-  description: The mount holding O(path).
+  description:
+    - The mount holding O(path), from C(/proc/self/mountinfo), which is read as bytes, so other mounts of the host
+      whose names are not UTF-8 do not matter.
+    - A byte of its source or mount point that is not UTF-8 is shown as a backslash and three octal digits (C(\351)).
   returned: always
   type: dict
   sample: {mount_point: /mnt/checkpoints, fstype: nfs4, source: "10.0.0.1:/srv/nfs"}
@@ -214,7 +217,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import canary, dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils import canary, dstate, proc_text
 from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 
@@ -227,10 +230,15 @@ CLEANUP_PATIENCE = 86400.0
 
 
 def _read_text(path):
+    """A /proc file's text with every byte kept, or None when it cannot be read.
+
+    mountinfo prints mount points as bytes: one mount elsewhere on the host at /data/caf\\xe9
+    made text-mode reading fail, and the canary then refused a valid NFS path as "not NFS".
+    """
     try:
-        with open(path) as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
+        with open(path, "rb") as handle:
+            return proc_text.decode(handle.read())
+    except OSError:
         return None
 
 
@@ -488,7 +496,8 @@ class Canary:
         mount = canary.mount_for_path(parse_mountinfo(_read_text(PROC_MOUNTINFO) or ""), real)
         # The server the ranks' traffic goes to (mountinfo addr=): its route names the NFS link.
         self.servers = [nfs_server_of(mount)] if mount and mount["fstype"] in NFS_FSTYPES else []
-        mount = {key: mount[key] for key in ("mount_point", "fstype", "source")} if mount else {}
+        # Shown with undecodable bytes escaped (an export named caf\xe9): results must be valid UTF-8.
+        mount = proc_text.json_safe({key: mount[key] for key in ("mount_point", "fstype", "source")}) if mount else {}
         if mount.get("fstype") not in NFS_FSTYPES and not params["allow_local"]:
             self.fail("path %s is on %s (%s), not NFS; set allow_local=true to test a local file system"
                       % (path, mount.get("mount_point", "an unknown mount"), mount.get("fstype", "unknown type")),

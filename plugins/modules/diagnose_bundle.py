@@ -17,6 +17,13 @@ description:
   - Writes C(DIR/diagnosis.json) and C(DIR/diagnosis.md) (unless O(write=false)); reports C(changed) only when their
     content changes, so a second run is idempotent.
   - Runs where the bundle is, normally the controller (a play with C(hosts) set to C(localhost)).
+  - A client whose mountstats pair is not usable (a sample cut short, a counter that went backwards while C(age)
+    rose, a mount missing from the before sample or remounted) is left out of every figure and named in
+    RV(diagnosis.excluded_clients) and in the evidence (C(capture problem on HOST)); when no usable client is left the
+    module fails naming each host and its problems.
+  - Bundle files are read as bytes; lines the parsers do not know are skipped, never fatal. A byte that is not UTF-8
+    (a mount point or host directory such as C(caf\xe9)) is shown in the results and in C(diagnosis.json) as a
+    backslash and three octal digits (C(caf\351)), as the kernel escapes paths.
 author:
   - ckptio.nfs contributors (@ckptio)
 requirements:
@@ -96,6 +103,11 @@ diagnosis:
     summary:
       description: One line verdict.
       type: str
+    excluded_clients:
+      description: Clients left out of every figure because their capture is not usable, each C({host, mount_point,
+        device, problems, problem_details}); C(problems) holds C(truncated), C(reset) and/or C(new_mount).
+      type: list
+      elements: dict
   sample: {"verdict": "tune", "limiting_layer": "client_rpc_slots", "gap_factor": 2.68}
 files:
   description: The files written (or that would be written in check mode); empty when nothing is written.
@@ -112,6 +124,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import HAS_YAML, BundleError, load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose, render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe, show_undecodable
 
 def _write_if_changed(module, path, content):
     if atomic_file.read_optional(path) == content:
@@ -141,9 +154,10 @@ def main():
         module.warn("%s is read-only (no write bit): diagnosis files not written; set output_dir" % output_dir)
         write = False
     try:
-        result = diagnose(load_bundle(directory))
+        # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
+        result = json_safe(diagnose(load_bundle(directory)))
     except BundleError as exc:
-        module.fail_json(msg="bundle %s: %s" % (directory, exc))
+        module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
 
     json_text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     markdown = render_markdown(result)

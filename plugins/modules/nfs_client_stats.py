@@ -17,12 +17,17 @@ description:
   - Returns the raw text in the capture-bundle file formats (see C(docs/capture-bundle.md)) so a playbook can save it and
     M(ckptio.nfs.diagnose_bundle) can re-read it.
   - Read-only; never changes anything.
+  - Mount points are bytes. A byte that is not UTF-8 (a mount at C(/data/caf\xe9) anywhere on the host) is shown in
+    every result, RV(raw_mountstats) included, as the kernel's octal escape, a backslash and three octal digits
+    (C(\351)); nothing else of the text changes. Lines the parser does not know are skipped, never fatal.
 author:
   - ckptio.nfs contributors (@ckptio)
 options:
   mount_points:
     description:
       - Only report these NFS mount points (unescaped absolute paths). Empty means every NFS mount.
+      - A mount point that is not valid UTF-8 is given the way RV(mounts[].mount_point) shows it, each such byte as a
+        backslash and three octal digits (C(/data/caf\351) for the byte 0xE9).
       - RV(raw_mountstats) always holds the whole file, as C(mountstats -f) expects.
     type: list
     elements: path
@@ -83,7 +88,7 @@ mounts:
       description: The export, for example C(10.0.0.1:/srv/nfs).
       type: str
     mount_point:
-      description: Unescaped mount point.
+      description: Unescaped mount point; a byte that is not UTF-8 is shown as C(\ooo) (octal).
       type: str
     nfs_version:
       description: C(3), C(4.0), C(4.1) or C(4.2).
@@ -105,9 +110,14 @@ mounts:
       description: Per-op counters by op name (ops, transmissions, timeouts, bytes_sent, bytes_recv, queue_ms, rtt_ms,
         execute_ms, errors; errors is null before iostats 1.1).
       type: dict
+    truncated:
+      description: Null for a whole block; else why the block lacks lines the kernel always prints (a capture cut
+        short, for example C(the WRITE line has 4 of 9 counters)).
+      type: str
   sample: [{"mount_point": "/mnt/nfs", "nfs_version": "4.1", "xprt_totals": {"sends": 4527, "max_slots": [32]}}]
 raw_mountstats:
-  description: The whole C(/proc/self/mountstats) text, verbatim (bundle file C(mountstats_*.txt)).
+  description: The whole C(/proc/self/mountstats) text, verbatim except that a byte that is not UTF-8 is shown as
+    C(\ooo) (bundle file C(mountstats_*.txt)).
   returned: always
   type: str
 dstate:
@@ -159,6 +169,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import dstate_ta
 from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path, nfs_mounts, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import parse_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe, show_undecodable
 
 PROC = "/proc"
 PROC_MOUNTSTATS = "/proc/self/mountstats"
@@ -168,6 +179,18 @@ PROC_SUNRPC = "/proc/sys/sunrpc"
 SYS_MODULE = "/sys/module"
 # Module parameters that decide slot counts: the sysctl files exist only once sunrpc is loaded.
 PARAMETER_MODULES = ("nfs", "sunrpc")
+
+
+def read_proc(path):
+    """A /proc or /sys file's text, every byte kept (surrogateescape), or None when it cannot be read.
+
+    Text-mode reading fails on the first byte that is not UTF-8: a mount point elsewhere on the
+    host (/data/caf\\xe9) or a task's name in /proc/PID/stat is enough.
+    """
+    try:
+        return atomic_file.read_text(path)
+    except OSError:
+        return None
 
 
 def read_settings():
@@ -186,7 +209,7 @@ def read_settings():
             path = os.path.join(directory, name)
             if not os.path.isfile(path):
                 continue
-            value = atomic_file.read_optional(path)
+            value = read_proc(path)
             if value is None:
                 continue
             value = " ".join(value.split())
@@ -203,10 +226,10 @@ def sample_dstate():
     except OSError:
         return tasks
     for pid in pids:
-        stat = atomic_file.read_optional(os.path.join(PROC, pid, "stat"))
+        stat = read_proc(os.path.join(PROC, pid, "stat"))
         if stat is None:
             continue
-        task = dstate_task(pid, stat, atomic_file.read_optional(os.path.join(PROC, pid, "wchan")))
+        task = dstate_task(pid, stat, read_proc(os.path.join(PROC, pid, "wchan")))
         if task:
             tasks.append(task)
     return sorted(tasks, key=lambda task: task["pid"])
@@ -230,11 +253,12 @@ def main():
         # The kernel lists mount points as absolute paths: a relative one can never match.
         module.fail_json(msg="mount_points: %s must be absolute path(s)" % ", ".join(repr(path) for path in relative))
 
-    raw = atomic_file.read_optional(PROC_MOUNTSTATS)
+    raw = read_proc(PROC_MOUNTSTATS)
     if raw is None:
         module.fail_json(msg="cannot read %s" % PROC_MOUNTSTATS)
     wanted = set(module.params["mount_points"])
-    mounts = [mount for mount in parse_mountstats(raw) if not wanted or mount["mount_point"] in wanted]
+    # Parsed with every byte kept, shown with undecodable bytes escaped: a user gives back the form we show.
+    mounts = [mount for mount in json_safe(parse_mountstats(raw)) if not wanted or mount["mount_point"] in wanted]
     missing = sorted(wanted - set(mount["mount_point"] for mount in mounts))
 
     samples = []
@@ -254,8 +278,9 @@ def main():
     warnings = ["no NFS mount on %s (escaped: %s)" % (path, escape_path(path)) for path in missing]
     for warning in warnings:
         module.warn(warning)
-    module.exit_json(changed=False, mounts=mounts, raw_mountstats=raw, dstate=samples, dstate_text=dstate_text,
-                     sunrpc=settings, sunrpc_text=settings_text, missing_mount_points=missing, host_sample=host_sample)
+    module.exit_json(changed=False, mounts=mounts, raw_mountstats=show_undecodable(raw), dstate=json_safe(samples),
+                     dstate_text=show_undecodable(dstate_text), sunrpc=json_safe(settings), sunrpc_text=show_undecodable(settings_text),
+                     missing_mount_points=missing, host_sample=json_safe(host_sample))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ description:
     C(max_block_size) and C(min_threads) where the kernel has it.
   - Returns the raw text in the capture-bundle file formats (see C(docs/capture-bundle.md)).
   - Read-only; never changes anything. On a host where nfsd is not running RV(available) is false.
+  - The files are read as bytes; lines the parser does not know are kept or skipped, never fatal. A byte that is not
+    UTF-8 is shown in the results, RV(raw_nfsd) and RV(raw_pool_stats) included, as a backslash and three octal
+    digits (C(\377) for the byte 0xFF), as the kernel escapes paths.
 author:
   - ckptio.nfs contributors (@ckptio)
 options: {}
@@ -113,6 +116,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import (
     parse_pool_threads,
     parse_single_number,
 )
+from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe
 
 PROC_NFSD_STATS = "/proc/net/rpc/nfsd"
 PROC_FS_NFSD = "/proc/fs/nfsd"
@@ -120,20 +124,31 @@ PROC = "/proc"
 SYS_CLASS_NET = "/sys/class/net"
 
 
+def read_proc(path):
+    """A /proc file's text, every byte kept (surrogateescape), or None when it cannot be read.
+
+    Text-mode reading fails on the first byte that is not UTF-8.
+    """
+    try:
+        return atomic_file.read_text(path)
+    except OSError:
+        return None
+
+
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    raw_nfsd = atomic_file.read_optional(PROC_NFSD_STATS)
-    raw_pool = atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "pool_stats"))
-    threads = parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "threads")))
+    raw_nfsd = read_proc(PROC_NFSD_STATS)
+    raw_pool = read_proc(os.path.join(PROC_FS_NFSD, "pool_stats"))
+    threads = parse_single_number(read_proc(os.path.join(PROC_FS_NFSD, "threads")))
     result = dict(
         changed=False,
         available=raw_nfsd is not None,
         nfsd=parse_nfsd_stats(raw_nfsd or ""),
         pool_stats=parse_pool_stats(raw_pool or ""),
         threads=threads,
-        pool_threads=parse_pool_threads(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "pool_threads"))),
-        max_block_size=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "max_block_size"))),
-        min_threads=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "min_threads"))),
+        pool_threads=parse_pool_threads(read_proc(os.path.join(PROC_FS_NFSD, "pool_threads"))),
+        max_block_size=parse_single_number(read_proc(os.path.join(PROC_FS_NFSD, "max_block_size"))),
+        min_threads=parse_single_number(read_proc(os.path.join(PROC_FS_NFSD, "min_threads"))),
         raw_nfsd=raw_nfsd or "",
         raw_pool_stats=raw_pool or "",
         max_connections=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "max_connections"))),
@@ -143,7 +158,7 @@ def main():
     )
     if raw_nfsd is None:
         module.warn("%s is absent: nfsd is not running on this host" % PROC_NFSD_STATS)
-    module.exit_json(**result)
+    module.exit_json(**json_safe(result))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 
 from unittest import mock
 
@@ -122,3 +123,16 @@ def sample_path(*parts):
 def read_sample(*parts):
     with open(sample_path(*parts)) as handle:
         return handle.read()
+
+
+def broken_capture(name):
+    """Bytes of a broken capture in tests/fixtures/samples/broken (NOTES.txt says how each was made).
+
+    Files named *.escaped.txt hold bytes that are not UTF-8 written as \\xHH (ansible-test sanity
+    reads every file as UTF-8); they are turned back into those bytes here.
+    """
+    with open(sample_path("broken", name), "rb") as handle:
+        data = handle.read()
+    if name.endswith(".escaped.txt"):
+        data = re.sub(rb"\\x([0-9a-f]{2})", lambda match: bytes([int(match.group(1), 16)]), data)
+    return data

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, checkpoint_capacity, diagnose, render_markdown
-from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, sample_path
 
 CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
 SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
@@ -289,3 +289,71 @@ def test_reconnects_in_the_window_are_flagged_with_the_connection_limit():
     rec = [rec for rec in result["recommendations"] if rec["setting"] == "nfsd max_connections"][0]
     assert "3 transport reconnect(s)" in rec["reason"]
     assert not [rec for rec in diagnose(load("seed_like_baseline"))["recommendations"] if rec["setting"] == "nfsd max_connections"]
+
+
+def read_broken(name):
+    """A broken capture (tests/fixtures/samples/broken/NOTES.txt), decoded as the modules read files."""
+    return broken_capture(name).decode("utf-8", "surrogateescape")
+
+
+def with_second_client(bundle, **files):
+    """The seed bundle plus client nfs3: a copy of nfs2 with some files replaced."""
+    bundle["clients"]["nfs3"] = dict(bundle["clients"]["nfs2"], **files)
+    return bundle
+
+
+def capture_problems(result):
+    return [item for item in result["evidence"] if item["signal"].startswith("capture problem on ")]
+
+
+def test_client_whose_after_sample_is_cut_is_excluded_and_named():
+    clean = diagnose(load("seed_like_baseline"))
+    result = diagnose(with_second_client(load("seed_like_baseline"), mountstats_after=read_broken("mountstats_after_cut_in_write.txt")))
+    # The cut WRITE line used to turn tune / client_rpc_slots into rearchitect / access_pattern.
+    assert (result["verdict"], result["limiting_layer"]) == (clean["verdict"], clean["limiting_layer"]) == ("tune", "client_rpc_slots")
+    assert sorted(result["clients"]) == ["nfs2"]
+    assert [(item["host"], item["mount_point"], item["problems"]) for item in result["excluded_clients"]] == [("nfs3", "/mnt/nfs", ["truncated"])]
+    [problem] = capture_problems(result)
+    assert problem["layer"] is None and problem["signal"] == "capture problem on nfs3" and problem["crossed"] is True
+    assert "truncated" in problem["explanation"] and "WRITE" in problem["explanation"] and "excluded" in problem["explanation"]
+    assert clean["excluded_clients"] == [] and capture_problems(clean) == []
+    assert "capture problem on nfs3" in render_markdown(result)
+
+
+def test_client_remounted_between_samples_is_excluded_and_achieved_never_negative():
+    bundle = with_second_client(load("seed_like_baseline"), mountstats_after=read_broken("mountstats_after_remounted_age_rose.txt"),
+                                mountstats_before=load("seed_like_baseline")["clients"]["nfs2"]["mountstats_after"])
+    # Without the canary's figure the achieved throughput comes from the mountstats deltas.
+    del bundle["context"]["canary"]["bytes"]
+    result = diagnose(bundle)
+    assert [(item["host"], item["problems"]) for item in result["excluded_clients"]] == [("nfs3", ["reset"])]
+    assert result["achieved_bytes_per_second"] == pytest.approx(268435456 / 18.0)
+    assert "went backwards" in capture_problems(result)[0]["explanation"]
+
+
+def test_client_with_a_new_mount_is_excluded():
+    bundle = with_second_client(load("seed_like_baseline"), mountstats_before="device proc mounted on /proc with fstype proc\n")
+    result = diagnose(bundle)
+    assert [(item["host"], item["problems"]) for item in result["excluded_clients"]] == [("nfs3", ["new_mount"])]
+    assert sorted(result["clients"]) == ["nfs2"]
+
+
+def test_no_usable_client_left_is_a_bundle_error_naming_hosts_and_problems():
+    bundle = load("seed_like_baseline")
+    bundle["clients"]["nfs2"]["mountstats_after"] = read_broken("mountstats_after_cut_in_write.txt")
+    with pytest.raises(BundleError, match=r"no usable client.*nfs2.*truncated.*WRITE"):
+        diagnose(bundle)
+    bundle = with_second_client(load("seed_like_baseline"), mountstats_before="device proc mounted on /proc with fstype proc\n")
+    bundle["clients"]["nfs2"]["mountstats_after"] = read_broken("mountstats_after_cut_in_write.txt")
+    with pytest.raises(BundleError, match=r"nfs2.*truncated.*nfs3.*new_mount"):
+        diagnose(bundle)
+
+
+def test_duplicate_mounts_on_the_path_use_the_visible_one():
+    # The kernel lists mounts in mount order: the last block on a path is the mount that hides the others.
+    bundle = load("seed_like_baseline")
+    bundle["clients"]["nfs2"]["mountstats_before"] = read_broken("mountstats_duplicates_before.txt")
+    bundle["clients"]["nfs2"]["mountstats_after"] = read_broken("mountstats_duplicates_after.txt")
+    result = diagnose(bundle)
+    assert result["clients"]["nfs2"]["nfs_version"] == "4.2" and result["clients"]["nfs2"]["write_ops"] == 515
+    assert result["excluded_clients"] == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import iter_mountstats, parse_mountstats
-from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample
 
 NCONNECT4 = "mountstats-v41-nconnect4-after-2GiB-write.txt"
 SEED_AFTER = ("bundles", "seed_like_baseline", "clients", "nfs2", "mountstats_after.txt")
@@ -130,3 +130,59 @@ def test_nfs4_without_vers_and_minorversion():
     assert mount.nfs_version == "4.1"
     mount = list(iter_mountstats(mount_block(opts="rw")))[0]
     assert mount.nfs_version == "4" and mount.nconnect == 1
+
+
+def read_broken(name):
+    """A broken capture (tests/fixtures/samples/broken/NOTES.txt), bytes decoded as the modules read /proc."""
+    return broken_capture(name).decode("utf-8", "surrogateescape")
+
+
+def test_blanks_inside_opts_are_dropped_like_nfs_utils():
+    # nfs-utils' mountstats joins the opts: words before splitting on commas; a key with a
+    # leading blank would hide acdirmin from every caller.
+    mount = parse_mountstats(read_broken("mountstats_after_blanks_in_opts.txt"))[0]
+    assert mount["opts"]["acdirmin"] == "30" and mount["opts"]["acregmax"] == "60"
+    assert not [key for key in mount["opts"] if key != key.strip()]
+    assert mount["opts"] == parse_mountstats(read_sample(*SEED_AFTER))[0]["opts"]
+
+
+def test_complete_blocks_are_not_truncated():
+    for text in (read_sample(*SEED_AFTER), read_sample(NCONNECT4), mount_block(), mount_block(statvers="1.0", ops="\t  WRITE: 1 1 0 0 0 0 0 0\n")):
+        mount = list(iter_mountstats(text))[0]
+        assert mount.truncated is None, text
+        assert parse_mountstats(text)[0]["truncated"] is None
+
+
+def test_cut_inside_the_write_line_is_truncated():
+    mount = list(iter_mountstats(read_broken("mountstats_after_cut_in_write.txt")))[0]
+    assert "WRITE" in mount.truncated and "4 of 9" in mount.truncated
+    # The same capture handed over as lines (no line ends) is still caught by the field count.
+    mount = list(iter_mountstats(read_broken("mountstats_after_cut_in_write.txt").splitlines()))[0]
+    assert "WRITE" in mount.truncated
+
+
+def test_blocks_that_end_early_are_truncated():
+    text = read_sample(*SEED_AFTER)
+    cut_at_line_end = text[:text.index("\t      COMMIT:")]
+    # Cut at a line end: every line is whole, only the delta sees that ops are missing (test_stats_delta).
+    assert list(iter_mountstats(cut_at_line_end))[0].truncated is None
+    assert "no newline" in list(iter_mountstats(cut_at_line_end.rstrip("\n")))[0].truncated
+    before_ops = text[:text.index("\tper-op statistics")]
+    assert "per-op" in list(iter_mountstats(before_ops))[0].truncated
+    head_only = text[:text.index("\tage:")]
+    assert list(iter_mountstats(head_only))[0].truncated
+    statvers10 = mount_block(statvers="1.0", ops="\t  WRITE: 1 1 0 0 0 0 0\n")
+    assert "7 of 8" in list(iter_mountstats(statvers10))[0].truncated
+
+
+def test_non_utf8_mount_points_and_binary_garbage_do_not_stop_the_parser():
+    text = read_broken("mountstats_non_utf8_mount_points.escaped.txt")
+    mounts = parse_mountstats(text)
+    assert [mount["mount_point"] for mount in mounts] == ["/mnt/nfs", "/data/caf\udce9"]
+    assert mounts[1]["device"] == "10.0.0.1:/srv/caf\udce9" and mounts[1]["ops"]["WRITE"]["ops"] == 2048
+    garbage = "\x00\udcff\udcfe binary \udce9 garbage: inf nan\n"
+    lines = text.split("\n")
+    for index in range(0, len(lines), 3):
+        mangled = "\n".join(lines[:index] + [garbage] + lines[index:])
+        parsed = parse_mountstats(mangled)
+        assert len(parsed) >= 1

@@ -105,7 +105,7 @@ def test_unchanged_op_lines_skipped_give_the_full_conversion(pair):
     before = next(iter_mountstats(before_text))
     delta = mountstats_delta(after_text, before_text)[0]
     # Remounted between the samples (the reversed pairs): every op counts from zero, like nfs-utils.
-    before_ops = {} if delta["reset"] else before.ops
+    before_ops = {} if delta["new_mount"] else before.ops
     expected = {}
     for name, values in after.ops.items():
         old = before_ops.get(name)

@@ -74,3 +74,12 @@ def test_dstate_task_from_stat_text():
     assert dstate.wchan_group("rpc_wait_bit_killable") == "rpc_wait"
     assert dstate.wchan_group("balance_dirty_pages") == "dirty_page_throttle"
     assert dstate.wchan_group("do_sys_poll") == "other"
+
+
+def test_garbage_numbers_do_not_stop_the_parse():
+    # float() accepts "nan" and "inf", int() of them raises; isdigit() accepts "²", int() does not.
+    pool = parse_pool_stats("# pool packets-arrived sockets-enqueued threads-woken threads-timedout\n0 5 5 4 0\n1 nan inf 3 4\n2 inf\n")
+    assert pool["pools"] == [{"pool": 0, "packets-arrived": 5, "sockets-enqueued": 5, "threads-woken": 4, "threads-timedout": 0}]
+    stats = parse_nfsd_stats("io 0 512\nth nan 0\nproc4ops 3 inf 1 2\n\udcff\udcfe: nan\n")
+    assert stats["io"]["bytes_written"] == 512 and stats["threads"] is None and stats["proc4ops"] == {}
+    assert parse_pool_threads("8 \u00b2 4\n") == [8, 4]

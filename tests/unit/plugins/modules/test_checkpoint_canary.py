@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import time
@@ -116,6 +117,19 @@ def test_host_samples_at_start_and_end_name_the_nfs_server(tmp_path, target, mon
     assert samples["start"]["time"] <= min(rank["start"] for rank in result["ranks"]) + 1.0
     assert samples["end"]["time"] >= max(rank["end"] for rank in result["ranks"])
     assert samples["end"]["proc_stat"].startswith("cpu ")
+
+
+def test_nfs_path_is_accepted_with_a_non_utf8_mount_point_elsewhere(tmp_path, target, monkeypatch):
+    # Another mount of the host at /data/caf\xe9 (byte 0xE9): mountinfo is bytes, not UTF-8 text.
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_bytes(b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                          b"31 22 8:17 / /data/caf\xe9 rw - ext4 /dev/sdb1 rw\n"
+                          b"40 22 0:50 / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
+    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+    result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
+    # The export's name is shown with the kernel's octal escape: results must be valid UTF-8.
+    assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv/caf\\351"}
+    json.dumps(result, ensure_ascii=False).encode("utf-8")
 
 
 def test_check_mode_writes_nothing(tmp_path, target):

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle
-from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, sample_path, tree_checksums
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, fail_module, run_module, sample_path, tree_checksums
 
 
 def copy_bundle(name, tmp_path):
@@ -76,3 +76,52 @@ def test_incomplete_bundle_fails_before_writing(tmp_path):
     assert "clients/nfs2/mountstats_after.txt is missing" in result["msg"]
     assert tree_checksums(bundle) == before
     assert "output_dir" in fail_module(diagnose_bundle, {"bundle": bundle, "output_dir": str(tmp_path / "missing")})["msg"]
+
+
+GARBAGE = b"\x00\xff\xfe\x9c\xe9 binary garbage \xc3\x28 inf nan\n\xe9\xe9\xe9\n"
+
+
+def append_bytes(path, data):
+    with open(path, "ab") as handle:
+        handle.write(data)
+
+
+def test_binary_garbage_in_the_bundle_does_not_crash(tmp_path):
+    bundle = copy_bundle("seed_like_baseline", tmp_path)
+    clean = run_module(diagnose_bundle, {"bundle": copy_bundle("seed_like_baseline", tmp_path / "clean"), "write": False})["diagnosis"]
+    client = os.path.join(bundle, "clients", "nfs2")
+    server = os.path.join(bundle, "servers", "nfs1")
+    for name in ("dstate.txt", "sunrpc.txt"):
+        append_bytes(os.path.join(client, name), GARBAGE)
+    for name in ("mountstats_before.txt", "mountstats_after.txt"):
+        # Garbage inside the blocks of non-NFS mounts, and a mount point that is not UTF-8.
+        with open(os.path.join(client, name), "rb") as handle:
+            text = handle.read()
+        text = text.replace(b"device proc mounted on /proc with fstype proc\n",
+                            b"device proc mounted on /proc with fstype proc\n" + GARBAGE + b"device /dev/vdb mounted on /data/caf\xe9 with fstype ext4\n")
+        with open(os.path.join(client, name), "wb") as handle:
+            handle.write(text)
+    for name in ("nfsd_after", "pool_stats_after"):
+        with open(os.path.join(server, name + ".txt"), "wb") as handle:
+            handle.write(broken_capture(name + "_with_binary_garbage.escaped.txt"))
+    append_bytes(os.path.join(server, "threads.txt"), GARBAGE)
+    # A second client whose directory name is not UTF-8.
+    shutil.copytree(client.encode(), os.path.join(bundle.encode(), b"clients", b"caf\xe9"))
+    result = run_module(diagnose_bundle, {"bundle": bundle})
+    # What Ansible's controller does with the result: UTF-8 without lone surrogates.
+    json.dumps(result, ensure_ascii=False).encode("utf-8")
+    diagnosis = result["diagnosis"]
+    assert (diagnosis["verdict"], diagnosis["limiting_layer"]) == (clean["verdict"], clean["limiting_layer"])
+    assert diagnosis["servers"]["nfs1"] == clean["servers"]["nfs1"]
+    assert sorted(diagnosis["clients"]) == ["caf\\351", "nfs2"] and diagnosis["excluded_clients"] == []
+    with open(os.path.join(bundle, "diagnosis.json"), "rb") as handle:
+        handle.read().decode("utf-8")
+
+
+def test_cut_capture_fails_cleanly_naming_the_host_and_problem(tmp_path):
+    bundle = copy_bundle("seed_like_baseline", tmp_path)
+    shutil.copy(sample_path("broken", "mountstats_after_cut_in_write.txt"), os.path.join(bundle, "clients", "nfs2", "mountstats_after.txt"))
+    before = tree_checksums(bundle)
+    result = fail_module(diagnose_bundle, {"bundle": bundle})
+    assert "no usable client" in result["msg"] and "nfs2" in result["msg"] and "truncated" in result["msg"]
+    assert tree_checksums(bundle) == before

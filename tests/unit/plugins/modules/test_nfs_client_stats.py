@@ -1,12 +1,14 @@
 """nfs_client_stats through its real main() on a fake /proc and /sys tree."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfs_client_stats
-from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, fail_module, read_sample, run_module, sample_path, tree_checksums
 
 NCONNECT4 = "mountstats-v41-nconnect4-after-2GiB-write.txt"
 
@@ -81,3 +83,34 @@ def test_relative_mount_point_is_refused_not_reported_missing(fake_host):
 def test_unreadable_mountstats_fails_clearly(fake_host, monkeypatch):
     monkeypatch.setattr(nfs_client_stats, "PROC_MOUNTSTATS", str(fake_host / "nothing"))
     assert "cannot read" in fail_module(nfs_client_stats, {"dstate_samples": 0})["msg"]
+
+
+def strict_json(result):
+    """The result as Ansible's controller must re-encode it: UTF-8 without lone surrogates."""
+    return json.dumps(result, ensure_ascii=False).encode("utf-8")
+
+
+def test_non_utf8_mount_points_elsewhere_do_not_crash_and_are_shown_escaped(fake_host):
+    # A real /proc/self/mountstats line for /data/caf\xe9 (byte 0xE9, not UTF-8): mount points are bytes.
+    with open(str(fake_host / "proc" / "self" / "mountstats"), "wb") as handle:
+        handle.write(broken_capture("mountstats_non_utf8_mount_points.escaped.txt"))
+    # A task whose name (comm, field 2 of stat) is not UTF-8 either.
+    os.makedirs(str(fake_host / "proc" / "104"))
+    with open(str(fake_host / "proc" / "104" / "stat"), "wb") as handle:
+        handle.write(b"104 (caf\xe9 rank) D 1 104 104 0 -1 0")
+    write(str(fake_host / "proc" / "104" / "wchan"), "rpc_wait_bit_killable")
+    result = run_module(nfs_client_stats, {"dstate_samples": 1})
+    strict_json(result)
+    assert [mount["mount_point"] for mount in result["mounts"]] == ["/mnt/nfs", "/data/caf\\351"]
+    assert result["mounts"][1]["device"] == "10.0.0.1:/srv/caf\\351" and result["mounts"][1]["ops"]["WRITE"]["ops"] == 2048
+    assert "device /dev/vdb1 mounted on /data/caf\\351-local with fstype ext4\n" in result["raw_mountstats"]
+    assert result["dstate"][0]["count"] == 3
+    # The escaped form is what a user can give back in mount_points.
+    only = run_module(nfs_client_stats, {"mount_points": ["/data/caf\\351"], "dstate_samples": 0})
+    assert [mount["mount_point"] for mount in only["mounts"]] == ["/data/caf\\351"] and only["missing_mount_points"] == []
+
+
+def test_truncated_block_is_marked(fake_host):
+    shutil.copy(sample_path("broken", "mountstats_after_cut_in_write.txt"), str(fake_host / "proc" / "self" / "mountstats"))
+    mount = run_module(nfs_client_stats, {"dstate_samples": 0})["mounts"][0]
+    assert "WRITE" in mount["truncated"]

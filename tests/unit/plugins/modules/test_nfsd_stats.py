@@ -1,10 +1,11 @@
 """nfsd_stats through its real main() on a fake /proc tree."""
 from __future__ import annotations
 
+import json
 import os
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_stats
-from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample, run_module, tree_checksums
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample, run_module, tree_checksums
 
 SERVER = ("bundles", "seed_like_baseline", "servers", "nfs1")
 
@@ -42,3 +43,24 @@ def test_host_without_nfsd(tmp_path, monkeypatch):
     result = run_module(nfsd_stats, {})
     assert result["available"] is False and result["raw_nfsd"] == "" and result["threads"] is None
     assert result["pool_stats"] == {"columns": [], "pools": []}
+
+
+def test_binary_garbage_does_not_crash_and_the_result_is_valid_utf8(tmp_path, monkeypatch):
+    os.makedirs(str(tmp_path / "net" / "rpc"))
+    with open(str(tmp_path / "net" / "rpc" / "nfsd"), "wb") as handle:
+        handle.write(broken_capture("nfsd_after_with_binary_garbage.escaped.txt"))
+    os.makedirs(str(tmp_path / "fs" / "nfsd"))
+    with open(str(tmp_path / "fs" / "nfsd" / "pool_stats"), "wb") as handle:
+        handle.write(broken_capture("pool_stats_after_with_binary_garbage.escaped.txt"))
+    with open(str(tmp_path / "fs" / "nfsd" / "threads"), "wb") as handle:
+        handle.write(b"\xff\xfe\n")
+    monkeypatch.setattr(nfsd_stats, "PROC_NFSD_STATS", str(tmp_path / "net" / "rpc" / "nfsd"))
+    monkeypatch.setattr(nfsd_stats, "PROC_FS_NFSD", str(tmp_path / "fs" / "nfsd"))
+    result = run_module(nfsd_stats, {})
+    # What Ansible's controller does with the result: UTF-8 without lone surrogates.
+    json.dumps(result, ensure_ascii=False).encode("utf-8")
+    assert result["nfsd"]["io"]["bytes_written"] == 268435456 and result["nfsd"]["proc4ops"]["WRITE"] == 4477
+    assert result["nfsd"]["threads"] == 8 and result["threads"] is None
+    assert result["pool_stats"]["pools"] == [{"pool": 0, "packets-arrived": 7133, "sockets-enqueued": 7133, "threads-woken": 5769,
+                                              "threads-timedout": 0}]
+    assert "\\377\\376" in result["raw_nfsd"] and result["raw_nfsd"].startswith("rc 0 0 4527\n")
