@@ -11,9 +11,10 @@ short_description: Diagnose which layer limits an NFS checkpoint from a capture 
 version_added: 0.1.0
 description:
   - Reads a capture bundle directory (C(context.yml), C(clients/<host>/...), C(servers/<host>/...); format in
-    C(docs/capture-bundle.md)), computes before/after deltas with the nfs-utils definitions, and decides the
-    limiting layer (C(network), C(client_rpc_slots), C(server_threads), C(server_storage), C(access_pattern) or
-    C(none)), a verdict (C(meets_target), C(tune), C(rearchitect)), the evidence and concrete recommendations.
+    C(docs/capture-bundle.md)), computes before/after deltas with the nfs-utils definitions, measures the NFS links
+    and CPUs from the host samples, and decides the limiting layer (C(network), C(server_cpu), C(client_rpc_slots),
+    C(server_threads), C(server_storage), C(access_pattern), C(client_cpu) or C(none)), a verdict (C(meets_target),
+    C(tune), C(rearchitect)), the evidence, what was not measured, and concrete recommendations.
   - Writes C(DIR/diagnosis.json) and C(DIR/diagnosis.md) (unless O(write=false)); reports C(changed) only when their
     content changes, so a second run is idempotent.
   - Runs where the bundle is, normally the controller (a play with C(hosts) set to C(localhost)).
@@ -83,8 +84,23 @@ diagnosis:
       description: Target over achieved (null when nothing was written).
       type: float
     limiting_layer:
-      description: One of C(network), C(client_rpc_slots), C(server_threads), C(server_storage), C(access_pattern), C(none).
+      description:
+        - One of C(network), C(server_cpu), C(client_rpc_slots), C(server_threads), C(server_storage), C(access_pattern),
+          C(client_cpu), C(none).
+        - C(network) only with link evidence (a link measured near its nominal speed, the TCP probe, or link speeds in
+          C(context.yml)); RTT inflation alone never names it.
       type: str
+    unmeasured:
+      description: Layers the bundle holds no evidence for (for example C(network) without interface speeds or the probe).
+      type: list
+      elements: str
+    confidence:
+      description: C(high), C(medium) or C(low), computed from which evidence exists; C(confidence_reasons) says why.
+      type: str
+    network:
+      description: C(state) (C(full), C(clear), C(partial), C(unmeasured)), C(summary) (links at X % of capacity, measured
+        how), C(probe_share) and one row per NFS interface.
+      type: dict
     contributing:
       description: Other layers whose signals crossed a threshold.
       type: list
