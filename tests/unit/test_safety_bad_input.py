@@ -572,6 +572,7 @@ for _option in ("dump", "passno"):
     for _case, _value in (("below", -1), ("above", 10), ("type", "x")):
         row("nfs_mount", _option, _case, {_option: _value})
 bool_rows("nfs_mount", "backup")
+bool_rows("nfs_mount", "replace_foreign")
 unknown_row("nfs_mount", "options")
 
 # -- read-only modules ------------------------------------------------------------------------
