@@ -502,7 +502,7 @@ int_rows("sunrpc_slot_table", "nfs_max_session_slots", 0, 1025)
 path_rows("sunrpc_slot_table", "modprobe_conf", "etc/modprobe.d")
 path_rows("sunrpc_slot_table", "modules_load_conf", "etc/modules-load.d")
 choice_rows("sunrpc_slot_table", "state", "present")
-for _option in ("apply_live", "persist", "backup"):
+for _option in ("apply_live", "persist", "backup", "force"):
     bool_rows("sunrpc_slot_table", _option)
 unknown_row("sunrpc_slot_table", "tcp_slot_table_entrys")
 row("sunrpc_slot_table", "tcp_slot_table_entries", "none-given", {"tcp_max_slot_table_entries": None})
