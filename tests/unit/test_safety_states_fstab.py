@@ -19,8 +19,11 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.plugins.modules import nfs_mount
-from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfs_mount import FSTAB, args, env, fstab_line  # noqa: F401
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfs_mount import FSTAB, args, env, fstab_line
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
+
+# The fake host of test_nfs_mount.py; pytest finds the fixture by its name in this module.
+SHARED_FIXTURES = (env,)
 
 
 # ---- 1. only a missing fstab is empty ---------------------------------------------------------
@@ -220,12 +223,16 @@ def immutable(tmp_path):
     marked = []
 
     def mark(path):
-        if subprocess.run(["chattr", "+i", path], capture_output=True).returncode != 0:
-            pytest.skip("chattr +i is not possible here")
+        try:
+            done = subprocess.run(["chattr", "+i", path], capture_output=True, check=False)
+        except FileNotFoundError:
+            pytest.skip("chattr is not installed")
+        if done.returncode != 0:
+            pytest.skip("chattr +i is not possible here (not root, or the file system has no immutable flag)")
         marked.append(path)
     yield mark
     for path in marked:
-        subprocess.run(["chattr", "-i", path], capture_output=True)
+        subprocess.run(["chattr", "-i", path], capture_output=True, check=False)
 
 
 def test_immutable_fstab_fails_cleanly_and_stays(env, immutable):

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 
-import pytest
 
 from ansible_collections.ckptio.nfs.plugins.modules import sunrpc_slot_table as module
-from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_sunrpc_slot_table import (  # noqa: F401
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_sunrpc_slot_table import (
     SITE_CONF, args, read, tree, write,
 )
+from ansible_collections.ckptio.nfs.tests.unit.test_safety_states_fstab import immutable
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
+
+# The fake host of test_sunrpc_slot_table.py and chattr +i; pytest finds fixtures by name in this module.
+SHARED_FIXTURES = (tree, immutable)
 
 
 def own(tree):
@@ -57,19 +59,6 @@ def test_symlink_loop_at_our_modprobe_conf_fails_with_eloop(tree):
     result = fail_module(module, args(tree, tcp_max_slot_table_entries=128))
     assert own(tree) in result["msg"] and "ELOOP" in result["msg"]
     assert os.path.islink(own(tree))
-
-
-@pytest.fixture
-def immutable():
-    marked = []
-
-    def mark(path):
-        if subprocess.run(["chattr", "+i", path], capture_output=True).returncode != 0:
-            pytest.skip("chattr +i is not possible here")
-        marked.append(path)
-    yield mark
-    for path in marked:
-        subprocess.run(["chattr", "-i", path], capture_output=True)
 
 
 def test_immutable_own_file_on_absent_fails_cleanly(tree, immutable):

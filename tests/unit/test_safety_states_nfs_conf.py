@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
-from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import (  # noqa: F401
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import (
     args, dropin, read, tree, write,
 )
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
+
+# The fake host of test_nfsd_threads.py; pytest finds the fixture by its name in this module.
+SHARED_FIXTURES = (tree,)
 
 
 def test_directory_at_the_dropin_fails_cleanly(tree):

@@ -159,6 +159,14 @@ def test_read_optional_is_none_for_a_directory_and_a_missing_file(tmp_path):
 
 
 # ---- issue 12: lock, symlinks, modes, errors ------------------------------------------------
+def recording_fail_json(failures):
+    """A fail_json that records its arguments and exits, as the real one does."""
+    def fail_json(self, **kwargs):
+        failures.append(kwargs)
+        raise SystemExit(1)
+    return fail_json
+
+
 @pytest.fixture
 def real_module():
     with patch_module_args({}):
@@ -168,7 +176,7 @@ def real_module():
 def test_lock_excludes_a_second_holder_and_leaves_no_file(real_module, tmp_path, monkeypatch):
     path = str(tmp_path / "fstab")
     failures = []
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: failures.append(kw) or (_ for _ in ()).throw(SystemExit(1)))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", recording_fail_json(failures))
     with atomic_file.locked(real_module, path) as lock_path:
         assert lock_path == str(tmp_path / ".fstab.ckptio.lock")
         assert stat.S_IMODE(os.stat(lock_path).st_mode) & 0o077 == 0
@@ -264,7 +272,7 @@ def test_atomic_move_exception_becomes_an_oserror(module, tmp_path, monkeypatch)
 
 def test_read_text_or_fail_names_the_path_and_errno(module, tmp_path, monkeypatch):
     failures = []
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: failures.append(kw) or (_ for _ in ()).throw(SystemExit(1)))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", recording_fail_json(failures))
     with pytest.raises(SystemExit):
         atomic_file.read_text_or_fail(module, str(tmp_path))
     assert str(tmp_path) in failures[0]["msg"] and "EISDIR" in failures[0]["msg"]
