@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path, unescape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path, normal_path, unescape_path
 
-_TOKENS = re.compile(r"(\s*)(\S+)")
+# libmount (and fstab(5)) split fields on blanks, space and tab: never on \v, \f, U+00A0...
+_TOKENS = re.compile(r"([ \t]*)([^ \t]+)")
+_FIELDS = re.compile(r"[^ \t]+")
 
 
 class FstabError(ValueError):
@@ -33,12 +35,19 @@ def split_lines(text):
     return lines
 
 
+def _body_and_ending(line):
+    """(line without its ending, the ending): '\\n', '\\r\\n' (a CRLF file), a last line's '\\r', or ''."""
+    for ending in ("\r\n", "\n", "\r"):
+        if line.endswith(ending):
+            return line[:-len(ending)], ending
+    return line, ""
+
+
 def entry_fields(line):
     """The fields of an entry line, or None for comments, blank and malformed lines."""
-    stripped = line.strip()
-    if not stripped or stripped.startswith("#"):
+    fields = _FIELDS.findall(_body_and_ending(line)[0])
+    if not fields or fields[0].startswith("#"):
         return None
-    fields = stripped.split()
     # fstab(5) needs spec, file, vfstype and mntopts; freq and passno default to 0.
     if len(fields) < 4:
         return None
@@ -60,20 +69,17 @@ def parse_entry(line):
     }
 
 
-def _same_mount_point(a, b):
-    if a != "/":
-        a = a.rstrip("/") or "/"
-    if b != "/":
-        b = b.rstrip("/") or "/"
-    return a == b
-
-
 def find_entries(lines, path):
-    """Indexes of the lines whose mount point (after \\040 unescaping) is path."""
+    """Indexes of the lines whose mount point (after \\040 unescaping) is path.
+
+    Both sides are compared in normal form (mountinfo.normal_path): `/mnt//nfs` written by hand
+    is the entry for `/mnt/nfs`, not a reason to add a second one.
+    """
+    wanted = normal_path(path)
     found = []
     for index, line in enumerate(lines):
         entry = parse_entry(line)
-        if entry is not None and _same_mount_point(entry["path"], path):
+        if entry is not None and normal_path(entry["path"]) == wanted:
             found.append(index)
     return found
 
@@ -99,8 +105,13 @@ def render_entry(fields, template=None):
     """One fstab line for fields; with a template line, reuse its separators and line ending."""
     if template is None:
         return " ".join(fields) + "\n"
-    tokens = _TOKENS.findall(template)
-    ending = template[template.rfind(tokens[-1][1]) + len(tokens[-1][1]):] if tokens else "\n"
+    body, ending = _body_and_ending(template)
+    tokens = _TOKENS.findall(body)
+    if tokens:
+        # Trailing blanks after the last field stay too.
+        ending = body[body.rfind(tokens[-1][1]) + len(tokens[-1][1]):] + ending
+    else:
+        ending = ending or "\n"
     pieces = []
     for index, field in enumerate(fields):
         separator = tokens[index][0] if index < len(tokens) else (tokens[-1][0] if index else "") or " "

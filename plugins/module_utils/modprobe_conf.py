@@ -40,15 +40,9 @@ def _continued(line):
     return _body(line).endswith("\\")
 
 
-def options_entries(text, module):
-    """Every `name=value` for module in text, in order: dicts {line, name, value, start, end}.
-
-    start/end are offsets of the value inside that physical line. Lines joined with a trailing
-    backslash are read but reported with line=None: they are never edited in place.
-    """
-    entries = []
+def _logical_lines(text):
+    """(first physical line index, physical line count, logical text) with backslash continuations joined."""
     lines = _physical_lines(text)
-    wanted_module = normalise_name(module)
     index = 0
     while index < len(lines):
         first = index
@@ -57,10 +51,22 @@ def options_entries(text, module):
             index += 1
             logical = logical[:-1] + " " + _body(lines[index])
         index += 1
+        yield first, index - first, logical
+
+
+def options_entries(text, module):
+    """Every `name=value` for module in text, in order: dicts {line, name, value, start, end}.
+
+    start/end are offsets of the value inside that physical line. Lines joined with a trailing
+    backslash are read but reported with line=None: they are never edited in place.
+    """
+    entries = []
+    wanted_module = normalise_name(module)
+    for first, count, logical in _logical_lines(text):
         tokens = list(_TOKEN.finditer(logical))
         if len(tokens) < 3 or tokens[0].group() != "options" or normalise_name(tokens[1].group()) != wanted_module:
             continue
-        editable = first == index - 1
+        editable = count == 1
         for token in tokens[2:]:
             name, sep, value = token.group().partition("=")
             if not sep:
@@ -201,12 +207,68 @@ def config_order(listing):
     return [chosen[name] for name in sorted(chosen)]
 
 
+# An install command is run by a shell (kmod libkmod-module.c, command_do()); these end one
+# command of it, so parameters after them belong to another program.
+_SHELL_SEPARATOR = re.compile(r";|&&|\|\||\|")
+_PARAMETER = re.compile(r"^([A-Za-z0-9_-]+)=(.*)$")
+
+
+def install_commands(text, module):
+    """Every `install <module> <command>` line in text: dicts {line, command, options}.
+
+    line is the 1-based number of the line. options ({name: value}) are the `name=value`
+    arguments the command itself passes after the module's name, as in
+    `install sunrpc /sbin/modprobe --ignore-install sunrpc $CMDLINE_OPTS tcp_slot_table_entries=4`.
+    """
+    found = []
+    wanted_module = normalise_name(module)
+    for first, _count, logical in _logical_lines(text):
+        tokens = logical.split()
+        if len(tokens) < 3 or tokens[0] != "install" or normalise_name(tokens[1]) != wanted_module:
+            continue
+        command = logical.split(None, 2)[2]
+        options = {}
+        for segment in _SHELL_SEPARATOR.split(command):
+            words = segment.split()
+            names = [normalise_name(word) for word in words]
+            if wanted_module not in names:
+                continue
+            for word in words[names.index(wanted_module) + 1:]:
+                match = _PARAMETER.match(word)
+                if match:
+                    options[normalise_name(match.group(1))] = match.group(2)
+        found.append({"line": first + 1, "command": command, "options": options})
+    return found
+
+
+def first_install_command(files, module):
+    """(path, install command) that modprobe runs for module, or (None, None).
+
+    kmod uses the first matching install command in configuration order and ignores the rest
+    (kmod_module_get_install_commands(): "find only the first command").
+    """
+    for path, text in files:
+        commands = install_commands(text, module)
+        if commands:
+            return path, commands[0]
+    return None, None
+
+
 def effective_options(files, module):
-    """{parameter: {value, path}} that loading module applies, from [(path, text)] in kmod order."""
+    """{parameter: {value, path}} that loading module applies, from [(path, text)] in kmod order.
+
+    All `options` lines count, the last assignment winning; then the parameters the module's
+    install command passes itself, because modprobe appends command-line parameters after the
+    configured ones and the kernel applies each in turn (kernel/params.c parse_args()).
+    """
     effective = {}
     for path, text in files:
         for entry in options_entries(text, module):
             effective[entry["name"]] = {"value": entry["value"], "path": path}
+    path, command = first_install_command(files, module)
+    if command is not None:
+        for name, value in command["options"].items():
+            effective[name] = {"value": value, "path": path}
     return effective
 
 

@@ -12,6 +12,7 @@ backslash in paths as \\040, \\011, \\012 and \\134; every other byte is written
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _ESCAPED = {" ": "\\040", "\t": "\\011", "\n": "\\012", "\\": "\\134"}
 _OCTAL = re.compile(r"\\([0-7]{3})")
@@ -22,6 +23,43 @@ NFS_FSTYPES = ("nfs", "nfs4")
 def escape_path(path):
     """Escape a path the way the kernel and fstab(5) expect it."""
     return "".join(_ESCAPED.get(char, char) for char in path)
+
+
+# fstab(5) and libmount separate fields by blanks (space and tab) only; escape_path handles
+# those and newline and backslash. Any other control or whitespace character in a mount point is
+# refused: str.split() and other readers split on them, mount(8) does not, so the entry we write
+# and the entry we read back could differ (issue 12: every run appended one more line).
+FIELD_SEPARATORS = " \t"
+_REFUSED_CATEGORIES = ("Cc", "Zs", "Zl", "Zp")
+
+
+def path_character_error(path):
+    """Why path cannot be a mount point we write to fstab (a message), or None.
+
+    Refused: NUL, every control character (C0, DEL, C1 such as U+0085) and every Unicode
+    space or line/paragraph separator (U+00A0, U+2028, U+3000...) except space, tab and newline,
+    which escape_path writes as \\040, \\011 and \\012.
+    """
+    for char in path:
+        if char in " \t\n":
+            continue
+        if char.isspace() or unicodedata.category(char) in _REFUSED_CATEGORIES:
+            return ("contains %r (U+%04X): fstab fields are separated by space and tab only and only space, tab, "
+                    "newline and backslash are escaped, so this character would be read back differently"
+                    % (char, ord(char)))
+    return None
+
+
+def normal_path(path):
+    """path with repeated '/' (a leading '//' too), '.' components and a trailing '/' removed.
+
+    '..' is kept as written: resolving it by text would be wrong across a symlink, and our own
+    paths never contain it (the validator refuses it), so an entry with '..' is simply not ours.
+    """
+    if not path.startswith("/"):
+        return path
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    return "/" + "/".join(parts)
 
 
 def unescape_path(text):

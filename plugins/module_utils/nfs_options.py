@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ckptio.nfs.plugins.module_utils import mountinfo
+
 
 class OptionError(ValueError):
     """A wanted option is invalid; the message names the option."""
@@ -349,12 +351,18 @@ def validate_src(src):
 
 
 def validate_path(path):
+    """The mount point in normal form (mountinfo.normal_path); raises OptionError naming `path`.
+
+    The same rule as the fstab reader and writer use (mountinfo.path_character_error,
+    mountinfo.normal_path), so what we write is what we read back: one entry per mount point.
+    """
     if not isinstance(path, str) or not path.startswith("/"):
         raise OptionError("path: %r must be an absolute path" % (path,))
     if "\0" in path:
         raise OptionError("path: must not contain NUL")
-    if path != "/" and path.endswith("/"):
-        path = path.rstrip("/")
     if any(part in (".", "..") for part in path.split("/")):
         raise OptionError("path: %r must not contain . or .. components" % (path,))
-    return path
+    error = mountinfo.path_character_error(path)
+    if error:
+        raise OptionError("path: %r %s" % (path, error))
+    return mountinfo.normal_path(path)

@@ -36,6 +36,10 @@ description:
     to the fstab file.
   - fstab edits change only the line for O(path). Comments, blank lines, tabs, other entries
     and a missing final newline stay byte for byte. Writes are atomic.
+  - The fstab is read, planned and written under an exclusive lock (C(flock) on
+    C(.fstab.ckptio.lock) beside it), so parallel runs lose no entry. A symlinked fstab stays
+    a link; its target gets the new content. Only a missing fstab counts as empty; an
+    unreadable one fails the module.
 author:
   - ckptio.nfs maintainers (@ckptio)
 options:
@@ -47,6 +51,9 @@ options:
   path:
     description:
       - Absolute mount point. Spaces and tabs are allowed; fstab gets them as C(\040) and C(\011).
+      - Other control or Unicode whitespace characters (CR, VT, FF, U+0085, U+00A0, U+2028...) are refused,
+        and so are C(.) and C(..) components. Repeated and trailing slashes are removed, so
+        C(/mnt//nfs) and C(/mnt/nfs/) manage the entry of C(/mnt/nfs).
       - With O(state=mounted) the directory must exist (create it with M(ansible.builtin.file)).
     type: str
     required: true
@@ -110,6 +117,14 @@ options:
       - fstab fsck pass field.
     type: int
     default: 0
+  replace_foreign:
+    description:
+      - What to do with an fstab entry for O(path) whose type is not C(nfs) or C(nfs4), for example a
+        local disk that is not mounted right now.
+      - V(false) fails naming the line, and nothing changes. V(true) replaces the entry with the NFS
+        one (O(state=present) or V(mounted)) or removes it (O(state=absent)).
+    type: bool
+    default: false
 notes:
   - Holders are found by reading C(/proc/<pid>/fd), C(cwd), C(root) and C(maps) in the module's
     mount namespace. Processes in other mount namespaces (containers) that use the mount make
@@ -255,7 +270,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils import fstab as fstab_e
 from ansible_collections.ckptio.nfs.plugins.module_utils import nfs_options
 from ansible_collections.ckptio.nfs.plugins.module_utils.mount_holders import describe_holders, find_holders
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import (
-    nfs_mounts, nfs_server_of, nfs_version_of, parse_mountinfo, split_options,
+    NFS_FSTYPES, nfs_mounts, nfs_server_of, nfs_version_of, parse_mountinfo, split_options,
 )
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import iter_mountstats
 
@@ -267,14 +282,6 @@ PROC_MOUNTSTATS = "/proc/self/mountstats"
 # A mount this module makes follows its fstab write by a fraction of a second and must count
 # as newer; a mount left busy is older than the fstab change by far more than the 1 s of doubt.
 AGE_TOLERANCE_SECONDS = 0
-
-
-def _read_text(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "surrogateescape")
-    except (IOError, OSError):
-        return None
 
 
 def _readlink(path):
@@ -336,7 +343,9 @@ class NfsMount:
 
     # ---- the three views ----
     def read_views(self):
-        raw = _read_text(self.fstab_path)
+        # Only a missing fstab is empty: an unreadable one (EACCES, ELOOP, EIO, a directory)
+        # fails here, or the write below would replace every line with ours.
+        raw = atomic_file.read_text_or_fail(self.module, self.fstab_path)
         self.fstab_exists = raw is not None
         self.fstab_before = raw or ""
         self.fstab_mtime = os.stat(self.fstab_path).st_mtime if self.fstab_exists else None
@@ -345,24 +354,26 @@ class NfsMount:
             index = fstab_edit.find_entry(lines, self.path)
         except fstab_edit.FstabError as exc:
             self.fail("fstab: %s" % exc)
+        self.fstab_index = index
+        self.fstab_line = lines[index] if index is not None else None
         self.fstab_entry = fstab_edit.parse_entry(lines[index]) if index is not None else None
         self.fstab_options_before = (nfs_options.canonical_options(split_options(self.fstab_entry["opts"]))
                                      if self.fstab_entry else {})
         self.read_live()
 
     def read_live(self):
-        text = _read_text(PROC_MOUNTINFO)
+        text = atomic_file.read_optional(PROC_MOUNTINFO)
         if text is None:
             self.fail("cannot read %s" % PROC_MOUNTINFO)
         self.mounts = parse_mountinfo(text)
         on_path = [mount for mount in self.mounts if mount["mount_point"] == self.path]
         # With stacked mounts the last one in mountinfo is the one processes see.
         self.live = on_path[-1] if on_path else None
-        if self.live is not None and self.live["fstype"] not in ("nfs", "nfs4"):
+        if self.live is not None and self.live["fstype"] not in NFS_FSTYPES:
             self.fail("path: %s is mounted with fstype %s, not NFS; refusing to manage it" % (self.path, self.live["fstype"]))
         self.live_age = None
         if self.live is not None:
-            stats_text = _read_text(PROC_MOUNTSTATS) or ""
+            stats_text = atomic_file.read_optional(PROC_MOUNTSTATS) or ""
             for stats in iter_mountstats(stats_text):
                 if stats.mount_point == self.path:
                     # The opts line shows the values in force (negotiated rsize/wsize, ac times).
@@ -379,9 +390,22 @@ class NfsMount:
         return fstab_edit.format_fields(self.src, self.path, self.fstype, self.opts_text,
                                         self.module.params["dump"], self.module.params["passno"])
 
+    def refuse_foreign_entry(self):
+        """Fail when the fstab entry at path is not NFS (a local disk not mounted now) unless replace_foreign."""
+        entry = self.fstab_entry
+        if entry is None or entry["fstype"] in NFS_FSTYPES or self.module.params["replace_foreign"]:
+            return
+        verb = "remove" if self.state == "absent" else "replace"
+        self.fail("fstab: line %d of %s is a %s entry for %s, not NFS: %r; refusing to %s it "
+                  "(set replace_foreign: true to %s it)"
+                  % (self.fstab_index + 1, self.fstab_path, entry["fstype"], self.path,
+                     self.fstab_line.rstrip("\r\n"), verb, verb))
+
     def compute_fstab(self):
         drift = {}
         entry = self.fstab_entry
+        if self.state != "unmounted":
+            self.refuse_foreign_entry()
         if self.state in ("absent",):
             if entry is not None:
                 drift["entry"] = {"wanted": None, "fstab": entry["src"]}
@@ -485,11 +509,11 @@ class NfsMount:
                 pass
             processes.append({
                 "pid": int(name),
-                "command": (_read_text(os.path.join(base, "comm")) or "").strip() or None,
+                "command": (atomic_file.read_optional(os.path.join(base, "comm")) or "").strip() or None,
                 "cwd": _readlink(os.path.join(base, "cwd")),
                 "root": _readlink(os.path.join(base, "root")),
                 "fds": fds,
-                "maps": _read_text(os.path.join(base, "maps")),
+                "maps": atomic_file.read_optional(os.path.join(base, "maps")),
             })
         return find_holders(self.path, processes, [mount["mount_point"] for mount in self.mounts])
 
@@ -674,17 +698,21 @@ class NfsMount:
 
     def execute(self):
         self.validate()
-        self.read_views()
-        self.compute_fstab()
-        fstab_changed = self.fstab_after != self.fstab_before
-        live_before_text = self.live_text(self.live)
-        action = self.plan_live()
-        result = {"changed": fstab_changed or action is not None}
-        if not self.module.check_mode:
-            if fstab_changed:
+        # Read, plan and write under the fstab's lock: a parallel run (two operators, a loop
+        # with async) otherwise reads the same old fstab and one of the two edits is lost. The
+        # mount itself, which may take long, runs after the lock is released.
+        with atomic_file.locked(self.module, self.fstab_path):
+            self.read_views()
+            self.compute_fstab()
+            fstab_changed = self.fstab_after != self.fstab_before
+            live_before_text = self.live_text(self.live)
+            action = self.plan_live()
+            result = {"changed": fstab_changed or action is not None}
+            if not self.module.check_mode and fstab_changed:
                 backup_file = self.write_fstab()
                 if backup_file:
                     result["backup_file"] = backup_file
+        if not self.module.check_mode:
             if action:
                 self.apply_live(action)
                 self.verify()
@@ -739,6 +767,7 @@ def main():
             apply_policy=dict(type="str", default="when_idle", choices=["when_idle", "never"]),
             dump=dict(type="int", default=0),
             passno=dict(type="int", default=0, no_log=False),
+            replace_foreign=dict(type="bool", default=False),
         ),
         required_if=[("state", "mounted", ("src",)), ("state", "present", ("src",))],
         supports_check_mode=True,

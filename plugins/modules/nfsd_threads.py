@@ -75,6 +75,9 @@ notes:
   - Raising threads can shrink the session slots a new NFSv4.1 session gets on kernels ~5.4-6.13 (slots
     granted = min(request, 160, DRC memory / threads)).
   - C(include=) lines in nfs.conf files are reported, not followed.
+  - O(conf_file) is read, planned and written under an exclusive lock (C(flock) on
+    C(.<name>.ckptio.lock) beside it). A symlinked file stays a link and its target gets the new
+    content. Only a missing file counts as empty; an unreadable one (or a directory) fails the module.
 seealso:
   - module: ckptio.nfs.sunrpc_slot_table
 """
@@ -194,8 +197,9 @@ HEADER = "# Managed by ckptio.nfs.nfsd_threads: knfsd thread count.\n"
 SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def read_int(path):
-    text = atomic_file.read_text(path)
+def read_int(module, path):
+    # A directory or an unreadable file in /proc/fs/nfsd is a broken host: say which, no traceback.
+    text = atomic_file.read_text_or_fail(module, path)
     if text is None:
         return None
     try:
@@ -254,7 +258,7 @@ class NfsdThreads:
         def text_of(path):
             if os.path.normpath(path) == os.path.normpath(own_path):
                 return own_text
-            return atomic_file.read_text(path)
+            return atomic_file.read_text_or_fail(self.module, path)
 
         def dropins(directory):
             try:
@@ -272,8 +276,8 @@ class NfsdThreads:
         main_text = text_of(NFS_CONF)
         if main_text is None:
             # conf_load_file() of /etc/nfs.conf discards what /usr/etc gave only when it can read it.
-            files.append((USR_NFS_CONF, atomic_file.read_text(USR_NFS_CONF)))
-            files.extend((path, atomic_file.read_text(path)) for path in dropins(USR_NFS_CONF + ".d"))
+            files.append((USR_NFS_CONF, atomic_file.read_text_or_fail(self.module, USR_NFS_CONF)))
+            files.extend((path, atomic_file.read_text_or_fail(self.module, path)) for path in dropins(USR_NFS_CONF + ".d"))
         else:
             files.append((NFS_CONF, main_text))
         files.extend((path, text_of(path)) for path in dropins(NFS_CONF + ".d"))
@@ -287,13 +291,15 @@ class NfsdThreads:
             self.diff.append({"before": before or "", "after": after or "", "before_header": path, "after_header": path})
         if self.check_mode:
             return
-        if after is None:
-            self.backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
-            return
         try:
-            self.backup_file = atomic_file.write_file(self.module, path, after, backup=self.params["backup"], make_parent=True)
+            if after is None:
+                self.backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
+            else:
+                self.backup_file = atomic_file.write_file(self.module, path, after, backup=self.params["backup"], make_parent=True)
         except OSError as exc:
-            self.module.fail_json(msg="could not write %s (the old file is untouched): %s" % (path, exc), changed=False)
+            self.module.fail_json(msg="could not %s %s (the old file is untouched): %s"
+                                  % ("remove" if after is None else "write", path, atomic_file.describe_error(exc)),
+                                  changed=False)
 
     def plan_file(self, before):
         params = self.params
@@ -349,8 +355,8 @@ class NfsdThreads:
                 error = self.write_live(name, value)
                 if error:
                     errors.append(error)
-        threads_after = read_int(os.path.join(PROC_NFSD, "threads"))
-        min_after = read_int(os.path.join(PROC_NFSD, "min_threads"))
+        threads_after = read_int(self.module, os.path.join(PROC_NFSD, "threads"))
+        min_after = read_int(self.module, os.path.join(PROC_NFSD, "min_threads"))
         applied = threads_after == wanted_threads and (wanted_min is None or min_after == wanted_min)
         if not applied and not errors:
             errors.append("the kernel reports threads=%s min_threads=%s after the write" % (threads_after, min_after))
@@ -360,38 +366,41 @@ class NfsdThreads:
         params = self.params
         present = params["state"] == "present"
         path = params["conf_file"]
-        threads_before = read_int(os.path.join(PROC_NFSD, "threads"))
-        min_before = read_int(os.path.join(PROC_NFSD, "min_threads"))
-        max_block_size = read_int(os.path.join(PROC_NFSD, "max_block_size"))
+        threads_before = read_int(self.module, os.path.join(PROC_NFSD, "threads"))
+        min_before = read_int(self.module, os.path.join(PROC_NFSD, "min_threads"))
+        max_block_size = read_int(self.module, os.path.join(PROC_NFSD, "max_block_size"))
 
-        before = atomic_file.read_text(path)
-        after = self.plan_file(before)
-        files_after = self.config_files(path, after)
-        for file_path, text in files_after:
-            for included in nfs_conf.includes(text):
-                self.warnings.append("%s includes %s: not followed, its values are not checked" % (file_path, included))
-        winner, every = nfs_conf.effective(files_after, SECTION, "threads")
-        min_winner, min_every = nfs_conf.effective(files_after, SECTION, "min-threads")
-        effective_threads = nfs_conf.atoi(winner["value"]) if winner else None
-        effective_min = nfs_conf.atoi(min_winner["value"]) if min_winner else None
+        # Read, plan and write conf_file under its lock: a parallel run would otherwise plan
+        # from the same old file.
+        with atomic_file.locked(self.module, path):
+            before = atomic_file.read_text_or_fail(self.module, path)
+            after = self.plan_file(before)
+            files_after = self.config_files(path, after)
+            for file_path, text in files_after:
+                for included in nfs_conf.includes(text):
+                    self.warnings.append("%s includes %s: not followed, its values are not checked" % (file_path, included))
+            winner, every = nfs_conf.effective(files_after, SECTION, "threads")
+            min_winner, min_every = nfs_conf.effective(files_after, SECTION, "min-threads")
+            effective_threads = nfs_conf.atoi(winner["value"]) if winner else None
+            effective_min = nfs_conf.atoi(min_winner["value"]) if min_winner else None
 
-        if present:
-            wanted_threads, wanted_min = params["threads"], params["min_threads"]
-        else:
-            wanted_threads = effective_threads if effective_threads is not None else DEFAULT_THREADS
-            wanted_min = None
-            if min_before is not None:
-                wanted_min = effective_min if effective_min is not None else 0
+            if present:
+                wanted_threads, wanted_min = params["threads"], params["min_threads"]
+            else:
+                wanted_threads = effective_threads if effective_threads is not None else DEFAULT_THREADS
+                wanted_min = None
+                if min_before is not None:
+                    wanted_min = effective_min if effective_min is not None else 0
 
-        conflict_rows = [dict(row, key="threads") for row in nfs_conf.conflicts(every, path, wanted_threads)]
-        if present and wanted_min is not None:
-            conflict_rows.extend(dict(row, key="min-threads") for row in nfs_conf.conflicts(min_every, path, wanted_min))
-        if present and params["persist"] and effective_threads != wanted_threads:
-            self.warnings.append("nfs-server will start with threads=%s from %s:%s, not %d" % (
-                winner["value"], winner["path"], winner["line"], wanted_threads) if winner else
-                "no nfs.conf file sets threads after this run")
+            conflict_rows = [dict(row, key="threads") for row in nfs_conf.conflicts(every, path, wanted_threads)]
+            if present and wanted_min is not None:
+                conflict_rows.extend(dict(row, key="min-threads") for row in nfs_conf.conflicts(min_every, path, wanted_min))
+            if present and params["persist"] and effective_threads != wanted_threads:
+                self.warnings.append("nfs-server will start with threads=%s from %s:%s, not %d" % (
+                    winner["value"], winner["path"], winner["line"], wanted_threads) if winner else
+                    "no nfs.conf file sets threads after this run")
 
-        self.write_file(path, before, after)
+            self.write_file(path, before, after)
         threads_after, min_after, applied, reason = self.apply_live(wanted_threads, wanted_min, threads_before, min_before)
         if self.module._diff and (threads_after, min_after) != (threads_before, min_before):
             self.diff.append({

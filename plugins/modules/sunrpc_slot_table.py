@@ -83,6 +83,14 @@ options:
       - Keep a timestamped copy of each file before changing it.
     type: bool
     default: false
+  force:
+    description:
+      - Files this module writes start with a C(# Managed by ckptio.nfs.sunrpc_slot_table) header line.
+        With O(state=absent), a O(modprobe_conf) or O(modules_load_conf) file without that line (one the
+        site wrote under that name) is neither edited nor deleted, and the module fails naming it.
+      - V(true) removes the values (and the file when nothing else is left in it) anyway.
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Reports what would change; writes no file and no live value, loads no kernel module.
@@ -91,6 +99,13 @@ attributes:
     description: Shows each file before and after, and the live values before and after.
     support: full
 notes:
+  - An C(install sunrpc ...) or C(install nfs ...) line in any modprobe.d file makes modprobe run that
+    command instead of loading the module. The module warns, naming the file and line, and counts
+    parameters on that command line as set there (they override C(options) lines) in
+    RV(effective_persisted) and RV(modprobe_conflicts).
+  - Both files are read, planned and written under an exclusive lock (C(flock) on a
+    C(.<name>.ckptio.lock) file beside each), so parallel runs do not lose each other's edits. A
+    symlinked file stays a link and its target gets the new content.
   - The values in modprobe.d apply when the kernel module loads. If C(sunrpc) is loaded from the
     initramfs (NFS root), rebuild the initramfs as well.
   - Mounts are listed as pending when the live value before this run differed from the wanted one;
@@ -260,7 +275,8 @@ class SlotTables:
         for option in slot_tables.ALL_OPTIONS:
             values[option] = None
             for path in self.live_paths(option):
-                value = slot_tables.parse_int(atomic_file.read_text(path))
+                # A directory or an unreadable file here is a broken host: say which, no traceback.
+                value = slot_tables.parse_int(atomic_file.read_text_or_fail(self.module, path))
                 if value is not None:
                     values[option] = value
                     break
@@ -309,7 +325,7 @@ class SlotTables:
                 if own_text is not None:
                     files.append((path, own_text))
                 continue
-            text = atomic_file.read_text(path)
+            text = atomic_file.read_text_or_fail(self.module, path)
             if text is not None:
                 files.append((path, text))
         return files
@@ -324,13 +340,15 @@ class SlotTables:
                               "before_header": path, "after_header": path})
         if self.check_mode:
             return
-        if after is None:
-            backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
-        else:
-            try:
+        try:
+            if after is None:
+                backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
+            else:
                 backup_file = atomic_file.write_file(self.module, path, after, backup=self.params["backup"], make_parent=True)
-            except OSError as exc:
-                self.module.fail_json(msg="could not write %s (the old file is untouched): %s" % (path, exc), changed=False)
+        except OSError as exc:
+            self.module.fail_json(msg="could not %s %s (the old file is untouched): %s"
+                                  % ("remove" if after is None else "write", path, atomic_file.describe_error(exc)),
+                                  changed=False)
         if backup_file:
             self.backups.append(backup_file)
 
@@ -344,25 +362,31 @@ class SlotTables:
 
         modprobe_path = params["modprobe_conf"]
         load_path = params["modules_load_conf"]
-        modprobe_before = atomic_file.read_text(modprobe_path)
-        load_before = atomic_file.read_text(load_path)
+        # Read, plan and write both files under their locks (always in this order, so two runs
+        # cannot deadlock): a parallel run would otherwise plan from the same old files.
+        with atomic_file.locked(self.module, modprobe_path), atomic_file.locked(self.module, load_path):
+            modprobe_before = atomic_file.read_text_or_fail(self.module, modprobe_path)
+            load_before = atomic_file.read_text_or_fail(self.module, load_path)
 
-        # Plan the files first: for state=absent the rollback target is what remains persisted.
-        modprobe_after, load_after = modprobe_before, load_before
-        if params["persist"] or not present:
-            modprobe_after, load_after = self.plan_files(present, given, managed, modprobe_before, load_before)
+            # Plan the files first: for state=absent the rollback target is what remains persisted.
+            modprobe_after, load_after = modprobe_before, load_before
+            if params["persist"] or not present:
+                modprobe_after, load_after = self.plan_files(present, given, managed, modprobe_before, load_before)
+            self.refuse_foreign_edit("modprobe_conf", modprobe_path, modprobe_before, modprobe_after)
+            self.refuse_foreign_edit("modules_load_conf", load_path, load_before, load_after)
 
-        files_after = self.modprobe_files(modprobe_path, modprobe_after)
-        effective_after = self.effective(files_after)
-        if present:
-            wanted = given
-        else:
-            wanted = dict((option, effective_after.get(option, slot_tables.KERNEL_DEFAULTS[option])) for option in managed)
-        self.warnings.extend(slot_tables.cap_warnings(wanted))
-        conflicts = self.conflicts(files_after, modprobe_path, wanted)
+            files_after = self.modprobe_files(modprobe_path, modprobe_after)
+            effective_after = self.effective(files_after)
+            if present:
+                wanted = given
+            else:
+                wanted = dict((option, effective_after.get(option, slot_tables.KERNEL_DEFAULTS[option])) for option in managed)
+            self.warnings.extend(slot_tables.cap_warnings(wanted))
+            self.warnings.extend(self.install_warnings(files_after))
+            conflicts = self.conflicts(files_after, modprobe_path, wanted)
 
-        self.write_file(modprobe_path, modprobe_before, modprobe_after)
-        self.write_file(load_path, load_before, load_after)
+            self.write_file(modprobe_path, modprobe_before, modprobe_after)
+            self.write_file(load_path, load_before, load_after)
 
         live_after, applied, reason = self.apply_live(wanted, live_before)
 
@@ -420,6 +444,37 @@ class SlotTables:
             result["diff"] = self.diff
         return result
 
+    def refuse_foreign_edit(self, option, path, before, after):
+        """Fail when state=absent would delete or edit a file without our header, unless force.
+
+        Such a file was written by the site (or by hand) under our file name: its values are
+        theirs, and removing them is a decision for a human (issue 12).
+        """
+        if self.params["state"] != "absent" or before is None or before == after or self.params["force"]:
+            return
+        if HEADER.rstrip("\n") in before.splitlines():
+            return
+        action = "delete it" if after is None else "remove values from it"
+        self.module.fail_json(
+            msg="%s: %s was not written by this module (it has no %r line); state=absent would %s, so nothing "
+                "was changed. Set force: true to %s anyway." % (option, path, HEADER.rstrip("\n"), action, action),
+            changed=False)
+
+    @staticmethod
+    def install_warnings(files):
+        """One warning per `install sunrpc|nfs ...` line: it replaces the plain module load."""
+        warnings = []
+        for kmod in ("sunrpc", "nfs"):
+            for path, text in files:
+                for command in modprobe_conf.install_commands(text, kmod):
+                    given = ", ".join("%s=%s" % item for item in sorted(command["options"].items()))
+                    warnings.append(
+                        "%s line %d: 'install %s %s' makes modprobe run that command instead of loading %s; "
+                        "options lines reach the module only if the command passes them on ($CMDLINE_OPTS), and "
+                        "parameters on its own command line%s override them (modprobe.d(5))"
+                        % (path, command["line"], kmod, command["command"], kmod, " (%s)" % given if given else ""))
+        return warnings
+
     def plan_files(self, present, given, managed, modprobe_before, load_before):
         grouped = slot_tables.parameters_by_module(given)
         if present:
@@ -472,6 +527,10 @@ class SlotTables:
             every = []
             for path, text in files:
                 every.extend((path, entry) for entry in modprobe_conf.options_entries(text, kmod) if entry["name"] == parameter)
+            install_path, command = modprobe_conf.first_install_command(files, kmod)
+            if command is not None and parameter in command["options"]:
+                # Given on the install command line: applied after every options line.
+                every.append((install_path, {"name": parameter, "value": command["options"][parameter]}))
             for position, (path, entry) in enumerate(every):
                 if os.path.normpath(path) == os.path.normpath(own_path) or slot_tables.parse_int(entry["value"]) == value:
                     continue
@@ -545,6 +604,7 @@ def main():
         modprobe_conf=dict(type="path", default="/etc/modprobe.d/ckptio-nfs.conf"),
         modules_load_conf=dict(type="path", default="/etc/modules-load.d/ckptio-nfs.conf"),
         backup=dict(type="bool", default=False),
+        force=dict(type="bool", default=False),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     errors = slot_tables.validate(module.params)

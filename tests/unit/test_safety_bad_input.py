@@ -502,7 +502,7 @@ int_rows("sunrpc_slot_table", "nfs_max_session_slots", 0, 1025)
 path_rows("sunrpc_slot_table", "modprobe_conf", "etc/modprobe.d")
 path_rows("sunrpc_slot_table", "modules_load_conf", "etc/modules-load.d")
 choice_rows("sunrpc_slot_table", "state", "present")
-for _option in ("apply_live", "persist", "backup"):
+for _option in ("apply_live", "persist", "backup", "force"):
     bool_rows("sunrpc_slot_table", _option)
 unknown_row("sunrpc_slot_table", "tcp_slot_table_entrys")
 row("sunrpc_slot_table", "tcp_slot_table_entries", "none-given", {"tcp_max_slot_table_entries": None})
@@ -572,6 +572,7 @@ for _option in ("dump", "passno"):
     for _case, _value in (("below", -1), ("above", 10), ("type", "x")):
         row("nfs_mount", _option, _case, {_option: _value})
 bool_rows("nfs_mount", "backup")
+bool_rows("nfs_mount", "replace_foreign")
 unknown_row("nfs_mount", "options")
 
 # -- read-only modules ------------------------------------------------------------------------

@@ -45,8 +45,10 @@ def sunrpc(world):
 
 
 def sunrpc_absent(world):
+    # What the module persisted earlier: its files carry its header (issue 12: a file without
+    # it is the site's, and state=absent refuses to remove it unless force).
     with open(world.path("etc/modprobe.d/ckptio-nfs.conf"), "w") as handle:
-        handle.write("options sunrpc tcp_max_slot_table_entries=128\n")
+        handle.write(module_named("sunrpc_slot_table").HEADER + "options sunrpc tcp_max_slot_table_entries=128\n")
     with open(world.path("sys/module/sunrpc/parameters/tcp_max_slot_table_entries"), "w") as handle:
         handle.write("128\n")
     return dict(sunrpc(world), state="absent", tcp_slot_table_entries=None, nfs_max_session_slots=None)

@@ -156,3 +156,124 @@ def test_read_optional_is_none_on_any_os_error(tmp_path, monkeypatch, make_error
 def test_read_optional_is_none_for_a_directory_and_a_missing_file(tmp_path):
     assert atomic_file.read_optional(str(tmp_path)) is None
     assert atomic_file.read_optional(str(tmp_path / "absent")) is None
+
+
+# ---- issue 12: lock, symlinks, modes, errors ------------------------------------------------
+def recording_fail_json(failures):
+    """A fail_json that records its arguments and exits, as the real one does."""
+    def fail_json(self, **kwargs):
+        failures.append(kwargs)
+        raise SystemExit(1)
+    return fail_json
+
+
+@pytest.fixture
+def real_module():
+    with patch_module_args({}):
+        return basic.AnsibleModule(argument_spec={}, supports_check_mode=True)
+
+
+def test_lock_excludes_a_second_holder_and_leaves_no_file(real_module, tmp_path, monkeypatch):
+    path = str(tmp_path / "fstab")
+    failures = []
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", recording_fail_json(failures))
+    with atomic_file.locked(real_module, path) as lock_path:
+        assert lock_path == str(tmp_path / ".fstab.ckptio.lock")
+        assert stat.S_IMODE(os.stat(lock_path).st_mode) & 0o077 == 0
+        # A second holder (another open file description, as another process has) times out.
+        with pytest.raises(SystemExit):
+            with atomic_file.locked(real_module, path, timeout=0.2):
+                pass
+        assert "another run holds the lock" in failures[0]["msg"] and lock_path in failures[0]["msg"]
+    assert os.listdir(str(tmp_path)) == []
+    with atomic_file.locked(real_module, path):
+        pass
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_lock_of_a_symlink_guards_its_target(real_module, tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink("real/fstab", str(tmp_path / "fstab"))
+    with atomic_file.locked(real_module, str(tmp_path / "fstab")) as lock_path:
+        assert lock_path == str(tmp_path / "real" / ".fstab.ckptio.lock")
+
+
+def test_check_mode_takes_no_lock(tmp_path):
+    with patch_module_args({"_ansible_check_mode": True}):
+        checking = basic.AnsibleModule(argument_spec={}, supports_check_mode=True)
+    with atomic_file.locked(checking, str(tmp_path / "fstab")) as lock_path:
+        assert lock_path is None and os.listdir(str(tmp_path)) == []
+
+
+def test_write_through_a_symlink_keeps_the_link(module, tmp_path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "fstab"
+    target.write_bytes(b"old\n")
+    os.symlink("real/fstab", str(tmp_path / "fstab"))
+    atomic_file.write_file(module, str(tmp_path / "fstab"), b"new\n")
+    assert os.readlink(str(tmp_path / "fstab")) == "real/fstab"
+    assert read_bytes(str(target)) == b"new\n"
+    assert sorted(os.listdir(str(tmp_path / "real"))) == ["fstab"]
+
+
+def test_new_file_is_never_wider_than_its_mode_under_umask_000(module, tmp_path, monkeypatch):
+    seen = []
+    real_atomic_move = basic.AnsibleModule.atomic_move
+
+    def spying_move(self, src, dest, *a, **k):
+        seen.append(stat.S_IMODE(os.stat(src).st_mode))
+        real_atomic_move(self, src, dest, *a, **k)
+        seen.append(stat.S_IMODE(os.stat(dest).st_mode))
+    monkeypatch.setattr(basic.AnsibleModule, "atomic_move", spying_move)
+    old = os.umask(0)
+    try:
+        atomic_file.write_file(module, str(tmp_path / "new.conf"), b"x\n", mode=0o640)
+    finally:
+        os.umask(old)
+    assert seen and all(mode & ~0o640 == 0 for mode in seen), [oct(mode) for mode in seen]
+    assert mode_of(str(tmp_path / "new.conf")) == 0o640
+
+
+def test_temp_file_of_an_existing_file_has_that_files_mode(module, tmp_path, monkeypatch):
+    path = str(tmp_path / "fstab")
+    with open(path, "wb") as handle:
+        handle.write(b"old\n")
+    os.chmod(path, 0o600)
+    seen = []
+    real_atomic_move = basic.AnsibleModule.atomic_move
+
+    def spying_move(self, src, dest, *a, **k):
+        seen.append(stat.S_IMODE(os.stat(src).st_mode))
+        real_atomic_move(self, src, dest, *a, **k)
+    monkeypatch.setattr(basic.AnsibleModule, "atomic_move", spying_move)
+    old = os.umask(0)
+    try:
+        atomic_file.write_file(module, path, b"new\n")
+    finally:
+        os.umask(old)
+    assert seen == [0o600] and mode_of(path) == 0o600
+
+
+def test_atomic_move_exception_becomes_an_oserror(module, tmp_path, monkeypatch):
+    def plain_exception(self, src, dest, *a, **k):
+        try:
+            raise PermissionError(1, "Operation not permitted")
+        except OSError as exc:
+            raise Exception("Unable to make %r into to %r" % (src, dest)) from exc
+    monkeypatch.setattr(basic.AnsibleModule, "atomic_move", plain_exception)
+    path = str(tmp_path / "fstab")
+    with open(path, "wb") as handle:
+        handle.write(b"old\n")
+    with pytest.raises(OSError) as raised:
+        atomic_file.write_file(module, path, b"new\n")
+    assert "EPERM" in str(raised.value) and read_bytes(path) == b"old\n"
+    assert os.listdir(str(tmp_path)) == ["fstab"]
+
+
+def test_read_text_or_fail_names_the_path_and_errno(module, tmp_path, monkeypatch):
+    failures = []
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", recording_fail_json(failures))
+    with pytest.raises(SystemExit):
+        atomic_file.read_text_or_fail(module, str(tmp_path))
+    assert str(tmp_path) in failures[0]["msg"] and "EISDIR" in failures[0]["msg"]
+    assert atomic_file.read_text_or_fail(module, str(tmp_path / "absent")) is None

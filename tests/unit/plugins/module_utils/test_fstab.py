@@ -98,3 +98,23 @@ def test_remove_absent_entry_is_a_no_op():
 def test_short_entry_gains_dump_and_passno_with_its_own_separator():
     after, dummy = fstab.set_entry("s:/e\t/m\tnfs4\tdefaults\n", "/m", ["s:/e", "/m", "nfs4", "hard", "0", "0"])
     assert after == "s:/e\t/m\tnfs4\thard\t0\t0\n"
+
+
+# ---- fields and paths (issue 12) ------------------------------------------------------------
+@pytest.mark.parametrize("char", ["\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2028"])
+def test_fields_are_split_on_space_and_tab_only(char):
+    line = "srv:/x /mnt/a%sb nfs4 vers=4.2 0 0\n" % char
+    assert fstab.parse_entry(line)["path"] == "/mnt/a%sb" % char
+    assert fstab.find_entries([line], "/mnt/a") == []
+
+
+def test_crlf_and_trailing_blanks_are_the_line_ending():
+    line = "srv:/x\t/mnt/a\tnfs4\tvers=4.2\t0\t0 \t\r\n"
+    assert fstab.parse_entry(line)["passno"] == "0"
+    assert fstab.render_entry(["srv:/y", "/mnt/a", "nfs4", "vers=4.1", "0", "0"], line) == \
+        "srv:/y\t/mnt/a\tnfs4\tvers=4.1\t0\t0 \t\r\n"
+
+
+@pytest.mark.parametrize("spelling", ["/mnt//a", "//mnt/a", "/mnt/a/", "/mnt/./a"])
+def test_entries_are_found_by_normal_path(spelling):
+    assert fstab.find_entries(["srv:/x %s nfs4 defaults 0 0\n" % spelling], "/mnt/a") == [0]

@@ -106,3 +106,33 @@ def test_ensure_listed(before, after):
 
 def test_remove_listed_keeps_everything_else():
     assert modprobe_conf.remove_listed("# c\nloop\nsunrpc\n\tdummy", "sunrpc") == "# c\nloop\n\tdummy"
+
+
+# ---- install lines (issue 12) ---------------------------------------------------------------
+INSTALLS = (
+    "options sunrpc tcp_slot_table_entries=16\n"
+    "install sunrpc /sbin/modprobe --ignore-install sunrpc $CMDLINE_OPTS tcp_slot_table_entries=4 \\\n"
+    "    udp-slot-table-entries=8; /bin/echo loaded x=1\n"
+    "install nfs /bin/true\n"
+)
+
+
+def test_install_commands_read_the_parameters_after_the_module_name():
+    commands = modprobe_conf.install_commands(INSTALLS, "sunrpc")
+    assert [(c["line"], c["options"]) for c in commands] == [
+        (2, {"tcp_slot_table_entries": "4", "udp_slot_table_entries": "8"})]
+    assert modprobe_conf.install_commands(INSTALLS, "nfs") == [{"line": 4, "command": "/bin/true", "options": {}}]
+
+
+def test_install_commands_parameters_override_every_options_line():
+    files = [("/etc/modprobe.d/a.conf", INSTALLS),
+             ("/etc/modprobe.d/z.conf", "options sunrpc tcp_slot_table_entries=128\n")]
+    assert modprobe_conf.effective_options(files, "sunrpc")["tcp_slot_table_entries"] == {
+        "value": "4", "path": "/etc/modprobe.d/a.conf"}
+
+
+def test_install_commands_only_the_first_one_counts():
+    files = [("/etc/modprobe.d/a.conf", "install sunrpc /sbin/modprobe --ignore-install sunrpc tcp_slot_table_entries=4\n"),
+             ("/etc/modprobe.d/b.conf", "install sunrpc /sbin/modprobe --ignore-install sunrpc tcp_slot_table_entries=8\n")]
+    path, command = modprobe_conf.first_install_command(files, "sunrpc")
+    assert path == "/etc/modprobe.d/a.conf" and command["options"] == {"tcp_slot_table_entries": "4"}

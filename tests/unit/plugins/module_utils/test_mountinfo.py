@@ -48,3 +48,21 @@ def test_unescape_leaves_invalid_escapes_alone():
 
 def test_split_options_keeps_order_and_flags():
     assert list(mountinfo.split_options("rw,,vers=4.1,hard").items()) == [("rw", None), ("vers", "4.1"), ("hard", None)]
+
+
+# ---- the one path rule (issue 12) -----------------------------------------------------------
+@pytest.mark.parametrize("char", ["\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x7f", "\x85", "\xa0", "\u2028", "\u2029", "\u3000"])
+def test_path_character_error_names_other_whitespace_and_controls(char):
+    assert repr(char) in mountinfo.path_character_error("/mnt/a%sb" % char)
+
+
+def test_space_tab_newline_backslash_are_escaped_not_refused():
+    path = "/mnt/a b\tc\nd\\e"
+    assert mountinfo.path_character_error(path) is None
+    assert mountinfo.unescape_path(mountinfo.escape_path(path)) == path
+
+
+@pytest.mark.parametrize("path, normal", [("/mnt//a", "/mnt/a"), ("//mnt/a", "/mnt/a"), ("/mnt/a//", "/mnt/a"),
+                                          ("/", "/"), ("//", "/"), ("/mnt/./a", "/mnt/a"), ("/mnt/../a", "/mnt/../a")])
+def test_normal_path(path, normal):
+    assert mountinfo.normal_path(path) == normal
