@@ -52,7 +52,7 @@ notes() {
     echo "client mount (nfs2): $(lab nfs2 grep ' /mnt/nfs ' /proc/mounts)"
     echo "server threads: $(lab nfs1 cat /proc/fs/nfsd/threads)"
     echo "client qdisc (nfs2 lab0): $(lab nfs2 tc qdisc show dev lab0 | tr '\n' ' ')"
-    echo "server export fs: $(lab nfs1 findmnt -no SOURCE,FSTYPE,OPTIONS /srv/nfs)"
+    echo "server export fs: $(lab nfs1 findmnt -no SOURCE,FSTYPE,OPTIONS -T /srv/nfs)"
     echo "verdict when made: $(grep -m1 -o '"[a-z_]*: achieved [^"]*"' "$out/$name.log" || echo '(see the log)')"
   } > "$out/$name/NOTES.txt"
 }
