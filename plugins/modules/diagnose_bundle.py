@@ -142,6 +142,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import HAS_YAML,
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose, render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe, show_undecodable
 
+
 def _write_if_changed(module, path, content):
     if atomic_file.read_optional(path) == content:
         return False
