@@ -183,9 +183,17 @@ summary:
   sample: {sent_bits_per_second: 9.4e9, received_bits_per_second: 9.39e9, retransmits: 12, streams: 4, seconds: 10.0,
            start_epoch: 1760000000, error: null}
 raw:
-  description: With O(mode=send), iperf3's C(-J) output verbatim (for the capture bundle).
+  description: With O(mode=send), iperf3's C(-J) output verbatim.
   returned: mode is send and not check mode
   type: str
+parsed:
+  description: With O(mode=send), the same output parsed (null when iperf3 printed no JSON), for the capture bundle.
+  returned: mode is send and not check mode
+  type: dict
+rc:
+  description: With O(mode=send), the exit status of C(timeout iperf3 ...) (124 when the time limit ended it).
+  returned: mode is send and not check mode
+  type: int
 """
 
 import errno
@@ -577,7 +585,7 @@ def send(module, argv, start_at):
         # 124: timeout(1) ended iperf3 at its hard limit.
         summary["error"] = "iperf3 printed no JSON (exit %d%s): %s" % (
             rc, ", its time limit" if rc == 124 else "", (err or out or "").strip()[-500:])
-    return dict(summary=summary, raw=out, rc=rc)
+    return dict(summary=summary, raw=out, parsed=parsed, rc=rc)
 
 
 def main():

@@ -67,6 +67,7 @@ def test_send_defaults_to_the_mounts_addr_and_nconnect(fake_host):
     assert (result["server"], result["port"], result["streams"], result["seconds"]) == ("10.0.0.1", 5202, 4, 10)
     assert result["summary"]["received_bits_per_second"] == 17638961544.68928
     assert json.loads(result["raw"])["end"]["sum_received"]["bytes"] == 2205941760
+    assert result["parsed"] == json.loads(result["raw"])
     assert result["changed"] is False
 
 
@@ -105,6 +106,7 @@ def test_send_killed_at_its_time_limit_says_so(fake_host):
     result = fail_module(module, {"mode": "send", "server": "10.0.0.1"})
     assert result["summary"]["error"] == "iperf3 printed no JSON (exit 124, its time limit): "
     assert result["rc"] == 124
+    assert result["parsed"] is None
 
 
 def test_send_waits_for_start_at_and_warns_when_late(fake_host):
