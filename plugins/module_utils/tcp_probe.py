@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 
 # TCP state numbers printed in /proc/net/tcp's `st` column (include/net/tcp_states.h).
 TCP_LISTEN = 0x0A
@@ -169,6 +170,21 @@ def listening_sockets(text, byteorder):
 def canonical_address(address):
     """'10.0.0.1' / 'fe80::1' in the form listening_sockets() prints; ValueError when not an IP."""
     return str(ipaddress.ip_address(address))
+
+
+# RFC 1123 host names (letters, digits, '-', dots; a label never starts with '-').
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
+
+
+def is_host_name_or_address(text):
+    """An IP address (v4, v6, v6 with a %zone) or a host name; nothing an argv could mistake for an option."""
+    if not isinstance(text, str) or not text:
+        return False
+    try:
+        ipaddress.ip_address(text.split("%", 1)[0] if ":" in text else text)
+        return "%" not in text or re.match(r"^[^%]+%[A-Za-z0-9_.-]+$", text) is not None
+    except ValueError:
+        return _HOST_NAME.match(text) is not None
 
 
 def port_conflicts(sockets, addresses, ports):

@@ -175,11 +175,31 @@ argv:
   type: list
   elements: str
 summary:
-  description:
-    - With O(mode=send), iperf3's figures - C(sent_bits_per_second), C(received_bits_per_second) (what
-      the server received), C(retransmits), C(streams), C(seconds), C(start_epoch), C(error) (null on success).
+  description: With O(mode=send), iperf3's figures; a figure its output lacks is null.
   returned: mode is send and not check mode
   type: dict
+  contains:
+    sent_bits_per_second:
+      description: What the client sent (C(end.sum_sent)).
+      type: float
+    received_bits_per_second:
+      description: What the server received (C(end.sum_received)); sum it over clients for the server's aggregate.
+      type: float
+    retransmits:
+      description: TCP retransmissions of the sender (Linux only).
+      type: int
+    streams:
+      description: Parallel streams iperf3 ran.
+      type: int
+    seconds:
+      description: Seconds the receiver measured.
+      type: float
+    start_epoch:
+      description: iperf3's own start time (Unix epoch, whole seconds).
+      type: int
+    error:
+      description: iperf3's error message, or why there is no result; null on success.
+      type: str
   sample: {sent_bits_per_second: 9.4e9, received_bits_per_second: 9.39e9, retransmits: 12, streams: 4, seconds: 10.0,
            start_epoch: 1760000000, error: null}
 raw:
@@ -459,12 +479,11 @@ def run_listen(module, state_dir):
             module.fail_json(msg="addresses: %r is not an IP address" % address)
         if canonical not in addresses:
             addresses.append(canonical)
-    timeout, iperf3 = find_programs(module)
-
     local = [address for address in addresses if is_local_address(address)]
     not_local = [address for address in addresses if address not in local]
     if not local:
         module.fail_json(msg="none of addresses %s is an address of %s" % (", ".join(addresses), platform.node()))
+    timeout, iperf3 = find_programs(module)
     conflicts = tcp_probe.port_conflicts(listening_now(), local, params["ports"])
     if conflicts:
         recorded = set((record["address"], record["port"]) for _n, record in read_records(state_dir) if record)
@@ -550,6 +569,9 @@ def run_send(module):
                 streams = 1
     if not server:
         module.fail_json(msg="server or mount_point is required with mode=send")
+    if not tcp_probe.is_host_name_or_address(server):
+        # It becomes one argv word after -c: no shell, but a leading '-' or a space must not pass.
+        module.fail_json(msg="server must be an IP address or a host name, got %r" % server)
     streams = streams or 1
     timeout, iperf3 = find_programs(module)
     argv = tcp_probe.send_argv(timeout, iperf3, server, params["port"], streams, params["seconds"])

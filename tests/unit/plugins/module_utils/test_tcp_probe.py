@@ -186,3 +186,14 @@ def test_canonical_address_and_state_file_names():
     assert tcp_probe.state_file_name("fe80::1", 5201) == "listener-fe80__1-5201.json"
     assert tcp_probe.is_state_file("listener-10.0.0.1-5201.json")
     assert not tcp_probe.is_state_file("listener-10.0.0.1-5201.log")
+
+
+@pytest.mark.parametrize("text", ["10.0.0.1", "fe80::1", "fe80::1%eth1", "nfs1", "nfs1.example.com", "nfs-1.example."])
+def test_server_names_and_addresses_pass(text):
+    assert tcp_probe.is_host_name_or_address(text)
+
+
+@pytest.mark.parametrize("text", ["", "-oremount", "--logfile=/etc/passwd", "nfs1;reboot", "nfs 1", "nfs1\nx", "$(reboot)",
+                                  "`reboot`", "a|b", "fe80::1%", "fe80::1%eth 1", "x" * 254, None, 5])
+def test_server_values_that_could_mean_something_else_are_refused(text):
+    assert not tcp_probe.is_host_name_or_address(text)
