@@ -168,8 +168,12 @@ def listening_sockets(text, byteorder):
 
 
 def canonical_address(address):
-    """'10.0.0.1' / 'fe80::1' in the form listening_sockets() prints; ValueError when not an IP."""
-    return str(ipaddress.ip_address(address))
+    """'10.0.0.1' / 'fe80::1' in the form listening_sockets() prints; ValueError when not an IP.
+
+    A %zone is dropped: /proc/net/tcp6 does not print it, so a listener could never be seen
+    listening (a link-local address then fails to bind, with a message, instead).
+    """
+    return str(ipaddress.ip_address(address.split("%", 1)[0]))
 
 
 # RFC 1123 host names (letters, digits, '-', dots; a label never starts with '-').

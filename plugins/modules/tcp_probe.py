@@ -234,8 +234,9 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import nfs_mo
 PROC = "/proc"
 PROC_MOUNTINFO = "/proc/self/mountinfo"
 PROC_NET_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
-# iperf3 listens within milliseconds on an idle host; 8 listeners on a loaded 2-core test host
-# took under 1 s. The bound only keeps a broken start from holding the play.
+# Two listeners listened within a second on this project's loaded 2-core test host
+# (tests/unit/plugins/modules/test_tcp_probe.py); the bound only keeps a broken start from
+# holding the play, and a listener that exited ends the wait at once.
 LISTEN_WAIT_SECONDS = 15.0
 # SIGTERM -> SIGKILL grace in mode=stop, and how long a killed listener's socket may linger.
 STOP_GRACE_SECONDS = 5.0
@@ -263,15 +264,19 @@ def find_programs(module):
 
 
 def is_local_address(address):
-    """True when address:0 binds here, i.e. the address belongs to this host (EADDRNOTAVAIL otherwise)."""
+    """True when address:0 binds here, i.e. the address belongs to this host.
+
+    EADDRNOTAVAIL: not ours; EAFNOSUPPORT: no IPv6 on this host, so not ours either. Anything
+    else (a link-local address without its %zone: EINVAL) propagates for the caller to word.
+    """
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        try:
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.bind((address, 0))
-        except OSError as exc:
-            if exc.errno == errno.EADDRNOTAVAIL:
-                return False
-            raise
+    except OSError as exc:
+        if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+            return False
+        raise
     return True
 
 
@@ -479,7 +484,13 @@ def run_listen(module, state_dir):
             module.fail_json(msg="addresses: %r is not an IP address" % address)
         if canonical not in addresses:
             addresses.append(canonical)
-    local = [address for address in addresses if is_local_address(address)]
+    local = []
+    for address in addresses:
+        try:
+            if is_local_address(address):
+                local.append(address)
+        except OSError as exc:
+            module.fail_json(msg="addresses: cannot bind to %s to test it: %s" % (address, exc.strerror or exc))
     not_local = [address for address in addresses if address not in local]
     if not local:
         module.fail_json(msg="none of addresses %s is an address of %s" % (", ".join(addresses), platform.node()))

@@ -181,6 +181,7 @@ def test_stat_process_group_with_spaces_and_parens_in_comm():
 
 def test_canonical_address_and_state_file_names():
     assert tcp_probe.canonical_address("fe80:0:0::1") == "fe80::1"
+    assert tcp_probe.canonical_address("fe80::1%eth1") == "fe80::1"
     with pytest.raises(ValueError):
         tcp_probe.canonical_address("nfs1.example")
     assert tcp_probe.state_file_name("fe80::1", 5201) == "listener-fe80__1-5201.json"

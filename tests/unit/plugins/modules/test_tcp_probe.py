@@ -157,6 +157,15 @@ def test_listen_refuses_when_no_address_is_local(fake_host, tmp_path):
     assert not (tmp_path / "state").exists()
 
 
+def test_listen_on_a_link_local_address_without_zone_fails_naming_addresses(fake_host, tmp_path):
+    result = fail_module(module, {"mode": "listen", "addresses": ["fe80::1%lo"], "ports": [5201],
+                                  "state_dir": str(tmp_path / "state")})
+    # EINVAL where IPv6 is up (a link-local bind needs its interface); not local without IPv6.
+    assert result["msg"] in ("addresses: cannot bind to fe80::1 to test it: Invalid argument",
+                             "none of addresses fe80::1 is an address of %s" % os.uname().nodename)
+    assert not (tmp_path / "state").exists()
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
