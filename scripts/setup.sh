@@ -30,9 +30,10 @@ quiet() {
 # --- Debian packages -------------------------------------------------------------------------
 # podman/runc/mmdebstrap: molecule containers; qemu*/e2fsprogs/openssh-client: the real-kernel
 # lab; shellcheck: ansible-test sanity; fio: canary benchmark; nfs-common: nfs-utils'
-# `mountstats`, the reference our deltas are checked against; socat: the lab's raw TCP ceiling.
+# `mountstats`, the reference our deltas are checked against; iperf3: the tcp_probe module's
+# end-to-end test on loopback.
 APT_PACKAGES=(podman runc mmdebstrap debian-archive-keyring qemu-system-x86 qemu-utils e2fsprogs
-  openssh-client shellcheck fio nfs-common socat rsync git python3-venv)
+  openssh-client shellcheck fio nfs-common iperf3 rsync git python3-venv)
 
 install_apt_packages() {
   local missing=()

@@ -39,6 +39,8 @@ LINK_CLEAR_SHARE = 0.3
 # 50 % the path had room.
 PROBE_FULL_SHARE = 0.8
 PROBE_CLEAR_SHARE = 0.5
+# The probe's clients must send at once for their sum to be the server's capacity.
+PROBE_START_SPREAD = 1.0
 # CPUs busy (all states but idle and iowait) over the checkpoint, averaged over the host's CPUs.
 # Lab (TCG, one vCPU): a CPU-bound server ran 92-100 % busy; an idle one 4 %. 85 % leaves room
 # for sampling noise while still meaning "no idle CPU to take more work".
@@ -336,18 +338,40 @@ def _link_rows(client_files, servers, checkpoint_seconds):
     return rows
 
 
-def _probe_capacity(client_files):
-    """Sum over clients of what raw TCP carried to the server in the same window (the probe), or None."""
+def _probe_capacity(client_files, evidence):
+    """Sum over clients of what raw TCP carried to the server in the same window (the probe), or None.
+
+    The sum is a capacity only when the clients sent at once: starts further apart than
+    PROBE_START_SPREAD (or a tenth of the run) mean each ran partly alone and faster, so the
+    probe is flagged and not used.
+    """
     total = 0.0
     hosts = []
+    starts = []
+    seconds = []
     for host, files in sorted(client_files.items()):
         probe = files.get("probe")
         summary = probe.get("summary") if isinstance(probe, dict) else None
         if not isinstance(summary, dict) or summary.get("error") or not summary.get("received_bits_per_second"):
+            if isinstance(probe, dict):
+                evidence.add("network", "TCP probe from %s" % host, None, "a result", True,
+                             "no usable iperf3 result: %s" % ((summary or {}).get("error") or probe.get("msg") or "no summary"))
             continue
         total += float(summary["received_bits_per_second"]) / 8.0
         hosts.append("%s %.3g MB/s (%s stream(s))" % (host, float(summary["received_bits_per_second"]) / 8e6, probe.get("streams", "?")))
-    return {"bytes_per_second": total, "hosts": hosts} if hosts else None
+        if summary.get("start_epoch") is not None:
+            starts.append(float(summary["start_epoch"]))
+        if summary.get("seconds"):
+            seconds.append(float(summary["seconds"]))
+    if not hosts:
+        return None
+    spread = max(starts) - min(starts) if len(starts) > 1 else 0.0
+    bound = max(PROBE_START_SPREAD, 0.1 * min(seconds)) if seconds else PROBE_START_SPREAD
+    if spread > bound:
+        evidence.add("network", "TCP probe start spread", spread, "<= %.1f s" % bound, True,
+                     "the clients' probes did not run at once (%s): their sum is no capacity, the probe is not used" % "; ".join(hosts))
+        return None
+    return {"bytes_per_second": total, "hosts": hosts, "start_spread_seconds": spread}
 
 
 def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
@@ -553,7 +577,7 @@ def diagnose(bundle):
     # ---- network: a measured layer (links, probe, declared speeds); symptoms alone never name it
     checkpoint_seconds = float(canary["seconds"]) if canary.get("seconds") else None
     links = _link_rows(client_files, servers, checkpoint_seconds)
-    net = _network_layer(evidence, capacity, achieved, target_bps, links, _probe_capacity(client_files))
+    net = _network_layer(evidence, capacity, achieved, target_bps, links, _probe_capacity(client_files, evidence))
     rtt_inflation = write["avg_rtt_ms"] / idle_rtt if idle_rtt and write["ops"] else None
     send_backed_up = False
     if rtt_inflation is not None:

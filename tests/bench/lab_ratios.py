@@ -8,10 +8,11 @@ One run, side by side on the same VMs: a fresh lab (scripts/lab down + up, so th
 the lab's broken starting point), then
   1. baseline   playbooks/validate-checkpoint.yml on both clients at once (the canary)
   2. ceiling a  the same bytes written with dd + fsync on the server's export disk, locally
-  3. ceiling b  the same bytes streamed raw over TCP (socat) from both clients to the server
-                over the lab link, at once
-  4. tune       playbooks/tune-servers.yml and tune-clients.yml
-  5. tuned      the canary again
+  3. tune       playbooks/tune-servers.yml and tune-clients.yml
+  4. tuned      the canary again, with the role's TCP probe (-e canary_validation_probe=true):
+     ceiling b  iperf3 from both clients to the server over the lab link at once, as many
+                streams as the tuned mount's nconnect; the sum of what the server received
+                (clients/*/probe.json of the tuned bundle)
 and prints tuned/baseline and tuned/ceiling (ceiling = the lower of a and b). Absolute MB/s
 measure the emulator (QEMU TCG on a shared host); only the ratios mean something.
 Goals: tuned >= 3x baseline, tuned >= 0.8x ceiling. A benchmark, not a test: it asserts nothing.
@@ -19,7 +20,7 @@ Goals: tuned >= 3x baseline, tuned >= 0.8x ceiling. A benchmark, not a test: it 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import json
 import os
 import shlex
 import subprocess
@@ -33,7 +34,6 @@ REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "scripts" / "lab"
 INVENTORY = REPO / "inventories" / "lab" / "hosts.yml"
 SERVER = "nfs1"
-SERVER_LAB_ADDRESS = "10.0.0.1"
 CLIENTS = ("nfs2", "nfs3")
 EXPORT = "/srv/nfs"
 MB = 1e6
@@ -66,42 +66,27 @@ def local_disk_mb_s(total_bytes: int) -> float:
     return total_bytes / seconds / MB
 
 
-def raw_tcp_mb_s(total_bytes: int) -> float:
-    """Both clients stream their share to the server at once; aggregate over the longest."""
-    per_client = total_bytes // len(CLIENTS)
-    count = per_client // (1 << 20)
-    ports = {client: 5001 + i for i, client in enumerate(CLIENTS)}
-    listeners = [
-        subprocess.Popen([str(LAB), "ssh", SERVER, f"timeout 600 socat -u TCP-LISTEN:{port},reuseaddr OPEN:/dev/null"],
-                         cwd=REPO)
-        for port in ports.values()
-    ]
-    try:
-        wait_for_listeners(list(ports.values()))
-        with concurrent.futures.ThreadPoolExecutor(len(CLIENTS)) as pool:
-            futures = [
-                pool.submit(timed_remote, client,
-                            f"dd if=/dev/zero bs=1M count={count} | socat -u STDIN TCP:{SERVER_LAB_ADDRESS}:{port}")
-                for client, port in ports.items()
-            ]
-            seconds = max(f.result() for f in futures)
-    finally:
-        for listener in listeners:
-            try:
-                listener.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                listener.kill()
-    return per_client * len(CLIENTS) / seconds / MB
+def probe_mb_s(bundle: Path) -> float:
+    """What the lab link carried in the tuned run's TCP probe: received bits/s summed over clients.
 
-
-def wait_for_listeners(ports: list[int]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        listening = lab_ssh(SERVER, "ss -ltnH")
-        if all(f":{port} " in listening for port in ports):
-            return
-        time.sleep(1)
-    raise RuntimeError(f"socat did not start listening on {ports} on {SERVER}")
+    The clients sent at the same start_at to their own iperf3 listener on the server, so the
+    server's aggregate is the sum over them (docs/capture-bundle.md, probe.json). A client
+    without a result makes the ceiling meaningless: fail, naming it.
+    """
+    results = {}
+    for client in CLIENTS:
+        path = bundle / "clients" / client / "probe.json"
+        if not path.is_file():
+            raise RuntimeError(f"{bundle.name}: no {path.relative_to(bundle)} (did the probe run?)")
+        probe = json.loads(path.read_text())
+        summary = probe.get("summary") or {}
+        if summary.get("error") or not summary.get("received_bits_per_second"):
+            raise RuntimeError(f"{bundle.name}: the probe from {client} failed: {summary.get('error') or probe.get('msg')}")
+        results[client] = summary
+    starts = [summary["start_epoch"] for summary in results.values() if summary.get("start_epoch") is not None]
+    if starts and max(starts) - min(starts) > 1:
+        log(f"probe start spread {max(starts) - min(starts)} s: the clients did not all send in the same window")
+    return sum(summary["received_bits_per_second"] for summary in results.values()) / 8 / MB
 
 
 def canary(label: str, extra_vars: list[str], compare_to: str | None = None) -> tuple[float, Path]:
@@ -153,9 +138,8 @@ def main() -> int:
 
         t = time.monotonic()
         local = local_disk_mb_s(total)
-        tcp = raw_tcp_mb_s(total)
-        phases["ceilings"] = time.monotonic() - t
-        log(f"ceiling: local disk {local:.2f} MB/s, raw TCP {tcp:.2f} MB/s")
+        phases["disk ceiling"] = time.monotonic() - t
+        log(f"ceiling: local disk {local:.2f} MB/s")
 
         t = time.monotonic()
         run(["ansible-playbook", "-i", str(INVENTORY), "playbooks/tune-servers.yml"], stdout=subprocess.DEVNULL)
@@ -163,8 +147,10 @@ def main() -> int:
         phases["tuning"] = time.monotonic() - t
 
         t = time.monotonic()
-        tuned, tuned_bundle = canary("bench-tuned", extra, compare_to=str(baseline_bundle))
-        phases["tuned canary"] = time.monotonic() - t
+        tuned, tuned_bundle = canary("bench-tuned", extra + ["canary_validation_probe=true"], compare_to=str(baseline_bundle))
+        phases["tuned canary + TCP probe"] = time.monotonic() - t
+        tcp = probe_mb_s(tuned_bundle)
+        log(f"ceiling: TCP probe {tcp:.2f} MB/s")
     finally:
         if not args.keep:
             run([str(LAB), "down"])
@@ -176,7 +162,7 @@ def main() -> int:
     print(f"  baseline NFS write        {baseline:8.2f} MB/s   ({baseline_bundle.name})")
     print(f"  tuned NFS write           {tuned:8.2f} MB/s   ({tuned_bundle.name})")
     print(f"  ceiling a: server disk    {local:8.2f} MB/s")
-    print(f"  ceiling b: raw TCP link   {tcp:8.2f} MB/s")
+    print(f"  ceiling b: TCP probe      {tcp:8.2f} MB/s   (iperf3, {tuned_bundle.name}/clients/*/probe.json)")
     print(f"  tuned / baseline          {tuned / baseline:8.2f}x   (goal >= 3)")
     print(f"  tuned / ceiling           {tuned / ceiling:8.2f}x   (goal >= 0.8)")
     print("  phases: " + ", ".join(f"{name} {seconds:.0f}s" for name, seconds in phases.items()))

@@ -42,7 +42,7 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import (
 
 COLLECTION = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULES = ("sunrpc_slot_table", "nfsd_threads", "nfs_mount", "nfs_client_stats", "nfsd_stats",
-           "diagnose_bundle", "checkpoint_canary", "checkpoint_report")
+           "diagnose_bundle", "checkpoint_canary", "checkpoint_report", "tcp_probe")
 
 
 def module_named(name):
@@ -138,6 +138,7 @@ def build_world(root, monkeypatch):
                              "SYS_MODULE": "sys/module"},
         "nfsd_stats": {"PROC_NFSD_STATS": "proc/net/rpc/nfsd", "PROC_FS_NFSD": "proc/fs/nfsd"},
         "checkpoint_canary": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo"},
+        "tcp_probe": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
     }
     for name, values in constants.items():
         module = module_named(name)
@@ -177,6 +178,7 @@ def base_args(world, entry):
         "diagnose_bundle": {"bundle": world.path("reports/bundle")},
         "checkpoint_report": {"bundle": world.path("reports/bundle"), "png": False},
         "checkpoint_canary": {"path": world.mount_point, "bytes_per_rank": 8192, "block_size": 4096, "timeout": 5},
+        "tcp_probe": {"mode": "send", "mount_point": world.mount_point, "seconds": 1, "state_dir": world.path("run/ckptio-tcp-probe")},
     }[entry]
 
 
@@ -621,6 +623,39 @@ for _case, _value in (("relative", "mnt/nfs"), ("missing", Deferred(lambda w: {"
                       ("not-nfs", Deferred(lambda w: {"path": w.path("local")}))):
     row("checkpoint_canary", "path", _case, _value if isinstance(_value, Deferred) else {"path": _value})
 unknown_row("checkpoint_canary", "rank")
+
+# -- tcp_probe --------------------------------------------------------------------------------
+# Every value ends up as one argv word of iperf3 or timeout, never in a shell: the rows prove
+# it is refused before anything starts, and a server cannot pose as an option.
+choice_rows("tcp_probe", "mode", "send")
+
+
+def _listen(**values):
+    return dict({"mode": "listen", "addresses": ["127.0.0.1"], "ports": [5201]}, **values)
+
+
+for _case, _value in (("type", {"a": 1}), ("hostname", ["nfs1.example"]), ("semicolon", ["10.0.0.1;reboot"]),
+                      ("space", ["10.0.0.1 10.0.0.2"]), ("none-local", ["192.0.2.1"]), ("empty", [])):
+    row("tcp_probe", "addresses", _case, _listen(addresses=_value))
+for _case, _value in (("duplicate", [5201, 5201]), ("zero", [0]), ("above", [65536]), ("type", ["many"]),
+                      ("semicolon", ["5201;reboot"]), ("empty", [])):
+    row("tcp_probe", "ports", _case, _listen(ports=_value))
+for _case, _value in (("zero", 0), ("negative", -1), ("type", "soon"), ("semicolon", "1;reboot")):
+    row("tcp_probe", "seconds", _case, {"seconds": _value})
+row("tcp_probe", "state_dir", "relative", {"state_dir": "run/ckptio-tcp-probe"})
+for _case, _value in (("dash", "-oremount"), ("long-option", "--logfile=/etc/passwd"), ("semicolon", "nfs1;reboot"),
+                      ("space", "nfs 1"), ("newline", "nfs1\nnfs2"), ("subshell", "$(reboot)"), ("backtick", "`reboot`")):
+    row("tcp_probe", "server", _case, {"server": _value})
+row("tcp_probe", "server", "missing", {"mount_point": None}, names="mount_point")
+for _case, _value in (("relative", "mnt/nfs"), ("missing", Deferred(lambda w: {"mount_point": w.path("mnt/absent")})),
+                      ("not-nfs", Deferred(lambda w: {"mount_point": w.path("local")}))):
+    row("tcp_probe", "mount_point", _case, _value if isinstance(_value, Deferred) else {"mount_point": _value})
+for _case, _value in (("zero", 0), ("above", 65536), ("type", "http"), ("semicolon", "5201;reboot")):
+    row("tcp_probe", "port", _case, {"port": _value})
+for _case, _value in (("negative", -1), ("above", 129), ("type", "many")):
+    row("tcp_probe", "streams", _case, {"streams": _value})
+row("tcp_probe", "start_at", "type", {"start_at": "soon"})
+unknown_row("tcp_probe", "address")
 
 # -- roles ------------------------------------------------------------------------------------
 CLIENT = ("client_tuning", "main")

@@ -8,6 +8,7 @@ module still says changed=True where a real run would change something.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -109,6 +110,16 @@ def canary(world):
     return {"path": world.mount_point, "ranks": 4, "bytes_per_rank": 1048576, "keep": True}
 
 
+def probe_stop(world):
+    """A recorded probe listener (its process gone): a real stop removes the record."""
+    state = world.path("run/ckptio-tcp-probe")
+    os.makedirs(state, mode=0o700)
+    argv = ["/usr/bin/timeout", "-k", "5", "60", "/usr/bin/iperf3", "-s", "-1", "-B", "10.0.0.1", "-p", "5201"]
+    with open(os.path.join(state, "listener-10.0.0.1-5201.json"), "w") as handle:
+        json.dump({"address": "10.0.0.1", "port": 5201, "pid": 4711, "argv": argv}, handle)
+    return {"mode": "stop", "state_dir": state}
+
+
 # (module, case, arguments builder, changed in a real run)
 CASES = [
     ("sunrpc_slot_table", "apply-and-persist", sunrpc, True),
@@ -125,6 +136,7 @@ CASES = [
     ("diagnose_bundle", "writes-diagnosis", diagnose, True),
     ("checkpoint_report", "writes-report", report, True),
     ("checkpoint_canary", "keep-files", canary, True),
+    ("tcp_probe", "stop-removes-records", probe_stop, True),
 ]
 
 

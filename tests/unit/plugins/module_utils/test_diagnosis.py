@@ -357,3 +357,18 @@ def test_duplicate_mounts_on_the_path_use_the_visible_one():
     result = diagnose(bundle)
     assert result["clients"]["nfs2"]["nfs_version"] == "4.2" and result["clients"]["nfs2"]["write_ops"] == 515
     assert result["excluded_clients"] == []
+
+
+def test_probes_that_did_not_run_at_once_are_flagged_not_summed():
+    bundle = load_capture("seed_like_v41")
+    for index, host in enumerate(sorted(bundle["clients"])):
+        bundle["clients"][host]["probe"] = {"streams": 1, "summary": {
+            "received_bits_per_second": 1e6, "start_epoch": 1796112500.0 + 4.0 * index, "seconds": 10.0, "error": None}}
+    result = diagnose(bundle)
+    spread = [item for item in result["evidence"] if item["signal"] == "TCP probe start spread"][0]
+    assert spread["crossed"] and spread["value"] == pytest.approx(4.0)
+    assert result["network"]["probe_share"] is None and result["network"]["state"] == "unmeasured"
+    bundle["clients"]["nfs3"]["probe"] = {"streams": 1, "summary": None, "msg": "iperf3: connection refused"}
+    result = diagnose(bundle)
+    failed = [item for item in result["evidence"] if item["signal"] == "TCP probe from nfs3"][0]
+    assert failed["crossed"] and "connection refused" in failed["explanation"]

@@ -1,0 +1,113 @@
+"""The canary_validation probe plays, run for real by ansible-playbook on localhost with iperf3.
+
+Two clients and one server, all this host (connection local). The clients' targets are set by
+the driver playbook (there is no NFS mount here); everything after that is the role's own task
+files in playbooks/validate-checkpoint.yml's order: listen -> send -> stop -> verdict.
+Client c2 sends to a port nobody listens on, so its send fails: the test proves the stop still
+ran (nothing listens, no process of ours is left, the records are gone), that c1's result is in
+the bundle, and that the run fails at the end naming c2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.modules import tcp_probe as module
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_tcp_probe import free_port, listening, our_processes
+
+IPERF3 = shutil.which("iperf3")
+# The collection tree this test runs from (the staged copy under .../ansible_collections/ckptio/nfs).
+COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(module.__file__), "..", "..", "..", "..", ".."))
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+DRIVER = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        canary_validation__bundle: "{bundle}"
+    - ansible.builtin.file:
+        path: "{bundle}/clients/{{{{ item }}}}"
+        state: directory
+        mode: "0755"
+      loop: [c1, c2]
+- hosts: nfs_clients
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        canary_validation__probe_target:
+          server: 127.0.0.1
+          port: "{{{{ {base} if inventory_hostname == 'c1' else {nobody} }}}}"
+          streams: 2
+- hosts: nfs_servers
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {{name: ckptio.nfs.canary_validation, tasks_from: probe_servers}}
+- hosts: nfs_clients
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {{name: ckptio.nfs.canary_validation, tasks_from: probe_clients}}
+- hosts: nfs_servers
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {{name: ckptio.nfs.canary_validation, tasks_from: probe_stop}}
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {{name: ckptio.nfs.canary_validation, tasks_from: probe_verdict}}
+"""
+
+INVENTORY = """
+all:
+  vars:
+    ansible_connection: local
+    ansible_python_interpreter: {python}
+  children:
+    nfs_clients:
+      hosts: {{c1: {{}}, c2: {{}}}}
+    nfs_servers:
+      hosts: {{s1: {{}}}}
+"""
+
+
+@pytest.mark.skipif(IPERF3 is None, reason="iperf3 is not installed (Debian package iperf3; scripts/setup.sh installs it)")
+def test_a_failed_send_still_stops_the_listeners_and_fails_the_run_at_the_end(tmp_path):
+    base = free_port()
+    while base + 1 > 65535 or listening([base, base + 1]):
+        base = free_port()
+    nobody = free_port()
+    while nobody in (base, base + 1):
+        nobody = free_port()
+    bundle = tmp_path / "bundle"
+    state = tmp_path / "probe-state"
+    (tmp_path / "driver.yml").write_text(DRIVER.format(bundle=bundle, base=base, nobody=nobody))
+    (tmp_path / "hosts.yml").write_text(INVENTORY.format(python=sys.executable))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+               ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-remote-tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0")
+    run = subprocess.run(
+        [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "driver.yml"),
+         "-e", "canary_validation_probe_port_base=%d" % base, "-e", "canary_validation_probe_seconds=1",
+         "-e", "canary_validation_start_lead=5", "-e", "canary_validation_probe_state_dir=%s" % state],
+        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300, check=False)
+    output = run.stdout + run.stderr
+
+    assert run.returncode != 0, output
+    assert "TCP probe failed: c2: probe to 127.0.0.1:%d failed: unable to connect to server: Connection refused" % nobody in output
+    # The stop ran after the failed send: nothing listens, nothing of ours runs, no record is left.
+    assert listening([base, base + 1]) == []
+    assert our_processes([base, base + 1]) == []
+    assert not state.exists()
+    assert "Stop the probe listeners" in output
+
+    good = json.loads((bundle / "clients" / "c1" / "probe.json").read_text())
+    assert (good["server"], good["port"], good["streams"], good["seconds"]) == ("127.0.0.1", base, 2, 1)
+    assert good["summary"]["error"] is None and good["summary"]["received_bits_per_second"] > 0
+    assert good["iperf3"]["start"]["test_start"]["num_streams"] == 2
+    bad = json.loads((bundle / "clients" / "c2" / "probe.json").read_text())
+    assert bad["summary"]["error"] == "unable to connect to server: Connection refused"
+    assert bad["port"] == nobody
