@@ -132,7 +132,9 @@ def build_world(root, monkeypatch):
         "sunrpc_slot_table": {"PROC_SUNRPC": "proc/sys/sunrpc", "SYS_MODULE": "sys/module", "MOUNTINFO": "proc/self/mountinfo",
                               "MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
         "nfsd_threads": {"PROC_NFSD": "proc/fs/nfsd", "NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
-                         "USR_NFS_CONF": "usr/etc/nfs.conf"},
+                         "USR_NFS_CONF": "usr/etc/nfs.conf",
+                         "NFS_SERVER_DROPIN": "etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf",
+                         "MAX_CONNECTIONS_VALUE_FILE": "etc/ckptio/nfsd-max-connections"},
         "nfs_mount": {"PROC_ROOT": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_MOUNTSTATS": "proc/self/mountstats"},
         "nfs_client_stats": {"PROC": "proc", "PROC_MOUNTSTATS": "proc/self/mountstats", "PROC_SUNRPC": "proc/sys/sunrpc",
                              "SYS_MODULE": "sys/module"},
@@ -512,6 +514,7 @@ int_rows("nfsd_threads", "threads", 0, 8193)
 row("nfsd_threads", "threads", "negative", {"threads": -1})
 row("nfsd_threads", "threads", "missing", {"threads": None})
 int_rows("nfsd_threads", "min_threads", 0, 65)
+int_rows("nfsd_threads", "max_connections", -1, 4294967296)
 # The fake kernel (6.1) has no /proc/fs/nfsd/min_threads: a valid number is refused too.
 row("nfsd_threads", "min_threads", "no-kernel-support", {"min_threads": 4})
 path_rows("nfsd_threads", "conf_file", "etc/nfs.conf.d")
