@@ -447,6 +447,9 @@ class NfsdThreads:
         if wanted is None:
             return None, view["dropin"], view["value"]
         if view["supported"] is False:
+            if wanted == 0:
+                # 0 asks for no limit of ours: on such a kernel that is already the case.
+                return None, view["dropin"], view["value"]
             self.warnings.append(
                 "max_connections=%d not applied: this kernel has no %s (Linux 6.14 removed it; only connections that "
                 "have not yet presented a valid file handle are limited, to 64), so there is nothing to set"

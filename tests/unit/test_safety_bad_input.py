@@ -24,6 +24,7 @@ import importlib
 import os
 import re
 import shutil
+import sys
 
 import pytest
 import yaml
@@ -34,6 +35,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar, trust_as_template
+from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
@@ -211,7 +213,20 @@ _PLUGINS = []
 def load_plugins():
     """Ansible's plugin loader (lookups, filters) with this tree's collection root, once."""
     if not _PLUGINS:
-        init_plugin_loader([os.path.dirname(os.path.dirname(os.path.dirname(COLLECTION)))])
+        # pytest may import this file twice (as a test module and from test_safety_check_mode):
+        # a second init would replace the plugin loaders the first one set up.
+        if AnsibleCollectionConfig.collection_finder is None:
+            init_plugin_loader([os.path.dirname(os.path.dirname(os.path.dirname(COLLECTION)))])
+        # pytest imported ansible_collections.ckptio.nfs from PYTHONPATH before the collection
+        # finder existed, so the package lacks the routing metadata the finder attaches, and
+        # every ckptio.nfs.* filter in a role would be "not found". Attach it from meta/runtime.yml.
+        package = importlib.import_module("ansible_collections.ckptio.nfs")
+        if getattr(package, "_collection_meta", None) is None:
+            package._collection_meta = load_yaml(os.path.join(COLLECTION, "meta", "runtime.yml")) or {}
+        # Filter files a unit test imported by path cannot be loaded as plugins ("Skipping filter
+        # plugins in ckptio.nfs.nfs_stats"); forgetting them lets the finder import its own copies.
+        for name in [name for name in sys.modules if name.startswith("ansible_collections.ckptio.nfs.plugins.filter")]:
+            del sys.modules[name]
         _PLUGINS.append(True)
 
 
@@ -686,6 +701,11 @@ for _case, _value in (("relative", "etc/nfs.conf.d/ckptio.conf"), ("space", "my 
         names="conf_file")
 for _option in ("server_tuning_exports_file", "server_tuning_exports_dir"):
     row(SERVER, _option, "relative", {_option: "etc/exports"})
+for _option in ("server_tuning_max_connections", "server_tuning_extra_connections", "server_tuning_connection_margin_percent"):
+    for _case, _value in (("negative", -1), ("bool", True), ("type", "many"), ("semicolon", "5000;reboot"), ("float", 1.5)):
+        row(SERVER, _option, _case, {_option: _value})
+row(SERVER, "server_tuning_clients_group", "type", {"server_tuning_clients_group": ["nfs_clients"]})
+row(SERVER, "server_tuning_server_names", "type", {"server_tuning_server_names": {"nfs01": True}})
 unknown_row(SERVER, "server_tuning_thread")
 
 PREPARE = ("canary_validation", "prepare")

@@ -179,6 +179,9 @@ def test_kernel_without_the_file_says_so_and_writes_nothing_for_it(tree):
     assert [row["name"] for row in result["settings"]] == ["threads"]
     assert result["max_connections_before"] is None and result["max_connections_after"] is None
     assert not os.path.exists(tree.dropin) and not os.path.exists(tree.value_file)
+    # Asking for the kernel default there is no news: no warning.
+    quiet = run_module(module, tree.args(threads=8, max_connections=0))
+    assert quiet["changed"] is False and quiet["warnings"] == []
 
 
 def test_nfsd_not_loaded_persists_and_reports_the_limit_at_the_next_start(tree):
