@@ -38,13 +38,13 @@ options:
     description:
       - The most TCP/RDMA connections knfsd keeps (C(/proc/fs/nfsd/max_connections)); V(0) is the kernel
         default, (threads + 3) * 20. Over the limit nfsd closes its oldest connection and logs
-        C(nfsd: too many open connections, consider increasing the number of threads).
+        C(too many open connections, consider increasing the number of threads).
       - Written live whenever the file exists (the nfsd threads pick it up on their next request, also
         while nfsd is stopped). nfs-utils has no setting for it, so it is persisted as an
         C(nfs-server.service) drop-in whose C(ExecStartPre=) copies a value file into the proc file
         before nfsd starts (V(0) removes both files). See RV(connection_limit).
       - Kernels from 6.14 on have no such file (only connections that have not yet shown a valid file
-        handle are limited, to 64): the module says so and changes nothing for it.
+        handle are limited, to 64); the module says so and changes nothing for it.
       - Unset, the limit is only reported. With O(state=absent) the files it wrote are removed and the
         live value set back to 0.
     type: int
@@ -448,7 +448,10 @@ class NfsdThreads:
             return None, view["dropin"], view["value"]
         if view["supported"] is False:
             if wanted == 0:
-                # 0 asks for no limit of ours: on such a kernel that is already the case.
+                # 0 asks for no limit of ours: on such a kernel that is the case already; only
+                # files of ours left from an older kernel are removed.
+                if ours:
+                    return 0, None, None
                 return None, view["dropin"], view["value"]
             self.warnings.append(
                 "max_connections=%d not applied: this kernel has no %s (Linux 6.14 removed it; only connections that "

@@ -30,7 +30,8 @@ EXAMPLE_CLIENT = {"client_tuning_profile": "checkpoint",
                   "client_tuning_mount_options": {}}
 
 
-def cluster(count, variables=EXAMPLE_CLIENT):
+def cluster(count, variables=None):
+    variables = EXAMPLE_CLIENT if variables is None else variables
     hosts = ["gpu%04d" % number for number in range(1, count + 1)]
     return hosts, dict((host, dict(variables)) for host in hosts)
 

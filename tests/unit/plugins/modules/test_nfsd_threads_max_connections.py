@@ -184,6 +184,16 @@ def test_kernel_without_the_file_says_so_and_writes_nothing_for_it(tree):
     assert quiet["changed"] is False and quiet["warnings"] == []
 
 
+def test_rollback_after_a_kernel_upgrade_removes_our_files(tree):
+    run_module(module, tree.args(threads=8, max_connections=5000))
+    # The new kernel (6.14 on) has no max_connections.
+    os.unlink(tree.path("proc/fs/nfsd/max_connections"))
+    result = run_module(module, tree.args(state="absent"))
+    assert not os.path.exists(tree.dropin) and not os.path.exists(tree.value_file)
+    assert result["warnings"] == []
+    assert {"name": "max_connections", "wanted": 0, "persisted": 0, "live": None, "in_sync": True} in result["settings"]
+
+
 def test_nfsd_not_loaded_persists_and_reports_the_limit_at_the_next_start(tree):
     os.unlink(tree.path("proc/fs/nfsd/max_connections"))
     os.unlink(tree.path("proc/fs/nfsd/threads"))
