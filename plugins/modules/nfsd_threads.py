@@ -34,6 +34,20 @@ options:
       - Minimum threads for kernels with dynamic nfsd threads. Only where C(/proc/fs/nfsd/min_threads)
         exists; the module fails with a clear message elsewhere. Range 1..O(threads).
     type: int
+  max_connections:
+    description:
+      - The most TCP/RDMA connections knfsd keeps (C(/proc/fs/nfsd/max_connections)); V(0) is the kernel
+        default, (threads + 3) * 20. Over the limit nfsd closes its oldest connection and logs
+        C(too many open connections, consider increasing the number of threads).
+      - Written live whenever the file exists (the nfsd threads pick it up on their next request, also
+        while nfsd is stopped). nfs-utils has no setting for it, so it is persisted as an
+        C(nfs-server.service) drop-in whose C(ExecStartPre=) copies a value file into the proc file
+        before nfsd starts (V(0) removes both files). See RV(connection_limit).
+      - Kernels from 6.14 on have no such file (only connections that have not yet shown a valid file
+        handle are limited, to 64); the module says so and changes nothing for it.
+      - Unset, the limit is only reported. With O(state=absent) the files it wrote are removed and the
+        live value set back to 0.
+    type: int
   apply_live:
     description:
       - Write the values to C(/proc/fs/nfsd) when nfsd is running.
@@ -78,6 +92,9 @@ notes:
   - O(conf_file) is read, planned and written under an exclusive lock (C(flock) on
     C(.<name>.ckptio.lock) beside it). A symlinked file stays a link and its target gets the new
     content. Only a missing file counts as empty; an unreadable one (or a directory) fails the module.
+  - The O(max_connections) drop-in is C(/etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf)
+    and its value file C(/etc/ckptio/nfsd-max-connections); the module refuses to change either when it
+    did not write them, and runs C(systemctl daemon-reload) after changing the drop-in.
 seealso:
   - module: ckptio.nfs.sunrpc_slot_table
 """
@@ -97,6 +114,11 @@ EXAMPLES = r"""
   ckptio.nfs.nfsd_threads:
     threads: 64
     apply_live: false
+
+- name: 1,000 clients with nconnect=4 need more than (64 + 3) * 20 = 1,340 connections
+  ckptio.nfs.nfsd_threads:
+    threads: 64
+    max_connections: 5000
 
 - name: Roll back to the distribution default
   ckptio.nfs.nfsd_threads:
@@ -170,6 +192,31 @@ settings:
         - Persisted and live values equal the wanted value. With nfsd not loaded (C(live) is
           null) only the persisted value, which nfs-server applies when it starts, is compared.
       type: bool
+max_connections_before:
+  description: Live C(/proc/fs/nfsd/max_connections) before the run (null where the file does not exist).
+  returned: always
+  type: int
+  sample: 0
+max_connections_after:
+  description: Live value after the run (in check mode, the value the run would set).
+  returned: always
+  type: int
+  sample: 5000
+persisted_max_connections:
+  description: The value the drop-in writes when nfs-server starts (0 when there is no drop-in of ours).
+  returned: always
+  type: int
+  sample: 5000
+connection_limit:
+  description:
+    - The connection limit nfsd enforces after the run. C(configured) is max_connections (0 = default),
+      C(effective) the limit itself ((threads + 3) * 20 when configured is 0; null where the kernel
+      has no such limit), C(threads) the count the default is computed from (the live count, or the one
+      nfs-server will start with when nfsd is not running), C(supported) false on kernels without the
+      file (null when nfsd is not loaded and it cannot be told).
+  returned: always
+  type: dict
+  sample: {configured: 0, effective: 1340, threads: 64, supported: true}
 backup_file:
   description: Backup of O(conf_file) made before changing it.
   returned: when backup is true and the file changed
@@ -182,11 +229,18 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils import nfs_conf
+from ansible_collections.ckptio.nfs.plugins.module_utils import nfsd_connections
 
 PROC_NFSD = "/proc/fs/nfsd"
 NFS_CONF = "/etc/nfs.conf"
 NFS_CONF_D = "/etc/nfs.conf.d"
 USR_NFS_CONF = "/usr/etc/nfs.conf"
+# nfs-utils has no max_connections setting: an nfs-server.service drop-in copies the value file
+# into /proc/fs/nfsd/max_connections before nfsd starts (docs/tuning-modules.md says why).
+NFS_SERVER_DROPIN = "/etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf"
+MAX_CONNECTIONS_VALUE_FILE = "/etc/ckptio/nfsd-max-connections"
+# coreutils dd: /usr/bin on merged-/usr systems (Debian 12, RHEL), /bin on older Debian.
+DD_PATHS = ("/usr/bin/dd", "/bin/dd")
 
 # fs/nfsd/nfsd.h NFSD_MAXSERVS: the kernel refuses more threads.
 MAX_THREADS = 8192
@@ -214,7 +268,7 @@ def validate(params):
     min_threads = params["min_threads"]
     present = params["state"] == "present"
     # Ansible's int type lets a bool through (bool subclasses int): `threads: true` must not mean 1.
-    for option in ("threads", "min_threads"):
+    for option in ("threads", "min_threads", "max_connections"):
         if isinstance(params[option], bool):
             return ["%s must be an integer, got %r" % (option, params[option])]
     if present and threads is None:
@@ -229,6 +283,9 @@ def validate(params):
         if present and not os.path.exists(os.path.join(PROC_NFSD, "min_threads")):
             errors.append("min_threads is not supported here: %s does not exist (this kernel has no dynamic "
                           "nfsd threads, or nfsd is not loaded)" % os.path.join(PROC_NFSD, "min_threads"))
+    max_connections = params["max_connections"]
+    if max_connections is not None and not 0 <= max_connections <= nfsd_connections.MAX_CONNECTIONS:
+        errors.append("max_connections must be between 0 and %d, got %d" % (nfsd_connections.MAX_CONNECTIONS, max_connections))
     path = params["conf_file"]
     if not path or not os.path.isabs(path):
         errors.append("conf_file must be an absolute path, got %r" % (path,))
@@ -283,9 +340,11 @@ class NfsdThreads:
         files.extend((path, text_of(path)) for path in dropins(NFS_CONF + ".d"))
         return [(path, text) for path, text in files if text is not None]
 
-    def write_file(self, path, before, after):
+    def write_file(self, path, before, after, backup=True):
+        """Write or remove one file; backup=False for files wholly generated by this module."""
         if before == after:
             return
+        backup = backup and self.params["backup"]
         self.changed = True
         if self.module._diff:
             self.diff.append({"before": before or "", "after": after or "", "before_header": path, "after_header": path})
@@ -293,9 +352,9 @@ class NfsdThreads:
             return
         try:
             if after is None:
-                self.backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
+                self.backup_file = atomic_file.remove_file(self.module, path, backup=backup) or self.backup_file
             else:
-                self.backup_file = atomic_file.write_file(self.module, path, after, backup=self.params["backup"], make_parent=True)
+                self.backup_file = atomic_file.write_file(self.module, path, after, backup=backup, make_parent=True) or self.backup_file
         except OSError as exc:
             self.module.fail_json(msg="could not %s %s (the old file is untouched): %s"
                                   % ("remove" if after is None else "write", path, atomic_file.describe_error(exc)),
@@ -362,6 +421,106 @@ class NfsdThreads:
             errors.append("the kernel reports threads=%s min_threads=%s after the write" % (threads_after, min_after))
         return threads_after, min_after, applied, "; ".join(errors)
 
+    def read_max_connections(self):
+        """The live value and our persisted files, before any change: a dict the plan reads."""
+        proc_file = os.path.join(PROC_NFSD, "max_connections")
+        live = read_int(self.module, proc_file)
+        if live is not None:
+            supported = True
+        elif os.path.exists(os.path.join(PROC_NFSD, "threads")):
+            # nfsd is loaded and has no max_connections: Linux 6.14 removed it.
+            supported = False
+        else:
+            supported = None
+        return {
+            "proc_file": proc_file,
+            "live": live,
+            "supported": supported,
+            "dropin": atomic_file.read_text(NFS_SERVER_DROPIN),
+            "value": atomic_file.read_text(MAX_CONNECTIONS_VALUE_FILE),
+        }
+
+    def plan_max_connections(self, view):
+        """(wanted, dropin_after, value_after); wanted None = max_connections is not managed this run."""
+        params = self.params
+        ours = nfsd_connections.is_our_dropin(view["dropin"])
+        if params["state"] == "present":
+            wanted = params["max_connections"]
+        else:
+            # Rollback: what we persisted goes, and the live value returns to the kernel default.
+            has_ours = ours or nfsd_connections.parse_value(view["value"]) is not None
+            wanted = 0 if (params["max_connections"] is not None or has_ours) else None
+        if wanted is None:
+            return None, view["dropin"], view["value"]
+        if view["supported"] is False:
+            if wanted == 0:
+                # 0 asks for no limit of ours: on such a kernel that is the case already; only
+                # files of ours left from an older kernel are removed.
+                if ours:
+                    return 0, None, None
+                return None, view["dropin"], view["value"]
+            self.warnings.append(
+                "max_connections=%d not applied: this kernel has no %s (Linux 6.14 removed it; only connections that "
+                "have not yet presented a valid file handle are limited, to 64), so there is nothing to set"
+                % (wanted, view["proc_file"]))
+            return None, view["dropin"], view["value"]
+        if view["dropin"] is not None and not ours:
+            self.module.fail_json(msg="max_connections: %s exists and was not written by ckptio.nfs; refusing to change it "
+                                      "(remove it or move its setting into max_connections)" % NFS_SERVER_DROPIN)
+        if view["value"] is not None and nfsd_connections.parse_value(view["value"]) is None:
+            self.module.fail_json(msg="max_connections: %s holds something other than a number; it is not ours, "
+                                      "refusing to change it" % MAX_CONNECTIONS_VALUE_FILE)
+        if params["state"] == "present" and not params["persist"]:
+            return wanted, view["dropin"], view["value"]
+        if wanted == 0:
+            # 0 is what a freshly loaded nfsd has: nothing to persist.
+            return wanted, None, None
+        dd_path = next((path for path in DD_PATHS if os.path.exists(path)), DD_PATHS[0])
+        return (wanted, nfsd_connections.dropin_text(dd_path, MAX_CONNECTIONS_VALUE_FILE, view["proc_file"]),
+                nfsd_connections.value_text(wanted))
+
+    def write_max_connections_files(self, view, dropin_after, value_after):
+        # The value first, the drop-in that reads it last; removal the other way round, so a failure
+        # in between never leaves a drop-in pointing at a missing file.
+        if dropin_after is None:
+            self.write_file(NFS_SERVER_DROPIN, view["dropin"], None, backup=False)
+            self.write_file(MAX_CONNECTIONS_VALUE_FILE, view["value"], None, backup=False)
+        else:
+            self.write_file(MAX_CONNECTIONS_VALUE_FILE, view["value"], value_after, backup=False)
+            self.write_file(NFS_SERVER_DROPIN, view["dropin"], dropin_after, backup=False)
+        if dropin_after == view["dropin"] or self.check_mode:
+            return
+        systemctl = self.module.get_bin_path("systemctl")
+        if systemctl is None:
+            self.warnings.append("systemctl not found: %s takes effect only where systemd starts nfs-server" % NFS_SERVER_DROPIN)
+            return
+        rc, _out, err = self.module.run_command([systemctl, "daemon-reload"])
+        if rc != 0:
+            self.warnings.append("systemctl daemon-reload failed (%s): run it before nfs-server restarts, or the old "
+                                 "drop-in applies" % err.strip())
+
+    def apply_live_max_connections(self, view, wanted):
+        """Return (after, applied, reason). Unlike threads, writing it never starts nfsd."""
+        before = view["live"]
+        if wanted is None or view["supported"] is not True:
+            if wanted is not None and view["supported"] is None:
+                return before, False, ("nfsd is not loaded (no %s): max_connections applies when nfs-server starts"
+                                       % view["proc_file"])
+            return before, True, ""
+        if before == wanted:
+            return before, True, ""
+        if not self.params["apply_live"]:
+            return before, False, "apply_live is false"
+        if self.check_mode:
+            return wanted, False, "check mode: live values not written"
+        error = self.write_live("max_connections", wanted)
+        after = read_int(self.module, view["proc_file"])
+        if error:
+            return after, False, error
+        if after != wanted:
+            return after, False, "the kernel reports max_connections=%s after the write" % after
+        return after, True, ""
+
     def run(self):
         params = self.params
         present = params["state"] == "present"
@@ -369,6 +528,9 @@ class NfsdThreads:
         threads_before = read_int(self.module, os.path.join(PROC_NFSD, "threads"))
         min_before = read_int(self.module, os.path.join(PROC_NFSD, "min_threads"))
         max_block_size = read_int(self.module, os.path.join(PROC_NFSD, "max_block_size"))
+
+        max_view = self.read_max_connections()
+        wanted_max, dropin_after, value_after = self.plan_max_connections(max_view)
 
         # Read, plan and write conf_file under its lock: a parallel run would otherwise plan
         # from the same old file.
@@ -401,7 +563,16 @@ class NfsdThreads:
                     "no nfs.conf file sets threads after this run")
 
             self.write_file(path, before, after)
+            self.write_max_connections_files(max_view, dropin_after, value_after)
         threads_after, min_after, applied, reason = self.apply_live(wanted_threads, wanted_min, threads_before, min_before)
+        max_after, max_applied, max_reason = self.apply_live_max_connections(max_view, wanted_max)
+        if self.module._diff and max_after != max_view["live"]:
+            self.diff.append({
+                "before": "max_connections = %s\n" % max_view["live"],
+                "after": "max_connections = %s\n" % max_after,
+                "before_header": "live: %s" % max_view["proc_file"],
+                "after_header": "live: %s" % max_view["proc_file"],
+            })
         if self.module._diff and (threads_after, min_after) != (threads_before, min_before):
             self.diff.append({
                 "before": "threads = %s\nmin_threads = %s\n" % (threads_before, min_before),
@@ -424,6 +595,16 @@ class NfsdThreads:
         rows = [self.row("threads", wanted_threads, persisted_threads_now, live_threads, check_persisted)]
         if wanted_min is not None:
             rows.append(self.row("min_threads", wanted_min, persisted_min_now, live_min, check_persisted and present))
+        persisted_max_after = self.persisted_max_connections(dropin_after, value_after)
+        if wanted_max is not None:
+            persisted_max_now = (self.persisted_max_connections(max_view["dropin"], max_view["value"])
+                                 if self.check_mode else persisted_max_after)
+            live_max_now = max_view["live"] if self.check_mode else max_after
+            rows.append(self.row("max_connections", wanted_max, persisted_max_now, live_max_now, check_persisted))
+        limit = self.connection_limit(max_view, max_after, persisted_max_after, threads_after, effective_threads)
+        if wanted_max is not None and not max_applied and max_reason:
+            applied = False
+            reason = "; ".join(part for part in (reason, max_reason) if part)
 
         own = nfs_conf.effective([(path, after)], SECTION, "threads")[0] if after is not None else None
         for warning in self.warnings:
@@ -439,6 +620,10 @@ class NfsdThreads:
             "effective_persisted_source": winner,
             "conflicts": conflict_rows,
             "max_block_size": max_block_size,
+            "max_connections_before": max_view["live"],
+            "max_connections_after": max_after,
+            "persisted_max_connections": persisted_max_after,
+            "connection_limit": limit,
             "live_applied": applied,
             "live_not_applied_reason": reason,
             "settings": rows,
@@ -448,6 +633,27 @@ class NfsdThreads:
         if self.module._diff:
             result["diff"] = self.diff
         return result
+
+    @staticmethod
+    def persisted_max_connections(dropin, value):
+        """What the next nfs-server start writes: our value file when our drop-in reads it, else 0."""
+        if nfsd_connections.is_our_dropin(dropin):
+            parsed = nfsd_connections.parse_value(value)
+            return parsed if parsed is not None else 0
+        return 0
+
+    @staticmethod
+    def connection_limit(view, max_after, persisted_max, threads_after, effective_threads):
+        if view["supported"] is False:
+            return nfsd_connections.connection_limit(None, threads_after, supported=False)
+        if view["supported"] is True and threads_after:
+            return nfsd_connections.connection_limit(max_after, threads_after)
+        # nfsd stopped or not loaded: the limit it will have when nfs-server starts.
+        threads = effective_threads if effective_threads is not None else DEFAULT_THREADS
+        configured = max_after if view["supported"] is True else persisted_max
+        limit = nfsd_connections.connection_limit(configured, threads)
+        limit["supported"] = view["supported"]
+        return limit
 
     def row(self, name, wanted, persisted, live, check_persisted):
         if live is None:
@@ -464,6 +670,7 @@ def main():
         argument_spec=dict(
             threads=dict(type="int"),
             min_threads=dict(type="int"),
+            max_connections=dict(type="int"),
             apply_live=dict(type="bool", default=True),
             persist=dict(type="bool", default=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),

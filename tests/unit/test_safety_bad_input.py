@@ -24,6 +24,7 @@ import importlib
 import os
 import re
 import shutil
+import sys
 
 import pytest
 import yaml
@@ -34,6 +35,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar, trust_as_template
+from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
@@ -132,7 +134,9 @@ def build_world(root, monkeypatch):
         "sunrpc_slot_table": {"PROC_SUNRPC": "proc/sys/sunrpc", "SYS_MODULE": "sys/module", "MOUNTINFO": "proc/self/mountinfo",
                               "MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
         "nfsd_threads": {"PROC_NFSD": "proc/fs/nfsd", "NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
-                         "USR_NFS_CONF": "usr/etc/nfs.conf"},
+                         "USR_NFS_CONF": "usr/etc/nfs.conf",
+                         "NFS_SERVER_DROPIN": "etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf",
+                         "MAX_CONNECTIONS_VALUE_FILE": "etc/ckptio/nfsd-max-connections"},
         "nfs_mount": {"PROC_ROOT": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_MOUNTSTATS": "proc/self/mountstats"},
         "nfs_client_stats": {"PROC": "proc", "PROC_MOUNTSTATS": "proc/self/mountstats", "PROC_SUNRPC": "proc/sys/sunrpc",
                              "SYS_MODULE": "sys/module"},
@@ -211,7 +215,20 @@ _PLUGINS = []
 def load_plugins():
     """Ansible's plugin loader (lookups, filters) with this tree's collection root, once."""
     if not _PLUGINS:
-        init_plugin_loader([os.path.dirname(os.path.dirname(os.path.dirname(COLLECTION)))])
+        # pytest may import this file twice (as a test module and from test_safety_check_mode):
+        # a second init would replace the plugin loaders the first one set up.
+        if AnsibleCollectionConfig.collection_finder is None:
+            init_plugin_loader([os.path.dirname(os.path.dirname(os.path.dirname(COLLECTION)))])
+        # pytest imported ansible_collections.ckptio.nfs from PYTHONPATH before the collection
+        # finder existed, so the package lacks the routing metadata the finder attaches, and
+        # every ckptio.nfs.* filter in a role would be "not found". Attach it from meta/runtime.yml.
+        package = importlib.import_module("ansible_collections.ckptio.nfs")
+        if getattr(package, "_collection_meta", None) is None:
+            package._collection_meta = load_yaml(os.path.join(COLLECTION, "meta", "runtime.yml")) or {}
+        # Filter files a unit test imported by path cannot be loaded as plugins ("Skipping filter
+        # plugins in ckptio.nfs.nfs_stats"); forgetting them lets the finder import its own copies.
+        for name in [name for name in sys.modules if name.startswith("ansible_collections.ckptio.nfs.plugins.filter")]:
+            del sys.modules[name]
         _PLUGINS.append(True)
 
 
@@ -514,6 +531,7 @@ int_rows("nfsd_threads", "threads", 0, 8193)
 row("nfsd_threads", "threads", "negative", {"threads": -1})
 row("nfsd_threads", "threads", "missing", {"threads": None})
 int_rows("nfsd_threads", "min_threads", 0, 65)
+int_rows("nfsd_threads", "max_connections", -1, 4294967296)
 # The fake kernel (6.1) has no /proc/fs/nfsd/min_threads: a valid number is refused too.
 row("nfsd_threads", "min_threads", "no-kernel-support", {"min_threads": 4})
 path_rows("nfsd_threads", "conf_file", "etc/nfs.conf.d")
@@ -719,6 +737,11 @@ for _case, _value in (("relative", "etc/nfs.conf.d/ckptio.conf"), ("space", "my 
         names="conf_file")
 for _option in ("server_tuning_exports_file", "server_tuning_exports_dir"):
     row(SERVER, _option, "relative", {_option: "etc/exports"})
+for _option in ("server_tuning_max_connections", "server_tuning_extra_connections", "server_tuning_connection_margin_percent"):
+    for _case, _value in (("negative", -1), ("bool", True), ("type", "many"), ("semicolon", "5000;reboot"), ("float", 1.5)):
+        row(SERVER, _option, _case, {_option: _value})
+row(SERVER, "server_tuning_clients_group", "type", {"server_tuning_clients_group": ["nfs_clients"]})
+row(SERVER, "server_tuning_server_names", "type", {"server_tuning_server_names": {"nfs01": True}})
 unknown_row(SERVER, "server_tuning_thread")
 
 PREPARE = ("canary_validation", "prepare")
