@@ -36,6 +36,8 @@ SERVER_FILES = {
     "nfsd_before": "nfsd_before.txt", "nfsd_after": "nfsd_after.txt",
     "pool_stats_before": "pool_stats_before.txt", "pool_stats_after": "pool_stats_after.txt",
     "threads": "threads.txt", "host_before": "host_before.json", "host_after": "host_after.json",
+    # sampled by the clients' play when the ranks start (start_at) and after the last one ended
+    "host_start": "host_start.json", "host_end": "host_end.json",
 }
 JSON_SUFFIX = ".json"
 

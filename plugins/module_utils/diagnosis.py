@@ -230,13 +230,24 @@ def _client_samples(files):
             _sample(samples.get("start")), _sample(samples.get("end")))
 
 
+SERVER_CHECKPOINT_WINDOW = "the server's samples at the ranks' start and after the last rank ended"
+
+
+def _server_samples(server, checkpoint_seconds):
+    """(before, after, seconds the traffic flowed or None, how): the checkpoint's own samples when taken."""
+    if server["host_start"] and server["host_end"]:
+        return server["host_start"], server["host_end"], None, SERVER_CHECKPOINT_WINDOW
+    return server["host_before"], server["host_after"], checkpoint_seconds, "the statistics window"
+
+
 def _server_view(host, files):
     for name in ("nfsd_before", "nfsd_after"):
         if not files.get(name):
             raise BundleError("servers/%s/%s.txt is missing or empty" % (host, name))
     view = {"host": host, "nfsd": nfsd_delta(parse_nfsd_stats(files["nfsd_after"]), parse_nfsd_stats(files["nfsd_before"])),
             "pool": None, "threads": parse_single_number(files.get("threads")),
-            "host_before": _sample(files.get("host_before")), "host_after": _sample(files.get("host_after"))}
+            "host_before": _sample(files.get("host_before")), "host_after": _sample(files.get("host_after")),
+            "host_start": _sample(files.get("host_start")), "host_end": _sample(files.get("host_end"))}
     if files.get("pool_stats_after"):
         view["pool"] = pool_stats_delta(parse_pool_stats(files["pool_stats_after"]), parse_pool_stats(files.get("pool_stats_before") or ""))
     if view["threads"] is None:
@@ -332,9 +343,10 @@ def _link_rows(client_files, servers, checkpoint_seconds):
             rows += _host_link_rows(host, "client", before, after, after.get("nfs_server_addresses") or [], checkpoint_seconds,
                                     "the statistics window, scaled to the checkpoint's duration")
     for server in servers:
-        if server["host_before"] and server["host_after"]:
-            rows += _host_link_rows(server["host"], "server", server["host_before"], server["host_after"], sorted(addresses),
-                                    checkpoint_seconds, "the statistics window, scaled to the checkpoint's duration")
+        before, after, busy_seconds, how = _server_samples(server, checkpoint_seconds)
+        if before and after:
+            rows += _host_link_rows(server["host"], "server", before, after, sorted(addresses), busy_seconds,
+                                    how if busy_seconds is None else how + ", scaled to the checkpoint's duration")
     return rows
 
 
@@ -459,17 +471,17 @@ def _cpu_rows(client_files, servers, checkpoint_seconds):
             window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"])
             rows.append(("client", host, window, after["time"] - before["time"], "the statistics window"))
     for server in servers:
-        if server["host_before"] and server["host_after"]:
-            window = host_evidence.cpu_window(server["host_before"]["proc_stat"], server["host_after"]["proc_stat"])
-            rows.append(("server", server["host"], window, server["host_after"]["time"] - server["host_before"]["time"],
-                         "the statistics window"))
+        before, after, busy_seconds, how = _server_samples(server, checkpoint_seconds)
+        if before and after:
+            window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"])
+            rows.append(("server", server["host"], window, None if busy_seconds is None else after["time"] - before["time"], how))
     return rows
 
 
 def _cpu_layers(evidence, client_files, servers, checkpoint_seconds):
     """server_cpu / client_cpu: CPUs without idle time during the checkpoint."""
     result = {"server_saturated": False, "client_saturated": False, "server_measured": False, "client_measured": False,
-              "hosts": {}}
+              "server_weak": False, "hosts": {}}
     for side, host, window, sample_seconds, how in _cpu_rows(client_files, servers, checkpoint_seconds):
         layer = "%s_cpu" % side
         if window is None or window.get("reset"):
@@ -492,6 +504,8 @@ def _cpu_layers(evidence, client_files, servers, checkpoint_seconds):
                 " - weak: the checkpoint is a small part of the window" if weak else ""))
         result["%s_measured" % side] = True
         result["%s_saturated" % side] = result["%s_saturated" % side] or saturated
+        if side == "server" and saturated and weak:
+            result["server_weak"] = True
         result["hosts"][host] = {"side": side, "busy": _round(busy), "softirq": _round(window["softirq"]),
                                  "iowait": _round(window["iowait"]), "cpus": window["cpus"], "measured_over": how}
     return result
@@ -501,14 +515,14 @@ def _disk_rows(evidence, servers, checkpoint_seconds):
     """The server's busiest disk during the checkpoint; returns (busy share or None, measured)."""
     busiest = None
     for server in servers:
-        before, after = server["host_before"], server["host_after"]
+        before, after, busy_seconds, _how = _server_samples(server, checkpoint_seconds)
         if not before or not after:
             continue
         seconds = after["time"] - before["time"]
         for row in host_evidence.disk_window(before.get("diskstats"), after.get("diskstats"), seconds):
             if row["reset"]:
                 continue
-            busy = _scaled(row["busy"], seconds, checkpoint_seconds)
+            busy = _scaled(row["busy"], seconds, busy_seconds)
             if busiest is None or busy > busiest[0]:
                 busiest = (busy, server["host"], row)
     if busiest is None:
@@ -821,6 +835,10 @@ def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up
         send_backed_up and net["state"] != "clear"
     if inferred:
         reasons.append("the send side backs up and a full link was not ruled out by a measurement")
+    if limiting == "server_cpu" and cpu["server_weak"]:
+        reasons.append("the server's CPU share is scaled from a statistics window much longer than the checkpoint "
+                       "(no samples at the ranks' start and end)")
+        return "medium", reasons
     if limiting == "access_pattern" and not lock_waits:
         return "medium", reasons
     if inferred or (limiting != "network" and net["state"] != "clear" and limiting == "server_storage"):

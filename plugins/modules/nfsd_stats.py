@@ -20,7 +20,14 @@ description:
     digits (C(\377) for the byte 0xFF), as the kernel escapes paths.
 author:
   - ckptio.nfs contributors (@ckptio)
-options: {}
+options:
+  wait_until:
+    description:
+      - An epoch (seconds, the host's clock) to wait for before reading, so the sample is taken at a chosen moment, for
+        example the canary's O(ckptio.nfs.checkpoint_canary#module:start_at) when the call is launched asynchronously
+        just before the ranks start. Nothing is read until then; a time in the past reads at once and warns.
+      - At most C(MAX_WAIT_SECONDS) (3600) ahead.
+    type: float
 attributes:
   check_mode:
     support: full
@@ -38,6 +45,13 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Sample the server when the canary's ranks start (launched just before them)
+  ckptio.nfs.nfsd_stats:
+    wait_until: "{{ start_at }}"
+  async: 600
+  poll: 0
+  register: server_at_start
+
 - name: Sample server statistics before the canary checkpoint
   ckptio.nfs.nfsd_stats:
   register: nfsd_before
@@ -105,6 +119,7 @@ host_sample:
 """
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -135,8 +150,20 @@ def read_proc(path):
         return None
 
 
+MAX_WAIT_SECONDS = 3600
+
+
 def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(wait_until=dict(type="float")), supports_check_mode=True)
+    wait_until = module.params["wait_until"]
+    if wait_until is not None:
+        delay = wait_until - time.time()
+        if delay > MAX_WAIT_SECONDS:
+            module.fail_json(msg="wait_until is %.0f s ahead: more than %d s" % (delay, MAX_WAIT_SECONDS))
+        if delay < 0:
+            module.warn("wait_until is %.1f s in the past: sampled late" % -delay)
+        else:
+            time.sleep(delay)
     raw_nfsd = read_proc(PROC_NFSD_STATS)
     raw_pool = read_proc(os.path.join(PROC_FS_NFSD, "pool_stats"))
     threads = parse_single_number(read_proc(os.path.join(PROC_FS_NFSD, "threads")))

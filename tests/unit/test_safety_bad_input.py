@@ -603,6 +603,8 @@ row("nfs_client_stats", "mount_points", "type", {"mount_points": {"a": 1}})
 row("nfs_client_stats", "mount_points", "relative", {"mount_points": ["mnt/nfs"]})
 unknown_row("nfs_client_stats", "mountpoints")
 unknown_row("nfsd_stats", "threads")
+row("nfsd_stats", "wait_until", "type", {"wait_until": "soon"})
+row("nfsd_stats", "wait_until", "too-far", {"wait_until": 1e12})
 
 for _option in ("bundle", "output_dir"):
     for _case, _value in (("relative-missing", "reports/none"), ("missing-space", "/no such/bundle"),

@@ -372,3 +372,18 @@ def test_probes_that_did_not_run_at_once_are_flagged_not_summed():
     result = diagnose(bundle)
     failed = [item for item in result["evidence"] if item["signal"] == "TCP probe from nfs3"][0]
     assert failed["crossed"] and "connection refused" in failed["explanation"]
+
+
+def test_server_samples_at_the_ranks_start_and_end_replace_the_scaled_window():
+    bundle = load_capture("seed_like_v41")
+    server = bundle["servers"]["nfs1"]
+    assert diagnose(bundle)["cpu"]["nfs1"]["measured_over"] == "the statistics window"
+    # The same counters, as if sampled at start_at and after the last rank: no scaling, exact shares.
+    server["host_start"], server["host_end"] = copy.deepcopy(server["host_before"]), copy.deepcopy(server["host_after"])
+    result = diagnose(bundle)
+    row = result["cpu"]["nfs1"]
+    assert row["measured_over"] == "the server's samples at the ranks' start and after the last rank ended"
+    explanation = [item for item in result["evidence"] if item["signal"] == "CPU busy during the checkpoint on nfs1"][0]["explanation"]
+    assert "scaled" not in explanation
+    server_link = [link for link in result["network"]["links"] if link["side"] == "server"][0]
+    assert server_link["measured_over"] == row["measured_over"]

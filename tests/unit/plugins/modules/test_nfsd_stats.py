@@ -5,7 +5,7 @@ import json
 import os
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_stats
-from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample, run_module, tree_checksums
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, fail_module, read_sample, run_module, tree_checksums
 
 SERVER = ("bundles", "seed_like_baseline", "servers", "nfs1")
 
@@ -64,3 +64,17 @@ def test_binary_garbage_does_not_crash_and_the_result_is_valid_utf8(tmp_path, mo
     assert result["pool_stats"]["pools"] == [{"pool": 0, "packets-arrived": 7133, "sockets-enqueued": 7133, "threads-woken": 5769,
                                               "threads-timedout": 0}]
     assert "\\377\\376" in result["raw_nfsd"] and result["raw_nfsd"].startswith("rc 0 0 4527\n")
+
+
+def test_wait_until_samples_at_that_moment(tmp_path, monkeypatch):
+    monkeypatch.setattr(nfsd_stats, "PROC_NFSD_STATS", str(tmp_path / "nope"))
+    monkeypatch.setattr(nfsd_stats, "PROC_FS_NFSD", str(tmp_path / "nope-either"))
+    slept = []
+    monkeypatch.setattr(nfsd_stats.time, "sleep", slept.append)
+    monkeypatch.setattr(nfsd_stats.time, "time", lambda: 1000.0)
+    result = run_module(nfsd_stats, {"wait_until": 1012.5})
+    assert slept == [12.5] and result["changed"] is False and result["host_sample"]["format"] == 1
+    slept.clear()
+    result = run_module(nfsd_stats, {"wait_until": 990.0})
+    assert slept == [] and any("10.0 s in the past" in warning for warning in result["warnings"])
+    assert "more than 3600 s" in fail_module(nfsd_stats, {"wait_until": 1000.0 + 7200})["msg"]
