@@ -45,7 +45,10 @@ latest_bundle() { find "$reports" -maxdepth 1 -type d -name "*-$1" -printf '%T@ 
 # there is, and exit non-zero at the end.
 failures=0
 step "baseline: canary on both clients with the lab's broken starting point"
-ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e label=baseline || failures=$((failures + 1))
+# Both runs probe the lab link's TCP capacity (iperf3, streams = nconnect), so the diagnosis
+# measures the network instead of leaving it unmeasured (virtio reports no link speed).
+ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e label=baseline -e canary_validation_probe=true \
+  || failures=$((failures + 1))
 baseline=$(latest_bundle baseline)
 [ -n "$baseline" ] || { echo "no baseline bundle under $reports" >&2; exit 1; }
 
@@ -57,7 +60,7 @@ ansible-playbook -i "$inventory" -e "ckptio_report_dir=$reports" playbooks/tune-
 
 step "tuned: the same canary, compared with the baseline"
 ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e label=tuned -e "compare_to=$baseline" \
-  || failures=$((failures + 1))
+  -e canary_validation_probe=true || failures=$((failures + 1))
 tuned=$(latest_bundle tuned)
 
 step "before/after comparison and diagnosis"
