@@ -466,7 +466,9 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
         summary = "links: unmeasured (no interface speed, no probe, no link speeds in context.yml)"
     else:
         summary = "links: " + "; ".join(measured) + ("" if not unknown else "; capacity unknown for " + "; ".join(unknown))
-    return {"state": state, "full": full, "summary": summary, "probe_share": probe_share, "unknown": unknown}
+    headline = "network %s: %s" % (state, measured[0] if len(measured) == 1 else "; ".join(measured[:2])) if measured else \
+        "network unmeasured: no interface speed, probe or declared link speed"
+    return {"state": state, "full": full, "summary": summary, "headline": headline, "probe_share": probe_share, "unknown": unknown}
 
 
 def _cpu_rows(client_files, servers, checkpoint_seconds):
@@ -807,7 +809,8 @@ def diagnose(bundle):
         "confidence": confidence,
         "confidence_reasons": confidence_reasons,
         "unmeasured": unmeasured,
-        "network": {"state": net["state"], "summary": net["summary"], "probe_share": _round(net["probe_share"]),
+        "network": {"state": net["state"], "summary": net["summary"], "headline": net["headline"],
+                    "probe_share": _round(net["probe_share"]),
                     "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
         "cpu": cpu["hosts"],
         "verdict": verdict,

@@ -117,6 +117,7 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "label": label or context.get("label"),
         "network_state": network.get("state"),
         "network_summary": network.get("summary") or "links: unmeasured (no link evidence in this bundle)",
+        "network_headline": network.get("headline") or "network unmeasured: no link evidence in this bundle",
         "link_utilisation_max": max(utilisation) if utilisation else None,
         "probe_share": network.get("probe_share"),
         "server_cpu_busy": busiest("server"),
@@ -315,4 +316,6 @@ def figure_series(metrics, before=None):
             latency.append({"op": name, "label": run.get("label") or "run", "queue_ms": queue, "rtt_ms": rtt,
                             "other_ms": max(0.0, exe - queue - rtt)})
     target = metrics.get("target_bytes_per_second")
-    return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency}
+    links = ["%s: %s" % (run.get("label") or "run", run.get("network_headline") or "network unmeasured") for run in runs]
+    return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency,
+            "links": links}

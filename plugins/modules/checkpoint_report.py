@@ -181,7 +181,11 @@ def draw_png(series):
         right.text(0.5, 0.5, "no NFS per-op statistics in this bundle", ha="center", va="center")
     right.set_ylabel("ms per op")
     right.set_title("Per-op latency: queue / RTT / rest of exe")
-    figure.tight_layout()
+    # What the network verdict rests on, one line per run (the diagnosis's headline).
+    links = series.get("links") or []
+    for index, line in enumerate(links):
+        figure.text(0.01, 0.015 + 0.04 * (len(links) - 1 - index), line[:160], fontsize=8, ha="left", va="bottom")
+    figure.tight_layout(rect=(0, 0.04 * len(links) + 0.01, 1, 1))
     buffer = io.BytesIO()
     # No Software/date metadata: the same numbers give the same bytes (idempotent reruns).
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
