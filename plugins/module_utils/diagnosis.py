@@ -451,6 +451,9 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
         state = "full"
     elif covered or interfaces_clear:
         state = "clear"
+    elif len(clear) < len(measured):
+        # Measured, neither full nor far from it (e.g. NFS at 53 % of the probe's capacity).
+        state = "busy"
     elif measured:
         state = "partial"
     else:
@@ -459,7 +462,7 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
         evidence.add("network", "links far from full (network ruled out)", max(
             [row["utilisation_during"] for row in links if row["utilisation_during"] is not None] + [probe_share or 0.0]),
             "< %.2f of nominal, < %.2f of the probe" % (LINK_CLEAR_SHARE, PROBE_CLEAR_SHARE), False, "; ".join(measured))
-    if unknown and state not in ("full", "clear"):
+    if unknown and state not in ("full", "clear", "busy"):
         evidence.add("network", "links without a known capacity", len(unknown), "speed or probe needed", False,
                      "not measured: %s; run the probe (canary_validation_probe=true) or give network.server_link_gbps" % "; ".join(unknown))
     if state == "unmeasured":
@@ -752,6 +755,9 @@ def diagnose(bundle):
         candidates.append("server_storage")
     if threads_contributing and "server_threads" not in candidates:
         candidates.append("server_threads")
+    # A link measured partly loaded, while the send side backs up, adds to the wait.
+    if net["state"] == "busy" and send_backed_up:
+        candidates.append("network")
     # Busy client CPUs slow everything a little (and the harness itself runs there): they limit
     # only when nothing else explains the time.
     if cpu["client_saturated"]:
@@ -834,6 +840,8 @@ def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up
         reasons.append("the network was not measured (no interface speed, probe or declared link speed)")
     elif net["state"] == "partial":
         reasons.append("the network was measured only in part: %s" % net["summary"])
+    elif net["state"] == "busy":
+        reasons.append("the network was measured neither full nor far from it: %s" % net["headline"])
     if not servers:
         reasons.append("no server statistics: nfsd threads and storage not evaluated")
     elif not cpu["server_measured"]:
