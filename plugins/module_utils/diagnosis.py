@@ -487,8 +487,10 @@ def _cpu_rows(client_files, servers, checkpoint_seconds):
     for server in servers:
         before, after, busy_seconds, how = _server_samples(server, checkpoint_seconds)
         if before and after:
-            window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"])
-            rows.append(("server", server["host"], window, after["time"] - before["time"], how))
+            seconds = after["time"] - before["time"]
+            window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"],
+                                              own_cpu_seconds=after.get("sampler_cpu_seconds") or 0.0, window_seconds=seconds)
+            rows.append(("server", server["host"], window, seconds, how))
     return rows
 
 
@@ -503,18 +505,23 @@ def _cpu_layers(evidence, client_files, servers, checkpoint_seconds):
                          "/proc/stat missing or went backwards between the samples (reboot): not used")
             continue
         busy = _scaled(window["busy"], sample_seconds, checkpoint_seconds)
-        weak = bool(sample_seconds and checkpoint_seconds and sample_seconds > WEAK_SCALING_FACTOR * checkpoint_seconds)
         scaled = bool(sample_seconds and checkpoint_seconds and checkpoint_seconds < sample_seconds)
+        # More busy time in the window than the checkpoint lasted: the rest of the window was
+        # busy too (the harness), so the scaled share is an upper estimate.
+        overflow = bool(scaled and window["busy"] * sample_seconds > 1.05 * checkpoint_seconds)
+        weak = bool(sample_seconds and checkpoint_seconds and sample_seconds > WEAK_SCALING_FACTOR * checkpoint_seconds) or overflow
         busiest = window.get("busiest_cpu") or {}
         saturated = evidence.add(
             layer, "CPU busy during the checkpoint on %s" % host, busy, ">= %.2f of %d CPU(s)" % (CPU_BUSY_LIMIT, window["cpus"]),
             busy >= CPU_BUSY_LIMIT,
             "%s: user %.0f %%, system %.0f %%, irq+softirq %.0f %%, iowait %.0f %%, steal %.0f %% of all CPUs; busiest %s %.0f %% "
-            "(softirq %.0f %%)%s%s" % (
+            "(softirq %.0f %%)%s%s%s" % (
                 how, 100 * window["user"], 100 * window["system"], 100 * window["softirq"], 100 * window["iowait"],
                 100 * window["steal"], busiest.get("name", "-"), 100 * busiest.get("busy", 0), 100 * busiest.get("softirq", 0),
+                "; the sampler's own %.0f %% taken out" % (100 * window["sampler_share"]) if window.get("sampler_share") else "",
                 "; scaled from %.0f s of samples to the %.0f s checkpoint (assumes the host idled outside it)" % (
                     sample_seconds, checkpoint_seconds) if scaled else "",
+                " - weak: the window held more busy time than the checkpoint lasted, an upper estimate" if overflow else
                 " - weak: the checkpoint is a small part of the window" if weak else ""))
         result["%s_measured" % side] = True
         result["%s_saturated" % side] = result["%s_saturated" % side] or saturated
@@ -856,8 +863,8 @@ def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up
     if inferred:
         reasons.append("the send side backs up and a full link was not ruled out by a measurement")
     if limiting == "server_cpu" and cpu["server_weak"]:
-        reasons.append("the server's CPU share is scaled from a statistics window much longer than the checkpoint "
-                       "(no samples at the ranks' start and end)")
+        reasons.append("the server's CPU share is an upper estimate: its samples' window is much longer than the checkpoint, "
+                       "or held more busy time than the checkpoint lasted (the harness ran there too)")
         return "medium", reasons
     if limiting == "access_pattern" and not lock_waits:
         return "medium", reasons

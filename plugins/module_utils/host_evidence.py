@@ -62,10 +62,13 @@ def _cpu_shares(before, after):
             "steal": shares["steal"], "idle": shares["idle"]}
 
 
-def cpu_window(before_text, after_text):
+def cpu_window(before_text, after_text, own_cpu_seconds=0.0, window_seconds=None):
     """CPU shares over the window, all CPUs and the busiest one; None when the text has no cpu line.
 
     reset: the ticks went backwards (a reboot between the samples): no shares are given.
+    own_cpu_seconds: CPU the sampler itself used inside the window (the later sample's module
+    start); with window_seconds it is taken out of the busy share, as system/user work nobody
+    else did (ticks per CPU-second = the window's ticks / (window x CPUs)).
     """
     before, after = parse_proc_stat(before_text), parse_proc_stat(after_text)
     if not before["cpu"] or not after["cpu"]:
@@ -73,6 +76,10 @@ def cpu_window(before_text, after_text):
     shares = _cpu_shares(before["cpu"], after["cpu"])
     if shares is None:
         return {"reset": True, "cpus": len(after["cpus"]) or None}
+    cpus = len(after["cpus"]) or 1
+    if own_cpu_seconds and window_seconds and window_seconds > 0:
+        own_share = min(shares["busy"], own_cpu_seconds / (window_seconds * cpus))
+        shares = dict(shares, busy=shares["busy"] - own_share, sampler_share=own_share)
     busiest = None
     for name in sorted(set(before["cpus"]) & set(after["cpus"])):
         one = _cpu_shares(before["cpus"][name], after["cpus"][name])

@@ -20,6 +20,7 @@ Sample format (docs/capture-bundle.md, host_before.json / host_after.json):
 from __future__ import annotations
 
 import os
+import resource
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
@@ -92,6 +93,12 @@ def _read_capped(path, errors, limit):
     return text
 
 
+def _own_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(usage.ru_utime + usage.ru_stime + children.ru_utime + children.ru_stime, 3)
+
+
 def read_host_sample(route_addresses=(), root=SYS_CLASS_NET, proc=PROC):
     """One sample of this host, from /proc and /sys only (no command: it is safe in check mode).
 
@@ -101,7 +108,10 @@ def read_host_sample(route_addresses=(), root=SYS_CLASS_NET, proc=PROC):
     errors = []
     sample = {"format": SAMPLE_FORMAT, "time": round(time.time(), 3), "uptime": None,
               "proc_stat": "", "diskstats": "", "interfaces": {},
-              "nfs_server_addresses": sorted(set(route_addresses)), "net": {}, "errors": errors}
+              "nfs_server_addresses": sorted(set(route_addresses)), "net": {}, "errors": errors,
+              # CPU this process (the module, with Python's start and Ansible's wrapper) used before
+              # the sample: the measurement's own cost, which the diagnosis takes out again.
+              "sampler_cpu_seconds": _own_cpu_seconds()}
     uptime = (atomic_file.read_optional(os.path.join(proc, "uptime")) or "").split()
     if uptime:
         try:
