@@ -77,7 +77,9 @@ slow_export_on() {
 }
 
 slow_export_off() {
-  lab nfs1 "umount /srv/nfs; dmsetup remove ckptio-slow; losetup -D; rm -f $SLOW_DISK; exportfs -ra; echo 8 > /proc/fs/nfsd/threads"
+  # nfsd holds the exported file system until it stops (umount says "target is busy" otherwise).
+  lab nfs1 "systemctl stop nfs-server && umount /srv/nfs && dmsetup remove ckptio-slow && losetup -D && rm -f $SLOW_DISK && \
+    systemctl start nfs-server"
 }
 
 for scenario in "${scenarios[@]}"; do
