@@ -748,13 +748,20 @@ def diagnose(bundle):
     # A server without idle CPU cannot run more nfsd work, whatever the thread count; a starved
     # server holds every request (and its session slot) longer, so the client's queue time
     # follows from it: the server signals go first.
-    if cpu["server_saturated"]:
+    # A share that is only an upper estimate (the harness ran in the window too) yields to the
+    # direct server measurements: starved threads, a disk busy without pause.
+    if cpu["server_saturated"] and not cpu["server_weak"]:
         candidates.append("server_cpu")
     if threads_limit:
         candidates.append("server_threads")
+    disk_saturated = disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"]
+    if disk_saturated:
+        candidates.append("server_storage")
+    if cpu["server_saturated"] and cpu["server_weak"]:
+        candidates.append("server_cpu")
     if slots_limit:
         candidates.append("client_rpc_slots")
-    if storage_limit:
+    if storage_limit and "server_storage" not in candidates:
         candidates.append("server_storage")
     if access_signal:
         candidates.append("access_pattern")
@@ -964,7 +971,10 @@ def _recommendations(limiting, contributing, verdict, facts):
             recs.append({"layer": "server_threads", "setting": "nfsd threads", "value": max(2 * threads, 16), "host": server["host"],
                          "how": "ckptio.nfs.nfsd_threads threads=%d" % max(2 * threads, 16),
                          "reason": "%.0f %% of packets found no idle nfsd thread at %s threads; note that more threads can shrink "
-                                   "the session slots a new v4.1 session is granted" % (100 * (facts["no_idle_thread_share"] or 0), threads)})
+                                   "the session slots a new v4.1 session is granted%s" % (
+                                       100 * (facts["no_idle_thread_share"] or 0), threads,
+                                       "; the server's CPUs were busy too: if they are saturated, more threads cannot run"
+                                       if "server_cpu" in layers else "")})
     if "server_cpu" in layers:
         recs.append({"layer": "server_cpu", "setting": "server CPUs", "value": None,
                      "how": "a server with more (or faster) cores, or spread checkpoints over several servers",
