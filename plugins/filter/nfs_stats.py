@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import BundleError, checkpoint_capacity as _capacity, diagnose
-from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import parse_nfsd_stats, parse_pool_stats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta as _mountstats_delta
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import nfsd_delta as _nfsd_delta
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import BundleError, checkpoint_capacity as _capacity, diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta as _mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta as _nfsd_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import pool_stats_delta
 
 
 def _text(value, key, name):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import nfsd_connections
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_connections
 
 
 def _host_value(hostvars, host, name, default):

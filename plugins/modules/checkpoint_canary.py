@@ -217,9 +217,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import canary, dstate, proc_text
-from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 
 PROC = "/proc"
 PROC_MOUNTINFO = "/proc/self/mountinfo"

@@ -100,11 +100,11 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils import bundle as bundle_files
-from ansible_collections.ckptio.nfs.plugins.module_utils import diagnosis as diagnosis_utils
-from ansible_collections.ckptio.nfs.plugins.module_utils import report
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
             "(pip install matplotlib, or use the collection venv from scripts/setup.sh) and run again.")

@@ -137,10 +137,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import HAS_YAML, BundleError, load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose, render_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe, show_undecodable
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError, load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 
 def _write_if_changed(module, path, content):

@@ -164,12 +164,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import dstate_task, format_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path, nfs_mounts, nfs_server_of, parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import parse_mountstats
-from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe, show_undecodable
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import dstate_task, format_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path, nfs_mounts, nfs_server_of, parse_mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 PROC = "/proc"
 PROC_MOUNTSTATS = "/proc/self/mountstats"

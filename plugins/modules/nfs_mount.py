@@ -265,14 +265,14 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils import fstab as fstab_edit
-from ansible_collections.ckptio.nfs.plugins.module_utils import nfs_options
-from ansible_collections.ckptio.nfs.plugins.module_utils.mount_holders import describe_holders, find_holders
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import fstab as fstab_edit
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_options
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.mount_holders import describe_holders, find_holders
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import (
     NFS_FSTYPES, nfs_mounts, nfs_server_of, nfs_version_of, parse_mountinfo, split_options,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
 
 PROC_ROOT = "/proc"
 PROC_MOUNTINFO = "/proc/self/mountinfo"

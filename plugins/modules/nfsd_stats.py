@@ -123,15 +123,15 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.host_reader import read_host_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.nfsd_stats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
     parse_nfsd_stats,
     parse_pool_stats,
     parse_pool_threads,
     parse_single_number,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.proc_text import json_safe
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe
 
 PROC_NFSD_STATS = "/proc/net/rpc/nfsd"
 PROC_FS_NFSD = "/proc/fs/nfsd"

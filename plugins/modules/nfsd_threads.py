@@ -227,9 +227,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils import nfs_conf
-from ansible_collections.ckptio.nfs.plugins.module_utils import nfsd_connections
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_conf
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_connections
 
 PROC_NFSD = "/proc/fs/nfsd"
 NFS_CONF = "/etc/nfs.conf"

@@ -215,10 +215,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils import modprobe_conf
-from ansible_collections.ckptio.nfs.plugins.module_utils import mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils import slot_tables
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import modprobe_conf
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tables
 
 PROC_SUNRPC = "/proc/sys/sunrpc"
 SYS_MODULE = "/sys/module"

@@ -227,9 +227,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils import atomic_file, tcp_probe
-from ansible_collections.ckptio.nfs.plugins.module_utils.dstate import task_state
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import nfs_mounts, nfs_server_of, parse_mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import tcp_probe
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import task_state
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import nfs_mounts, nfs_server_of, parse_mountinfo
 
 PROC = "/proc"
 PROC_MOUNTINFO = "/proc/self/mountinfo"

@@ -13,7 +13,7 @@ import stat
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import Rejected, RoleWalk, build_world, role_base
 
 OLD_OPTS = "vers=4.2,hard,noatime,rsize=262144,wsize=262144,_netdev"

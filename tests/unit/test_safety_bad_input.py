@@ -37,7 +37,7 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar, trust_as_template
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
     AnsibleExitJson, AnsibleFailJson, _invoke, fail_module, read_sample, sample_path, tree_checksums,
 )

@@ -15,7 +15,7 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import build_world, module_named
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module
 

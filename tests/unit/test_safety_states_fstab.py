@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.plugins.modules import nfs_mount
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfs_mount import FSTAB, args, env, fstab_line
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums

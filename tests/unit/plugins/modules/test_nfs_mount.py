@@ -14,7 +14,7 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.plugins.modules import nfs_mount
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
 

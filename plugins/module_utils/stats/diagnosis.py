@@ -1,0 +1,1133 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which layer limits a checkpoint, and is tuning enough? Pure logic on a capture bundle.
+
+A bundle (docs/capture-bundle.md) is passed in memory as
+    {"context": {...context.yml...},
+     "clients": {HOST: {"mountstats_before": TEXT, "mountstats_after": TEXT,
+                        "dstate": TEXT?, "sunrpc": TEXT?}},
+     "servers": {HOST: {"nfsd_before": TEXT, "nfsd_after": TEXT, "pool_stats_before": TEXT?,
+                        "pool_stats_after": TEXT?, "threads": TEXT?}}}
+Facts behind every threshold are in the comment next to it (kernel source, lab measurement
+on kernel 6.1, or vendor note), see also /work/shared/docs/domain.md.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import BundleError  # noqa: F401 (re-exported)
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
+
+LAYERS = ("network", "server_cpu", "client_rpc_slots", "server_threads", "server_storage", "access_pattern", "client_cpu", "none")
+VERDICTS = ("meets_target", "tune", "rearchitect")
+
+# 2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing).
+PRACTICAL_LINK_EFFICIENCY = 0.8
+# The network is the limit once achieved throughput reaches this share of practical capacity.
+NETWORK_BUSY_SHARE = 0.8
+# Measured link utilisation (bytes on the NFS interfaces / (nominal speed x time)). At 70 % of
+# nominal averaged over a checkpoint a link is full: TCP goodput over Ethernet tops out at
+# ~94 % of line rate and a checkpoint's bursts queue well before the average gets there. Below
+# 30 % the link has room for 3x more: it cannot be what limits (the seed's links ran at 4.4 %).
+LINK_FULL_SHARE = 0.7
+LINK_CLEAR_SHARE = 0.3
+# The probe (iperf3, same path, streams = nconnect): NFS moving 80 % of what raw TCP carried is
+# at the path's ceiling (the same 80 % protocol allowance as PRACTICAL_LINK_EFFICIENCY); below
+# 50 % the path had room.
+PROBE_FULL_SHARE = 0.8
+PROBE_CLEAR_SHARE = 0.5
+# The probe's clients must send at once for their sum to be the server's capacity. iperf3 prints
+# its start in whole seconds and the hosts' clocks differ (lab: up to 1.3 s): 2 s, or a quarter
+# of the run, is the most the starts may differ before the sum overstates the path.
+PROBE_START_SPREAD = 2.0
+PROBE_START_SPREAD_SHARE = 0.25
+# CPUs busy (all states but idle and iowait) over the checkpoint, averaged over the host's CPUs.
+# Lab (TCG, one vCPU): a CPU-bound server ran 92-100 % busy; an idle one 4 %. 85 % leaves room
+# for sampling noise while still meaning "no idle CPU to take more work".
+CPU_BUSY_LIMIT = 0.85
+# A disk with I/O in flight this share of the checkpoint is the storage at work without pause.
+DISK_BUSY_LIMIT = 0.8
+# A checkpoint window much shorter than the window between two host samples makes scaled
+# figures (busy share during the checkpoint) weak: say so.
+WEAK_SCALING_FACTOR = 3.0
+# Requests waiting for a transport slot, per send (v3/v4.0). Lab: 680-935 with 2 slots.
+BACKLOG_PER_SEND_LIMIT = 1.0
+# A WRITE waits longer for a slot than it spends on the wire, and noticeably (ms).
+QUEUE_TO_RTT_LIMIT = 1.0
+QUEUE_MS_FLOOR = 10.0
+# Link saturation: the WRITE RTT is this many times the idle RTT while requests queue to send
+# (sending_u per send >= 1). Session-slot waits leave the RTT near idle (lab: 2.9x with 30
+# slots in use vs 59x with a saturated emulated link).
+RTT_INFLATION_LIMIT = 4.0
+SENDING_PER_SEND_LIMIT = 1.0
+# Share of packets that found no idle nfsd thread (1 - threads-woken/packets-arrived; kernel
+# 6.1 lab: 85 % with 1 thread, <1 % with 8 or 32 threads).
+NO_IDLE_THREAD_LIMIT = 0.5
+NO_IDLE_THREAD_CONTRIBUTING = 0.1
+# Older kernels count sockets-enqueued separately (rising = no idle thread): share of packets.
+SOCKETS_ENQUEUED_LIMIT = 0.2
+# Metadata ops slower than this many idle RTTs (and this many ms) point at the access pattern.
+METADATA_RTT_FACTOR = 10.0
+METADATA_MS_FLOOR = 50.0
+# Share of D-state samples where ranks wait on one file's write lock (nfs_start_io_write).
+SHARED_LOCK_SHARE_LIMIT = 0.1
+# What tuning one layer realistically buys: vendors report ~3x from nconnect=4 and "no gains
+# beyond four" (Azure Files); domain.md: tuning alone is unlikely to close 7x.
+MAX_TUNING_GAIN = 3.0
+# A cap this small is an artificial limit: removing it can give more than MAX_TUNING_GAIN
+# (lab: v4.0 with 2 slots 1.3 MB/s vs 20 MB/s with the default).
+TINY_SLOT_CAP = 16
+WRITE_SIZE_FOR_LITTLE = 1048576
+LITTLE_RTT_MS = 10.0
+
+METADATA_OPS = ("OPEN", "OPEN_NOATTR", "CLOSE", "GETATTR", "LOOKUP", "ACCESS", "SETATTR", "CREATE", "REMOVE",
+                "RENAME", "MKDIR", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "LINK", "SYMLINK")
+IDLE_RTT_OPS = ("NULL", "GETATTR", "ACCESS", "OPEN", "CLOSE", "LOOKUP", "FSINFO", "PATHCONF", "SEQUENCE", "RENEW", "SERVER_CAPS")
+
+
+def _number(value, name, positive=True):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BundleError("%s must be a number, got %r" % (name, value))
+    if positive and number <= 0:
+        raise BundleError("%s must be greater than 0, got %r" % (name, value))
+    return number
+
+
+def checkpoint_capacity(checkpoint_bytes, window_seconds, server_link_gbps=None, client_link_gbps=None, clients=None,
+                        observed_bytes_per_second=None, write_size_bytes=WRITE_SIZE_FOR_LITTLE, rtt_ms=LITTLE_RTT_MS):
+    """Target throughput, link capacity, and whether the network can be the limit.
+
+    Seed: 2.4e12 B in 300 s = 8 GB/s; 2x100GbE server = 25 GB/s raw, 20 GB/s practical; at
+    1.1 GB/s observed the links run at 4.4 %: the network is not the limit.
+    """
+    checkpoint_bytes = _number(checkpoint_bytes, "checkpoint_bytes")
+    window_seconds = _number(window_seconds, "window_seconds")
+    target = checkpoint_bytes / window_seconds
+    result = {
+        "checkpoint_bytes": checkpoint_bytes,
+        "window_seconds": window_seconds,
+        "target_bytes_per_second": target,
+        "target_gb_per_second": target / 1e9,
+    }
+    limits = {}
+    if server_link_gbps:
+        limits["server_links"] = _number(server_link_gbps, "server_link_gbps") * 1e9 / 8
+    if client_link_gbps and clients:
+        limits["client_links"] = _number(client_link_gbps, "client_link_gbps") * 1e9 / 8 * _number(clients, "clients")
+    if clients:
+        result["per_client_target_bytes_per_second"] = target / _number(clients, "clients")
+    # Little's law: requests that must be in flight cluster-wide to reach the target.
+    ops_per_second = target / _number(write_size_bytes, "write_size_bytes")
+    result["write_ops_per_second_needed"] = ops_per_second
+    result["requests_in_flight_needed"] = ops_per_second * _number(rtt_ms, "rtt_ms") / 1000.0
+    result["little_assumptions"] = {"write_size_bytes": write_size_bytes, "rtt_ms": rtt_ms}
+    if limits:
+        bottleneck = min(limits, key=limits.get)
+        raw = limits[bottleneck]
+        practical = raw * PRACTICAL_LINK_EFFICIENCY
+        result.update({
+            "link_limits_bytes_per_second": limits,
+            "narrowest_link": bottleneck,
+            "raw_link_bytes_per_second": raw,
+            "practical_link_bytes_per_second": practical,
+            "network_can_carry_target": target <= practical,
+            "network_headroom_factor": practical / target,
+        })
+    else:
+        result.update({"raw_link_bytes_per_second": None, "practical_link_bytes_per_second": None,
+                       "network_can_carry_target": None, "network_headroom_factor": None})
+    if observed_bytes_per_second is not None:
+        observed = _number(observed_bytes_per_second, "observed_bytes_per_second", positive=False)
+        result["observed_bytes_per_second"] = observed
+        result["gap_factor"] = target / observed if observed > 0 else None
+        if limits:
+            result["observed_link_utilisation"] = observed / result["raw_link_bytes_per_second"]
+            result["network_is_limit"] = observed >= NETWORK_BUSY_SHARE * result["practical_link_bytes_per_second"]
+        else:
+            result["observed_link_utilisation"] = None
+            result["network_is_limit"] = None
+    return result
+
+
+def _sunrpc_settings(text):
+    """sunrpc.txt 'name value' lines; the first value wins (the live sysctl comes first)."""
+    settings = {}
+    for line in (text or "").splitlines():
+        words = line.split()
+        if len(words) < 2 or words[0].startswith("#"):
+            continue
+        settings.setdefault(words[0], words[1])
+    return settings
+
+
+def _int_setting(settings, name):
+    try:
+        return int(settings.get(name))
+    except (TypeError, ValueError):
+        return None
+
+
+def _client_view(host, files, mount_point):
+    """(view, None) for the host's mount on mount_point, or (None, excluded) when its capture is
+    not usable (stats_delta decides: truncated, reset or new_mount)."""
+    for name in ("mountstats_before", "mountstats_after"):
+        if not files.get(name):
+            raise BundleError("clients/%s/%s.txt is missing or empty" % (host, name))
+    # The text itself, not its lines: a last line cut without its newline stays visible.
+    deltas = mountstats_delta(files["mountstats_after"], files["mountstats_before"], mount_points=[mount_point] if mount_point else None)
+    if not deltas:
+        raise BundleError("clients/%s: no NFS mount on %s in mountstats_after.txt" % (host, mount_point))
+    # The kernel lists mounts in mount order: with several blocks on the path (the same export
+    # mounted twice), the last is the mount on top, the one the checkpoint path resolves to.
+    delta = deltas[-1]
+    if not delta["usable"]:
+        return None, {"host": host, "mount_point": delta["mount_point"], "device": delta["device"],
+                      "problems": delta["problems"], "problem_details": delta["problem_details"]}
+    dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
+    return {"host": host, "delta": delta, "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}, None
+
+
+def _capture_problem_text(excluded):
+    return "%s %s (%s): %s" % (excluded["host"], excluded["mount_point"], ", ".join(excluded["problems"]),
+                               "; ".join(excluded["problem_details"]))
+
+
+def _client_views(client_files, mount_point):
+    """(usable client views, excluded clients); BundleError when no client is usable."""
+    clients = []
+    excluded = []
+    for host in sorted(client_files):
+        view, problem = _client_view(host, client_files[host], mount_point)
+        if problem is None:
+            clients.append(view)
+        else:
+            excluded.append(problem)
+    if not clients:
+        raise BundleError("no usable client capture, every client's mountstats is broken: %s"
+                          % "; ".join(_capture_problem_text(problem) for problem in excluded))
+    return clients, excluded
+
+
+def _add_capture_problems(evidence, excluded):
+    """Each excluded client is named in the evidence: its figures are in no other row."""
+    for problem in excluded:
+        evidence.add(None, "capture problem on %s" % problem["host"], ", ".join(problem["problems"]), "a usable before/after pair", True,
+                     "excluded from every figure: %s" % _capture_problem_text(problem))
+
+
+def _sample(value):
+    """A host sample from the bundle (parsed JSON), or None when absent or not a sample."""
+    return value if isinstance(value, dict) and value.get("format") == 1 else None
+
+
+def _client_samples(files):
+    """(before, after) over the stats window and (start, end) over the canary's ranks, or Nones."""
+    canary = files.get("canary") if isinstance(files.get("canary"), dict) else {}
+    samples = canary.get("host_samples") or {}
+    return (_sample(files.get("host_before")), _sample(files.get("host_after")),
+            _sample(samples.get("start")), _sample(samples.get("end")))
+
+
+SERVER_CHECKPOINT_WINDOW = "the server's samples at the ranks' start and after the last rank ended"
+
+
+def _server_samples(server, checkpoint_seconds):
+    """(before, after, seconds the traffic flowed or None, how): the checkpoint's own samples when taken."""
+    if server["host_start"] and server["host_end"]:
+        # Taken at start_at and once every client's canary had returned: the tail after the
+        # last rank (Ansible's polling) is idle time, so the shares are still scaled.
+        return server["host_start"], server["host_end"], checkpoint_seconds, SERVER_CHECKPOINT_WINDOW
+    return server["host_before"], server["host_after"], checkpoint_seconds, "the statistics window"
+
+
+def _server_view(host, files):
+    for name in ("nfsd_before", "nfsd_after"):
+        if not files.get(name):
+            raise BundleError("servers/%s/%s.txt is missing or empty" % (host, name))
+    view = {"host": host, "nfsd": nfsd_delta(parse_nfsd_stats(files["nfsd_after"]), parse_nfsd_stats(files["nfsd_before"])),
+            "pool": None, "threads": parse_single_number(files.get("threads")),
+            "host_before": _sample(files.get("host_before")), "host_after": _sample(files.get("host_after")),
+            "host_start": _sample(files.get("host_start")), "host_end": _sample(files.get("host_end"))}
+    if files.get("pool_stats_after"):
+        view["pool"] = pool_stats_delta(parse_pool_stats(files["pool_stats_after"]), parse_pool_stats(files.get("pool_stats_before") or ""))
+    if view["threads"] is None:
+        view["threads"] = view["nfsd"]["threads"]
+    return view
+
+
+def _sum_op(clients, names):
+    """Totals of per-op deltas over clients: ops and summed ms (to re-average)."""
+    total = {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0, "timeouts": 0, "errors": 0}
+    for client in clients:
+        for name in names:
+            op = client["delta"]["ops"].get(name)
+            if not op:
+                continue
+            total["ops"] += op["ops"]
+            total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
+            total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
+            total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
+            total["bytes_sent"] += op["bytes_sent"]
+            total["retrans"] += op["retrans"]
+            total["timeouts"] += op["timeouts"]
+            total["errors"] += op["errors"] or 0
+    ops = total["ops"]
+    for key in ("rtt", "exe", "queue"):
+        total["avg_%s_ms" % key] = total["%s_ms" % key] / ops if ops else 0.0
+    return total
+
+
+def _idle_rtt_ms(context, clients):
+    """The path's RTT without load: context network.idle_rtt_ms, else the fastest small op."""
+    network = context.get("network") or {}
+    if network.get("idle_rtt_ms"):
+        return float(network["idle_rtt_ms"]), "context network.idle_rtt_ms"
+    best = None
+    for client in clients:
+        for name in IDLE_RTT_OPS:
+            op = client["delta"]["ops"].get(name)
+            if op and op["ops"] > 0 and op["avg_rtt_ms"] > 0 and (best is None or op["avg_rtt_ms"] < best[0]):
+                best = (op["avg_rtt_ms"], "lowest avg RTT of a small op in the window (%s)" % name)
+    return best if best else (None, "no small op in the window")
+
+
+class _Evidence:
+    def __init__(self):
+        self.items = []
+
+    def add(self, layer, signal, value, threshold, crossed, explanation):
+        self.items.append({"layer": layer, "signal": signal, "value": _round(value), "threshold": threshold,
+                           "crossed": bool(crossed), "explanation": explanation})
+        return bool(crossed)
+
+    def crossed(self, layer):
+        return [item for item in self.items if item["layer"] == layer and item["crossed"]]
+
+
+def _round(value):
+    if isinstance(value, float):
+        return round(value, 4)
+    return value
+
+
+def _scaled(share, window, busy_seconds):
+    """A share over the sample window, scaled to the checkpoint inside it (nothing else ran then)."""
+    if share is None:
+        return None
+    if busy_seconds and window and 0 < busy_seconds < window:
+        return min(1.0, share * window / busy_seconds)
+    return share
+
+
+def _host_link_rows(host, side, before, after, addresses, busy_seconds, how):
+    rows = []
+    for row in host_evidence.link_rows(before, after, addresses, side, busy_seconds=busy_seconds):
+        row = dict(row, host=host, side=side, measured_over=how)
+        rows.append(row)
+    return rows
+
+
+def _link_rows(client_files, servers, checkpoint_seconds):
+    """Every NFS link with bytes moved and, where its speed is known, its utilisation."""
+    rows = []
+    addresses = set()
+    for host, files in sorted(client_files.items()):
+        before, after, start, end = _client_samples(files)
+        if start and end:
+            # The canary sampled this host when its ranks started and ended: exact window.
+            addresses.update(end.get("nfs_server_addresses") or [])
+            rows += _host_link_rows(host, "client", start, end, end.get("nfs_server_addresses") or [], None,
+                                    "the canary's own samples at its ranks' start and end")
+        elif before and after:
+            addresses.update(after.get("nfs_server_addresses") or [])
+            rows += _host_link_rows(host, "client", before, after, after.get("nfs_server_addresses") or [], checkpoint_seconds,
+                                    "the statistics window, scaled to the checkpoint's duration")
+    for server in servers:
+        before, after, busy_seconds, how = _server_samples(server, checkpoint_seconds)
+        if before and after:
+            rows += _host_link_rows(server["host"], "server", before, after, sorted(addresses), busy_seconds,
+                                    how + ", scaled to the checkpoint's duration")
+    return rows
+
+
+def _probe_capacity(client_files, evidence):
+    """Sum over clients of what raw TCP carried to the server in the same window (the probe), or None.
+
+    The sum is a capacity only when the clients sent at once: starts further apart than
+    PROBE_START_SPREAD (or a quarter of the run) mean each ran partly alone and faster, so the
+    probe is flagged and not used.
+    """
+    total = 0.0
+    hosts = []
+    starts = []
+    seconds = []
+    per_host = {}
+    for host, files in sorted(client_files.items()):
+        probe = files.get("probe")
+        summary = probe.get("summary") if isinstance(probe, dict) else None
+        if not isinstance(summary, dict) or summary.get("error") or not summary.get("received_bits_per_second"):
+            if isinstance(probe, dict):
+                evidence.add("network", "TCP probe from %s" % host, None, "a result", True,
+                             "no usable iperf3 result: %s" % ((summary or {}).get("error") or probe.get("msg") or "no summary"))
+            continue
+        total += float(summary["received_bits_per_second"]) / 8.0
+        per_host[host] = float(summary["received_bits_per_second"]) / 8.0
+        hosts.append("%s %.3g MB/s (%s stream(s))" % (host, float(summary["received_bits_per_second"]) / 8e6, probe.get("streams", "?")))
+        if summary.get("start_epoch") is not None:
+            starts.append(float(summary["start_epoch"]))
+        if summary.get("seconds"):
+            seconds.append(float(summary["seconds"]))
+    if not hosts:
+        return None
+    spread = max(starts) - min(starts) if len(starts) > 1 else 0.0
+    bound = max(PROBE_START_SPREAD, PROBE_START_SPREAD_SHARE * min(seconds)) if seconds else PROBE_START_SPREAD
+    together = spread <= bound
+    if not together:
+        evidence.add("network", "TCP probe start spread", spread, "<= %.1f s" % bound, True,
+                     "the clients' probes did not run at once (%s): their sum is no capacity and a path that looks far "
+                     "from full may not be; only a path measured full still counts" % "; ".join(hosts))
+    return {"bytes_per_second": total if together else None, "hosts": hosts, "start_spread_seconds": spread,
+            "together": together, "per_host": per_host}
+
+
+def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
+    """Is a link full? Only measurements decide: nominal speeds with interface counters, the probe,
+    or the link speeds the operator gave in context.yml. Returns the state and its figure."""
+    full = False
+    clear = []
+    measured = []
+    if capacity.get("network_is_limit") is not None:
+        share = achieved / capacity["practical_link_bytes_per_second"]
+        full = evidence.add(
+            "network", "achieved share of practical link capacity", share, ">= %.2f" % NETWORK_BUSY_SHARE,
+            capacity["network_is_limit"], "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s, from context.yml network)" % (
+                achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
+        evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
+                     "> 1.0", not capacity["network_can_carry_target"],
+                     "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
+        measured.append("links %.1f %% of capacity (declared link speeds in context.yml, achieved throughput)" % (
+            100 * capacity["observed_link_utilisation"]))
+        if share < LINK_CLEAR_SHARE:
+            clear.append("declared links")
+    unknown = []
+    for row in links:
+        where = "%s %s %s" % (row["side"], row["host"], row["interface"])
+        if row["reset"]:
+            evidence.add("network", "interface counters on %s" % where, None, "no reset", True,
+                         "a counter went backwards between the samples (interface re-created or driver reset): not used")
+            continue
+        if row["utilisation_during"] is None:
+            unknown.append("%s (%s)" % (where, row["speed_source"]))
+            continue
+        is_full = row["utilisation_during"] >= LINK_FULL_SHARE
+        evidence.add("network", "NFS link utilisation on %s" % where, row["utilisation_during"], ">= %.2f of nominal" % LINK_FULL_SHARE,
+                     is_full, "%.3g B/s over %.1f s on a %s Mb/s link (%s; measured over %s)%s" % (
+                         row["bytes_per_second"] * row["window_seconds"] / row["busy_seconds"], row["busy_seconds"],
+                         row["speed_mbps"], row["speed_source"], row["measured_over"],
+                         "; %d dropped, %d errors" % (row["dropped"], row["errors"]) if row["dropped"] or row["errors"] else ""))
+        full = full or is_full
+        measured.append("%s at %.1f %% of %s Mb/s" % (where, 100 * row["utilisation_during"], row["speed_mbps"]))
+        if row["utilisation_during"] < LINK_CLEAR_SHARE:
+            clear.append(where)
+    probe_share = None
+    if probe and probe["bytes_per_second"]:
+        probe_share = achieved / probe["bytes_per_second"]
+        evidence.add("network", "NFS throughput / TCP capacity of the path (probe)", probe_share, ">= %.2f" % PROBE_FULL_SHARE,
+                     probe_share >= PROBE_FULL_SHARE,
+                     "%.3g B/s achieved (MLPerf rule) vs %.3g B/s raw TCP summed over the clients (iperf3: %s)" % (
+                         achieved, probe["bytes_per_second"], "; ".join(probe["hosts"])))
+    # Per path: the bytes on each client's NFS interface while its own ranks ran, against what
+    # raw TCP carried on that same path. The MLPerf aggregate is diluted by the start spread and
+    # the fsync tail; the interface's rate is what the link itself carried.
+    shares = []
+    for row in links:
+        rate = (probe or {}).get("per_host", {}).get(row["host"]) if row["side"] == "client" else None
+        if not rate or row["reset"] or row.get("bytes_per_second") is None or not row["measured_over"].startswith("the canary's own"):
+            continue
+        share = row["bytes_per_second"] / rate
+        shares.append(share)
+        evidence.add("network", "NFS link traffic / TCP capacity of the path on client %s (probe)" % row["host"], share,
+                     ">= %.2f" % PROBE_FULL_SHARE, share >= PROBE_FULL_SHARE,
+                     "%.3g B/s on %s during the ranks vs %.3g B/s of raw TCP on the same path" % (
+                         row["bytes_per_second"], row["interface"], rate))
+    if shares or probe_share is not None:
+        worst = max(shares) if shares else probe_share
+        if worst >= PROBE_FULL_SHARE or (probe_share or 0) >= PROBE_FULL_SHARE:
+            full = True
+        probe_share = worst if shares else probe_share
+        measured.append("NFS at %.0f %% of the path's TCP capacity (probe%s)" % (
+            100 * probe_share, ", %.3g MB/s summed" % (probe["bytes_per_second"] / 1e6) if probe["bytes_per_second"] else
+            ", clients not at once"))
+        if probe_share < PROBE_CLEAR_SHARE and probe["together"]:
+            clear.append("probe")
+        elif not full and not probe["together"]:
+            # Probes not at once only bound the path from below: inconclusive, neither busy nor clear.
+            clear.append("probe (not at once)")
+    # The probe measures the whole path (every hop, whatever their speeds), and declared link
+    # speeds cover the server's links: either rules the network out alone. Interface counters do
+    # only when every NFS link, the server's included, has a known speed.
+    covered = "probe" in clear or "declared links" in clear
+    interfaces_clear = bool(clear) and not unknown and any(
+        row["side"] == "server" and row["utilisation_during"] is not None for row in links)
+    if full:
+        state = "full"
+    elif covered or interfaces_clear:
+        state = "clear"
+    elif len(clear) < len(measured):
+        # Measured, neither full nor far from it (e.g. NFS at 53 % of the probe's capacity).
+        state = "busy"
+    elif measured:
+        state = "partial"
+    else:
+        state = "unmeasured"
+    if state == "clear":
+        evidence.add("network", "links far from full (network ruled out)", max(
+            [row["utilisation_during"] for row in links if row["utilisation_during"] is not None] + [probe_share or 0.0]),
+            "< %.2f of nominal, < %.2f of the probe" % (LINK_CLEAR_SHARE, PROBE_CLEAR_SHARE), False, "; ".join(measured))
+    if unknown and state not in ("full", "clear", "busy"):
+        evidence.add("network", "links without a known capacity", len(unknown), "speed or probe needed", False,
+                     "not measured: %s; run the probe (canary_validation_probe=true) or give network.server_link_gbps" % "; ".join(unknown))
+    if state == "unmeasured":
+        summary = "links: unmeasured (no interface speed, no probe, no link speeds in context.yml)"
+    else:
+        summary = "links: " + "; ".join(measured) + ("" if not unknown else "; capacity unknown for " + "; ".join(unknown))
+    headline = "network %s: %s" % (state, measured[0] if len(measured) == 1 else "; ".join(measured[:2])) if measured else \
+        "network unmeasured: no interface speed, probe or declared link speed"
+    return {"state": state, "full": full, "summary": summary, "headline": headline, "probe_share": probe_share, "unknown": unknown}
+
+
+def _cpu_rows(client_files, servers, checkpoint_seconds):
+    rows = []
+    for host, files in sorted(client_files.items()):
+        before, after, start, end = _client_samples(files)
+        if start and end:
+            window = host_evidence.cpu_window(start["proc_stat"], end["proc_stat"])
+            rows.append(("client", host, window, None, "the canary's own samples at its ranks' start and end"))
+        elif before and after:
+            window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"])
+            rows.append(("client", host, window, after["time"] - before["time"], "the statistics window"))
+    for server in servers:
+        before, after, busy_seconds, how = _server_samples(server, checkpoint_seconds)
+        if before and after:
+            seconds = after["time"] - before["time"]
+            window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"],
+                                              own_cpu_seconds=after.get("sampler_cpu_seconds") or 0.0, window_seconds=seconds)
+            rows.append(("server", server["host"], window, seconds, how))
+    return rows
+
+
+def _cpu_layers(evidence, client_files, servers, checkpoint_seconds):
+    """server_cpu / client_cpu: CPUs without idle time during the checkpoint."""
+    result = {"server_saturated": False, "client_saturated": False, "server_measured": False, "client_measured": False,
+              "server_weak": False, "hosts": {}}
+    for side, host, window, sample_seconds, how in _cpu_rows(client_files, servers, checkpoint_seconds):
+        layer = "%s_cpu" % side
+        if window is None or window.get("reset"):
+            evidence.add(layer, "CPU counters on %s" % host, None, "readable, no reset", True,
+                         "/proc/stat missing or went backwards between the samples (reboot): not used")
+            continue
+        busy = _scaled(window["busy"], sample_seconds, checkpoint_seconds)
+        scaled = bool(sample_seconds and checkpoint_seconds and checkpoint_seconds < sample_seconds)
+        # More busy time in the window than the checkpoint lasted: the rest of the window was
+        # busy too (the harness), so the scaled share is an upper estimate.
+        overflow = bool(scaled and window["busy"] * sample_seconds > 1.05 * checkpoint_seconds)
+        weak = bool(sample_seconds and checkpoint_seconds and sample_seconds > WEAK_SCALING_FACTOR * checkpoint_seconds) or overflow
+        busiest = window.get("busiest_cpu") or {}
+        saturated = evidence.add(
+            layer, "CPU busy during the checkpoint on %s" % host, busy, ">= %.2f of %d CPU(s)" % (CPU_BUSY_LIMIT, window["cpus"]),
+            busy >= CPU_BUSY_LIMIT,
+            "%s: user %.0f %%, system %.0f %%, irq+softirq %.0f %%, iowait %.0f %%, steal %.0f %% of all CPUs; busiest %s %.0f %% "
+            "(softirq %.0f %%)%s%s%s" % (
+                how, 100 * window["user"], 100 * window["system"], 100 * window["softirq"], 100 * window["iowait"],
+                100 * window["steal"], busiest.get("name", "-"), 100 * busiest.get("busy", 0), 100 * busiest.get("softirq", 0),
+                "; the sampler's own %.0f %% taken out" % (100 * window["sampler_share"]) if window.get("sampler_share") else "",
+                "; scaled from %.0f s of samples to the %.0f s checkpoint (assumes the host idled outside it)" % (
+                    sample_seconds, checkpoint_seconds) if scaled else "",
+                " - weak: the window held more busy time than the checkpoint lasted, an upper estimate" if overflow else
+                " - weak: the checkpoint is a small part of the window" if weak else ""))
+        result["%s_measured" % side] = True
+        result["%s_saturated" % side] = result["%s_saturated" % side] or saturated
+        if side == "server" and saturated and weak:
+            result["server_weak"] = True
+        result["hosts"][host] = {"side": side, "busy": _round(busy), "softirq": _round(window["softirq"]),
+                                 "iowait": _round(window["iowait"]), "cpus": window["cpus"], "measured_over": how}
+    return result
+
+
+def _disk_rows(evidence, servers, checkpoint_seconds):
+    """The server's busiest disk during the checkpoint; returns (busy share or None, measured)."""
+    busiest = None
+    for server in servers:
+        before, after, busy_seconds, _how = _server_samples(server, checkpoint_seconds)
+        if not before or not after:
+            continue
+        seconds = after["time"] - before["time"]
+        for row in host_evidence.disk_window(before.get("diskstats"), after.get("diskstats"), seconds):
+            if row["reset"]:
+                continue
+            busy = _scaled(row["busy"], seconds, busy_seconds)
+            if busiest is None or busy > busiest[0]:
+                busiest = (busy, server["host"], row)
+    if busiest is None:
+        return None
+    busy, host, row = busiest
+    evidence.add("server_storage", "busiest disk on %s (%s) with I/O in flight during the checkpoint" % (host, row["device"]), busy,
+                 ">= %.2f" % DISK_BUSY_LIMIT, busy >= DISK_BUSY_LIMIT,
+                 "/proc/diskstats io_ticks: %d writes, %.3g bytes, %s ms per write" % (
+                     row["writes"], row["bytes_written"], "%.1f" % row["avg_write_ms"] if row["avg_write_ms"] is not None else "-"))
+    return busy
+
+
+def diagnose(bundle):
+    """The whole diagnosis of a bundle (see module docstring for the bundle shape)."""
+    context = bundle.get("context") or {}
+    if not isinstance(context, dict):
+        raise BundleError("context.yml must be a mapping")
+    target = context.get("target") or {}
+    for key in ("checkpoint_bytes", "window_seconds"):
+        if target.get(key) in (None, ""):
+            raise BundleError("context.yml: target.%s is required" % key)
+    mount_point = context.get("mount_point")
+    if not mount_point:
+        raise BundleError("context.yml: mount_point is required")
+    client_files = bundle.get("clients") or {}
+    if not client_files:
+        raise BundleError("the bundle has no clients/<host>/ directory")
+    clients, excluded_clients = _client_views(client_files, mount_point)
+    servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
+
+    network = context.get("network") or {}
+    canary = context.get("canary") or {}
+    write_bytes = sum(client["delta"]["write_bytes"] for client in clients)
+    interval = max(client["delta"]["interval_seconds"] for client in clients)
+    if canary.get("bytes") and canary.get("seconds"):
+        # MLPerf Storage rule: total bytes over the slowest rank's duration.
+        achieved = _number(canary["bytes"], "canary.bytes") / _number(canary["seconds"], "canary.seconds")
+        achieved_source = "canary bytes / seconds (max over ranks)"
+    else:
+        achieved = write_bytes / interval if interval else 0.0
+        achieved_source = "NFS WRITE bytes in mountstats / mount age delta"
+    capacity = checkpoint_capacity(target["checkpoint_bytes"], target["window_seconds"],
+                                   server_link_gbps=network.get("server_link_gbps"),
+                                   client_link_gbps=network.get("client_link_gbps"),
+                                   clients=network.get("clients") or len(clients),
+                                   observed_bytes_per_second=achieved)
+    target_bps = capacity["target_bytes_per_second"]
+    gap = target_bps / achieved if achieved > 0 else None
+
+    evidence = _Evidence()
+    _add_capture_problems(evidence, excluded_clients)
+    for problem in bundle.get("problems") or []:
+        evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
+    # Host evidence only from the clients whose statistics are usable (the same set as every figure).
+    client_files = dict((client["host"], client_files[client["host"]]) for client in clients)
+    write = _sum_op(clients, ("WRITE",))
+    commit = _sum_op(clients, ("COMMIT",))
+    metadata = _sum_op(clients, METADATA_OPS)
+    idle_rtt, idle_rtt_source = _idle_rtt_ms(context, clients)
+    sends = sum(client["delta"]["rpc"]["sends"] for client in clients)
+    backlog_per_send = sum(client["delta"]["rpc"]["bklog_u"] for client in clients) / float(sends) if sends else 0.0
+    sending_per_send = sum(client["delta"]["rpc"]["sending_u"] for client in clients) / float(sends) if sends else 0.0
+    versions = sorted(set(client["delta"]["nfs_version"] for client in clients))
+    sessions = all(version not in ("3", "4.0", "4", "2") for version in versions)
+
+    # ---- network: a measured layer (links, probe, declared speeds); symptoms alone never name it
+    checkpoint_seconds = float(canary["seconds"]) if canary.get("seconds") else None
+    links = _link_rows(client_files, servers, checkpoint_seconds)
+    net = _network_layer(evidence, capacity, achieved, target_bps, links, _probe_capacity(client_files, evidence))
+    rtt_inflation = write["avg_rtt_ms"] / idle_rtt if idle_rtt and write["ops"] else None
+    send_backed_up = False
+    if rtt_inflation is not None:
+        inflated = evidence.add(None, "WRITE avg RTT / idle RTT", rtt_inflation, ">= %.1f" % RTT_INFLATION_LIMIT,
+                                rtt_inflation >= RTT_INFLATION_LIMIT,
+                                "WRITE avg RTT %.1f ms vs idle RTT %.1f ms (%s)" % (write["avg_rtt_ms"], idle_rtt, idle_rtt_source))
+        queued_to_send = evidence.add(None, "sending_u per send (requests waiting to transmit)", sending_per_send,
+                                      ">= %.1f" % SENDING_PER_SEND_LIMIT, sending_per_send >= SENDING_PER_SEND_LIMIT,
+                                      "summed over %d transport(s)" % sum(client["delta"]["rpc"]["transports"] for client in clients))
+        send_backed_up = inflated and queued_to_send
+        if send_backed_up:
+            # A full link and a server that does not drain its sockets (TCP's receive window
+            # closes) give the same two signals: only link evidence tells them apart.
+            evidence.add(None, "send side backs up (RTT inflated while requests wait to transmit)", rtt_inflation,
+                         "both signals above", True,
+                         "a full link or a slow server: %s" % (
+                             "the link is measured full" if net["full"] else
+                             "the links are measured far from full, so the server is slow to take requests" if net["state"] == "clear"
+                             else "the links are not (fully) measured - %s" % net["summary"]))
+    cpu = _cpu_layers(evidence, client_files, servers, checkpoint_seconds)
+    # Connections re-made inside the window: nfsd dropped them (over max_connections, see
+    # docs/tuning-modules.md) or the path reset them; either way requests were retransmitted.
+    reconnects = sum(client["delta"]["rpc"]["connect_count"] or 0 for client in clients)
+    churn = evidence.add(None, "transport reconnects during the window (xprt connect_count)", reconnects, "0", reconnects > 0,
+                         "per client: %s" % ", ".join("%s %s" % (client["host"], client["delta"]["rpc"]["connect_count"])
+                                                      for client in clients))
+
+    # ---- client RPC slots
+    queue_dominates = write["ops"] > 0 and write["avg_queue_ms"] >= QUEUE_MS_FLOOR and \
+        write["avg_queue_ms"] >= QUEUE_TO_RTT_LIMIT * write["avg_rtt_ms"]
+    evidence.add("client_rpc_slots", "WRITE avg queue / avg RTT", write["avg_queue_ms"] / write["avg_rtt_ms"] if write["avg_rtt_ms"] else 0.0,
+                 ">= %.1f (and >= %d ms)" % (QUEUE_TO_RTT_LIMIT, QUEUE_MS_FLOOR), queue_dominates,
+                 "WRITE queued %.1f ms before transmission vs %.1f ms on the wire (avg exe %.1f ms, %d ops)" % (
+                     write["avg_queue_ms"], write["avg_rtt_ms"], write["avg_exe_ms"], write["ops"]))
+    backlogged = evidence.add("client_rpc_slots", "transport backlog per send (bklog_u/sends, all transports)", backlog_per_send,
+                              ">= %.1f" % BACKLOG_PER_SEND_LIMIT, backlog_per_send >= BACKLOG_PER_SEND_LIMIT,
+                              "requests waiting for a transport slot; on v4.1+ this stays 0 because the cap is 65536 (NFS_CS_INFINITE_SLOTS)")
+    slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, sessions)
+    slots_limit = False
+    if sessions:
+        # v4.1+: the transport is uncapped, session slots throttle; waiting shows only as queue
+        # time with zero backlog. A saturated link looks the same, so it must be ruled out.
+        slots_limit = queue_dominates and not backlogged and not send_backed_up
+        if queue_dominates and not send_backed_up:
+            evidence.add("client_rpc_slots", "queue time with zero backlog on NFSv%s (session slots full)" % "/".join(versions),
+                         write["avg_queue_ms"], "queue dominates while backlog < %.1f" % BACKLOG_PER_SEND_LIMIT, slots_limit,
+                         "requests waited for an NFSv4.1 session slot, not for the transport")
+    else:
+        slots_limit = (backlogged or at_cap) and queue_dominates and not send_backed_up
+
+    # ---- server threads
+    no_idle = None
+    enqueued_share = None
+    for server in servers:
+        pool = server["pool"]
+        if not pool or not pool["totals"].get("packets-arrived"):
+            continue
+        if pool.get("packets_without_idle_thread") is not None:
+            no_idle = max(no_idle or 0.0, pool["packets_without_idle_thread"])
+        share = pool.get("sockets_enqueued_per_packet")
+        if share is not None and share < 0.999:
+            enqueued_share = max(enqueued_share or 0.0, share)
+    threads_limit = threads_contributing = False
+    if no_idle is not None:
+        threads_limit = evidence.add("server_threads", "packets that found no idle nfsd thread (1 - threads-woken/packets-arrived)", no_idle,
+                                     ">= %.2f" % NO_IDLE_THREAD_LIMIT, no_idle >= NO_IDLE_THREAD_LIMIT,
+                                     "kernel 6.1: sockets-enqueued equals packets-arrived, threads-woken lagging is the signal; threads=%s" % (
+                                         ",".join(str(server["threads"]) for server in servers)))
+        threads_contributing = no_idle >= NO_IDLE_THREAD_CONTRIBUTING
+        if not threads_limit and threads_contributing:
+            evidence.add("server_threads", "packets that found no idle nfsd thread (contributing)", no_idle,
+                         ">= %.2f" % NO_IDLE_THREAD_CONTRIBUTING, True, "some requests waited for an nfsd thread")
+    if enqueued_share is not None:
+        threads_limit = evidence.add("server_threads", "sockets-enqueued per packet-arrived", enqueued_share,
+                                     ">= %.2f" % SOCKETS_ENQUEUED_LIMIT, enqueued_share >= SOCKETS_ENQUEUED_LIMIT,
+                                     "this kernel counts enqueued sockets separately: rising = no idle thread") or threads_limit
+
+    # ---- server storage: the server is slow to answer while its link, CPUs and threads have room
+    starved = no_idle is not None and no_idle >= NO_IDLE_THREAD_CONTRIBUTING
+    disk_busy = _disk_rows(evidence, servers, checkpoint_seconds)
+    storage_limit = bool(rtt_inflation is not None and rtt_inflation >= RTT_INFLATION_LIMIT and not net["full"]
+                         and not cpu["server_saturated"] and not starved and servers)
+    if rtt_inflation is not None:
+        evidence.add("server_storage", "WRITE RTT inflated with idle threads, CPUs and links not full", rtt_inflation,
+                     ">= %.1f x idle RTT, no-idle-thread share < %.2f, server CPU < %.2f, no full link" % (
+                         RTT_INFLATION_LIMIT, NO_IDLE_THREAD_CONTRIBUTING, CPU_BUSY_LIMIT), storage_limit,
+                     "RTT dominates: the server takes long to complete WRITEs%s" % (
+                         "" if servers else " (no server statistics in the bundle: not evaluated)"))
+    storage_limit = storage_limit or bool(disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"])
+    commit_slow = bool(commit["ops"] and idle_rtt and commit["avg_rtt_ms"] >= METADATA_RTT_FACTOR * idle_rtt
+                       and commit["avg_rtt_ms"] >= METADATA_MS_FLOOR and not net["full"])
+    if commit["ops"]:
+        evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
+                     ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
+                     "%d COMMITs, avg exe %.1f ms" % (commit["ops"], commit["avg_exe_ms"]))
+
+    # ---- access pattern
+    layout = canary.get("layout")
+    shared_file = evidence.add("access_pattern", "checkpoint layout", layout or "unknown", "shared_file", layout == "shared_file",
+                               "all ranks write one file: writes serialise on the file's lock and its COMMITs")
+    lock_share = None
+    for client in clients:
+        dstate = client["dstate"]
+        if not dstate:
+            continue
+        total = sum(dstate["group_counts"].values())
+        if total:
+            share = dstate["group_counts"].get("shared_file_lock", 0) / float(total)
+            lock_share = max(lock_share or 0.0, share)
+        evidence.add(None, "D-state samples on %s" % client["host"], dstate["max_count"], "symptom (not a layer)",
+                     dstate["samples_with_dstate"] > 0,
+                     "%d of %d samples had tasks in D (max %d, longest run %d); wchans %s" % (
+                         dstate["samples_with_dstate"], dstate["samples"], dstate["max_count"], dstate["longest_run"],
+                         ", ".join("%s=%d" % item for item in sorted(dstate["wchan_counts"].items()))))
+    lock_waits = False
+    if lock_share is not None:
+        lock_waits = evidence.add("access_pattern", "D-state waits on a file's write lock (nfs_start_io_write)", lock_share,
+                                  ">= %.2f of D samples" % SHARED_LOCK_SHARE_LIMIT, lock_share >= SHARED_LOCK_SHARE_LIMIT,
+                                  "ranks queue behind each other on one inode")
+    metadata_slow = bool(metadata["ops"] and idle_rtt and metadata["avg_exe_ms"] >= METADATA_RTT_FACTOR * idle_rtt
+                         and metadata["avg_exe_ms"] >= METADATA_MS_FLOOR)
+    if metadata["ops"]:
+        metadata_slow = evidence.add("access_pattern", "metadata ops avg exe (OPEN/CLOSE/GETATTR/...)", metadata["avg_exe_ms"],
+                                     ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR),
+                                     metadata_slow and not send_backed_up,
+                                     "%d metadata ops; ignored when the send side backs up (they queue behind WRITEs)" % metadata["ops"])
+    access_signal = shared_file or lock_waits or metadata_slow
+
+    # ---- limiting layer, contributing layers
+    candidates = []
+    if net["full"]:
+        candidates.append("network")
+    # A server without idle CPU cannot run more nfsd work, whatever the thread count; a starved
+    # server holds every request (and its session slot) longer, so the client's queue time
+    # follows from it: the server signals go first.
+    # A share that is only an upper estimate (the harness ran in the window too) yields to the
+    # direct server measurements: starved threads, a disk busy without pause.
+    if cpu["server_saturated"] and not cpu["server_weak"]:
+        candidates.append("server_cpu")
+    if threads_limit:
+        candidates.append("server_threads")
+    disk_saturated = disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"]
+    if disk_saturated:
+        candidates.append("server_storage")
+    if cpu["server_saturated"] and cpu["server_weak"]:
+        candidates.append("server_cpu")
+    if slots_limit:
+        candidates.append("client_rpc_slots")
+    if storage_limit and "server_storage" not in candidates:
+        candidates.append("server_storage")
+    if access_signal:
+        candidates.append("access_pattern")
+    if commit_slow and "server_storage" not in candidates:
+        candidates.append("server_storage")
+    if threads_contributing and "server_threads" not in candidates:
+        candidates.append("server_threads")
+    # A link measured partly loaded, while the send side backs up, adds to the wait.
+    if net["state"] == "busy" and send_backed_up:
+        candidates.append("network")
+    # Busy client CPUs slow everything a little (and the harness itself runs there): they limit
+    # only when nothing else explains the time.
+    if cpu["client_saturated"]:
+        candidates.append("client_cpu")
+    unmeasured = []
+    if net["state"] in ("unmeasured", "partial"):
+        unmeasured.append("network")
+    if not cpu["server_measured"]:
+        unmeasured.append("server_cpu")
+    if not cpu["client_measured"]:
+        unmeasured.append("client_cpu")
+    if not servers:
+        unmeasured += ["server_threads", "server_storage"]
+    met = achieved >= target_bps
+    if met:
+        limiting = "none"
+        contributing = candidates
+    elif candidates:
+        limiting = candidates[0]
+        contributing = candidates[1:]
+    else:
+        # Nothing crossed a threshold: blame the bigger share of WRITE time, and say so.
+        limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
+        contributing = []
+    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, servers, lock_waits, send_backed_up, met)
+
+    headroom = _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers, net)
+    if met:
+        verdict = "meets_target"
+    elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
+        verdict = "rearchitect"
+    elif capacity.get("network_can_carry_target") is False:
+        verdict = "rearchitect"
+    elif gap is not None and gap > headroom:
+        verdict = "rearchitect"
+    else:
+        verdict = "tune"
+
+    facts = {
+        "nfs_versions": versions, "sessions": sessions, "slot_cap": slot_cap, "tiny_cap": tiny_cap,
+        "write": write, "idle_rtt_ms": idle_rtt, "no_idle_thread_share": no_idle,
+        "servers": servers, "clients": clients, "layout": layout, "send_backed_up": send_backed_up, "network": net,
+        "reconnects": reconnects if churn else 0,
+        "shared_file": shared_file, "lock_waits": lock_waits,
+    }
+    recommendations = _recommendations(limiting, contributing, verdict, facts)
+    return {
+        "mount_point": mount_point,
+        "target_bytes_per_second": target_bps,
+        "achieved_bytes_per_second": achieved,
+        "achieved_source": achieved_source,
+        "gap_factor": gap,
+        "limiting_layer": limiting,
+        "contributing": contributing,
+        "confidence": confidence,
+        "confidence_reasons": confidence_reasons,
+        "unmeasured": unmeasured,
+        "network": {"state": net["state"], "summary": net["summary"], "headline": net["headline"],
+                    "probe_share": _round(net["probe_share"]),
+                    "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
+        "cpu": cpu["hosts"],
+        "verdict": verdict,
+        "tuning_headroom_factor": headroom,
+        "evidence": evidence.items,
+        "recommendations": recommendations,
+        "capacity": capacity,
+        "summary": _summary_line(verdict, limiting, contributing, achieved, target_bps, gap, unmeasured),
+        "clients": dict((client["host"], _client_summary(client)) for client in clients),
+        "excluded_clients": excluded_clients,
+        "servers": dict((server["host"], _server_summary(server)) for server in servers),
+    }
+
+
+def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met):
+    """How sure the verdict is, from which evidence exists: (high|medium|low, reasons)."""
+    reasons = []
+    if not crossed and not met:
+        return "low", ["no signal crossed its threshold: the larger share of WRITE time (queue vs RTT) decided"]
+    if net["state"] == "unmeasured":
+        reasons.append("the network was not measured (no interface speed, probe or declared link speed)")
+    elif net["state"] == "partial":
+        reasons.append("the network was measured only in part: %s" % net["summary"])
+    elif net["state"] == "busy":
+        reasons.append("the network was measured neither full nor far from it: %s" % net["headline"])
+    if not servers:
+        reasons.append("no server statistics: nfsd threads and storage not evaluated")
+    elif not cpu["server_measured"]:
+        reasons.append("the server's CPUs were not measured (bundle without host samples)")
+    if limiting == "access_pattern" and not lock_waits:
+        reasons.append("only the layout points at the access pattern (no D-state waits on the file's lock)")
+    if met:
+        return "high", reasons
+    # What the symptoms could also mean, were it not ruled out by a measurement.
+    inferred = limiting in ("server_storage", "server_threads", "client_rpc_slots", "access_pattern", "client_cpu") and \
+        send_backed_up and net["state"] != "clear"
+    if inferred:
+        reasons.append("the send side backs up and a full link was not ruled out by a measurement")
+    if limiting == "server_cpu" and cpu["server_weak"]:
+        reasons.append("the server's CPU share is an upper estimate: its samples' window is much longer than the checkpoint, "
+                       "or held more busy time than the checkpoint lasted (the harness ran there too)")
+        return "medium", reasons
+    if limiting == "access_pattern" and not lock_waits:
+        return "medium", reasons
+    if inferred or (limiting != "network" and net["state"] != "clear" and limiting == "server_storage"):
+        return "medium", reasons
+    return "high", reasons
+
+
+def _slot_caps(clients, evidence, sessions):
+    """(cap, cap is tiny, some transport reached its cap) from sunrpc.txt and max_slots."""
+    tiny = False
+    at_cap = False
+    cap = None
+    for client in clients:
+        rpc = client["delta"]["rpc"]
+        settings = client["sunrpc"]
+        reached = rpc["max_slots_reached"]
+        if sessions:
+            cap = _int_setting(settings, "max_session_slots")
+            if cap is not None:
+                tiny = tiny or cap <= TINY_SLOT_CAP
+                evidence.add("client_rpc_slots", "NFSv4.1 session slots requested (nfs max_session_slots) on %s" % client["host"], cap,
+                             "<= %d is an artificial cap" % TINY_SLOT_CAP, cap <= TINY_SLOT_CAP,
+                             "the server grants min(request, 160, DRC memory / threads) (lab: 30 of 64 on a 2 GiB server); "
+                             "xprt max_slots reached %s per connection, which bounds requests in flight" % rpc["max_slots"])
+        else:
+            protocol_cap = "udp_slot_table_entries" if rpc["protocols"] == ["udp"] else "tcp_max_slot_table_entries"
+            cap = _int_setting(settings, protocol_cap)
+            if cap is not None and reached is not None:
+                full = reached >= cap
+                at_cap = at_cap or full
+                tiny = tiny or (full and cap <= TINY_SLOT_CAP)
+                evidence.add("client_rpc_slots", "xprt max_slots reached vs %s on %s" % (protocol_cap, client["host"]), reached,
+                             ">= %d (the cap)" % cap, full, "max_slots per connection %s; the slot table was full" % rpc["max_slots"]
+                             if full else "max_slots per connection %s" % rpc["max_slots"])
+    return cap, tiny, at_cap
+
+
+def _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers, net=None):
+    """How much faster tuning the limiting layer can plausibly make the checkpoint."""
+    headroom = MAX_TUNING_GAIN
+    if limiting == "client_rpc_slots" and tiny_cap and write["avg_exe_ms"] > write["avg_queue_ms"]:
+        # Removing an artificial cap: at best each WRITE stops waiting for a slot.
+        headroom = max(headroom, write["avg_exe_ms"] / (write["avg_exe_ms"] - write["avg_queue_ms"]))
+    if limiting == "server_threads" and no_idle is not None and no_idle < 1.0:
+        if any(server["threads"] is not None and server["threads"] <= 4 for server in servers):
+            headroom = max(headroom, 1.0 / (1.0 - no_idle))
+    practical = capacity.get("practical_link_bytes_per_second")
+    if practical and achieved > 0:
+        headroom = min(headroom, practical / achieved)
+    if net and net.get("probe_share"):
+        # The path's measured TCP capacity caps what any NFS tuning can reach.
+        headroom = min(headroom, 1.0 / net["probe_share"])
+    return headroom
+
+
+_REARCHITECT = (
+    ("file_per_rank", "write one file per rank (PyTorch DCP FileSystemWriter / a distributed checkpoint format) instead of one shared file"),
+    ("parallel_fs_or_object_store", "move checkpoints to a parallel file system or object store (Lustre, GPFS, DAOS, S3)"),
+    ("more_servers_or_pnfs", "spread checkpoints over several NFS servers or use pNFS so no single server path carries it all"),
+    ("async_or_burst_buffer", "checkpoint asynchronously, or to a local NVMe burst buffer drained to NFS in the background"),
+)
+
+
+def _recommendations(limiting, contributing, verdict, facts):
+    layers = [limiting] + list(contributing)
+    recs = []
+    clients = facts["clients"]
+    write = facts["write"]
+    if "client_rpc_slots" in layers:
+        if facts["sessions"]:
+            recs.append({"layer": "client_rpc_slots", "setting": "nfs max_session_slots", "value": 128,
+                         "how": "ckptio.nfs.sunrpc_slot_table nfs_max_session_slots=128, then unmount/mount every mount of the server",
+                         "reason": "NFSv4.1+ WRITEs waited %.0f ms each for a session slot with zero transport backlog; tcp_max_slot_table_entries "
+                                   "does not apply to v4.1 (NFS_CS_INFINITE_SLOTS). The server grants min(request, 160, DRC memory/threads): "
+                                   "check the grant after remounting." % write["avg_queue_ms"]})
+        else:
+            recs.append({"layer": "client_rpc_slots", "setting": "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries", "value": 128,
+                         "how": "ckptio.nfs.sunrpc_slot_table tcp_slot_table_entries=128 tcp_max_slot_table_entries=128, then remount",
+                         "reason": "the transport slot table was the bottleneck (backlog or max_slots at the cap %s); "
+                                   "128 per connection is what NetApp-class servers accept" % facts["slot_cap"]})
+    for client in clients:
+        delta = client["delta"]
+        if ("client_rpc_slots" in layers or "network" in layers) and delta["nconnect"] < 4 and delta["proto"] != "udp":
+            recs.append({"layer": "client_rpc_slots", "setting": "nconnect", "value": 4, "host": client["host"],
+                         "how": "ckptio.nfs.nfs_mount opts.nconnect=4 (needs every mount of that server unmounted)",
+                         "reason": "nconnect=%d: one TCP connection carries every request; vendors measure ~3x write throughput "
+                                   "with nconnect=4 (Azure Files), best at 8 (Azure NetApp Files)" % delta["nconnect"]})
+        if delta["wsize"] and delta["wsize"] < 1048576 and limiting != "none":
+            recs.append({"layer": "client_rpc_slots", "setting": "wsize", "value": 1048576, "host": client["host"],
+                         "how": "ckptio.nfs.nfs_mount opts.wsize=1048576 (server max_block_size must allow it; set it before nfsd starts)",
+                         "reason": "wsize=%d: each slot carries %.0f KiB per WRITE; 1 MiB moves %dx more per request in flight" % (
+                             delta["wsize"], delta["wsize"] / 1024.0, 1048576 // delta["wsize"])})
+    if "server_threads" in layers:
+        for server in facts["servers"]:
+            threads = server["threads"] or 8
+            recs.append({"layer": "server_threads", "setting": "nfsd threads", "value": max(2 * threads, 16), "host": server["host"],
+                         "how": "ckptio.nfs.nfsd_threads threads=%d" % max(2 * threads, 16),
+                         "reason": "%.0f %% of packets found no idle nfsd thread at %s threads; note that more threads can shrink "
+                                   "the session slots a new v4.1 session is granted%s" % (
+                                       100 * (facts["no_idle_thread_share"] or 0), threads,
+                                       "; the server's CPUs were busy too: if they are saturated, more threads cannot run"
+                                       if "server_cpu" in layers else "")})
+    if "server_cpu" in layers:
+        recs.append({"layer": "server_cpu", "setting": "server CPUs", "value": None,
+                     "how": "a server with more (or faster) cores, or spread checkpoints over several servers",
+                     "reason": "the server had no idle CPU during the checkpoint (nfsd, TCP softirq and the page cache share it): "
+                               "more nfsd threads cannot run without CPU to run on"})
+    if "client_cpu" in layers:
+        recs.append({"layer": "client_cpu", "setting": "client CPUs", "value": None,
+                     "how": "leave CPU to the checkpoint: fewer concurrent writers per node, or checkpoint asynchronously",
+                     "reason": "the clients had no idle CPU during the checkpoint (the ranks' copies, RPC work and softirq share it)"})
+    if facts["reconnects"]:
+        recs.append({"layer": "server_threads", "setting": "nfsd max_connections", "value": None,
+                     "how": "ckptio.nfs.nfsd_threads max_connections (server_tuning computes clients x nconnect), and check the "
+                            "server log for 'too many open connections'",
+                     "reason": "%d transport reconnect(s) during the checkpoint: nfsd drops the oldest connection above its limit "
+                               "(0 = (threads + 3) x 20), and every reconnect retransmits the requests in flight" % facts["reconnects"]})
+    if facts["network"]["state"] in ("unmeasured", "partial") and verdict != "meets_target":
+        recs.append({"layer": "network", "setting": "measure the network", "value": None,
+                     "how": "run playbooks/validate-checkpoint.yml with -e canary_validation_probe=true (iperf3 over the NFS path, "
+                            "streams = nconnect), or give network.server_link_gbps / client_link_gbps in context.yml",
+                     "reason": "%s; without it the network can be neither named nor ruled out" % facts["network"]["summary"]})
+    if facts["shared_file"] or verdict == "rearchitect":
+        for key, text in _REARCHITECT:
+            if key != "file_per_rank" and verdict != "rearchitect":
+                continue
+            if key == "file_per_rank" and not facts["shared_file"] and verdict == "rearchitect":
+                continue
+            recs.append({"layer": "access_pattern" if key == "file_per_rank" else "architecture", "setting": key, "value": None,
+                         "how": text, "reason": _rearchitect_reason(key, limiting, facts)})
+    return recs
+
+
+def _rearchitect_reason(key, limiting, facts):
+    if key == "file_per_rank":
+        return "all ranks write one shared file%s" % (
+            "; D-state samples show ranks waiting on its write lock (nfs_start_io_write)" if facts["lock_waits"] else "")
+    if limiting == "network":
+        return "the network path is measured full: tuning the client or nfsd cannot add bandwidth"
+    if limiting in ("server_cpu", "client_cpu"):
+        return "the %s CPUs are saturated: tuning cannot add CPU" % limiting.split("_")[0]
+    return "the gap is larger than tuning the %s layer can close" % limiting
+
+
+def _summary_line(verdict, limiting, contributing, achieved, target, gap, unmeasured=()):
+    text = "%s: achieved %.3g MB/s of %.3g MB/s target" % (verdict, achieved / 1e6, target / 1e6)
+    if gap is not None and verdict != "meets_target":
+        text += " (gap %.2fx)" % gap
+    text += "; limiting layer: %s" % limiting
+    if contributing:
+        text += "; contributing: %s" % ", ".join(contributing)
+    if unmeasured:
+        text += "; unmeasured: %s" % ", ".join(unmeasured)
+    return text
+
+
+def _client_summary(client):
+    delta = client["delta"]
+    write = delta["ops"].get("WRITE") or {}
+    rpc = delta["rpc"]
+    return {
+        "nfs_version": delta["nfs_version"], "nconnect": delta["nconnect"], "wsize": delta["wsize"], "proto": delta["proto"],
+        "interval_seconds": delta["interval_seconds"], "write_bytes": delta["write_bytes"],
+        "write_mb_per_second": round(delta["write_mb_per_second"], 3),
+        "write_ops": write.get("ops", 0), "write_avg_rtt_ms": _round(write.get("avg_rtt_ms", 0.0)),
+        "write_avg_exe_ms": _round(write.get("avg_exe_ms", 0.0)), "write_avg_queue_ms": _round(write.get("avg_queue_ms", 0.0)),
+        "write_retrans": write.get("retrans", 0), "write_timeouts": write.get("timeouts", 0), "write_errors": write.get("errors"),
+        "transports": rpc["transports"], "sends": rpc["sends"], "backlog_per_send": _round(rpc["backlog_per_send"]),
+        "sending_per_send": _round(rpc["sending_per_send"]), "max_slots": rpc["max_slots"],
+        "max_slots_before": rpc["max_slots_before"], "connect_count_delta": rpc["connect_count"],
+        "sunrpc": dict((name, client["sunrpc"][name]) for name in
+                       ("tcp_slot_table_entries", "tcp_max_slot_table_entries", "udp_slot_table_entries", "max_session_slots")
+                       if name in client["sunrpc"]),
+        "dstate": client["dstate"],
+    }
+
+
+def _server_summary(server):
+    nfsd = server["nfsd"]
+    pool = server["pool"]
+    return {
+        "threads": server["threads"], "io_bytes_written": nfsd["io_bytes_written"], "io_bytes_read": nfsd["io_bytes_read"],
+        "rpc_calls": nfsd["rpc_calls"], "write_ops": nfsd["proc4ops"].get("WRITE", 0) + nfsd["proc3"].get("WRITE", 0),
+        "commit_ops": nfsd["proc4ops"].get("COMMIT", 0) + nfsd["proc3"].get("COMMIT", 0), "nfsd_reset": nfsd["reset"],
+        "pool_stats": pool["totals"] if pool else None, "pool_stats_reset": pool["reset"] if pool else None,
+        "packets_without_idle_thread": _round(pool["packets_without_idle_thread"]) if pool and pool["packets_without_idle_thread"] is not None else None,
+    }
+
+
+def render_markdown(diagnosis):
+    """diagnosis.md: the verdict first, then the numbers and every signal with its threshold."""
+    network = diagnosis.get("network") or {"summary": "links: unmeasured (bundle diagnosed before link evidence existed)"}
+    lines = ["# Checkpoint diagnosis: %s" % diagnosis["mount_point"], "",
+             "**%s**" % diagnosis["summary"], "",
+             "**%s%s.**" % (network["summary"][0].upper(), network["summary"][1:]), "",
+             "| figure | value |", "|---|---|",
+             "| target | %.4g B/s |" % diagnosis["target_bytes_per_second"],
+             "| achieved | %.4g B/s (%s) |" % (diagnosis["achieved_bytes_per_second"], diagnosis["achieved_source"]),
+             "| gap factor | %s |" % ("%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a"),
+             "| limiting layer | %s (confidence %s%s) |" % (
+                 diagnosis["limiting_layer"], diagnosis["confidence"],
+                 ": " + "; ".join(diagnosis.get("confidence_reasons") or []) if diagnosis.get("confidence_reasons") else ""),
+             "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
+             "| contributing | %s |" % (", ".join(diagnosis["contributing"]) or "-"),
+             "| verdict | %s (tuning can plausibly give %.2fx) |" % (diagnosis["verdict"], diagnosis["tuning_headroom_factor"])]
+    capacity = diagnosis["capacity"]
+    if capacity.get("raw_link_bytes_per_second"):
+        lines.append("| links | %.4g B/s raw, %.4g B/s practical; observed %.1f %% of raw |" % (
+            capacity["raw_link_bytes_per_second"], capacity["practical_link_bytes_per_second"],
+            100 * (capacity.get("observed_link_utilisation") or 0)))
+    lines += ["", "## Evidence", "", "| layer | signal | value | threshold | crossed | explanation |", "|---|---|---|---|---|---|"]
+    for item in diagnosis["evidence"]:
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            item["layer"] or "-", item["signal"], item["value"], item["threshold"], "yes" if item["crossed"] else "no",
+            item["explanation"].replace("|", "/")))
+    lines += ["", "## Recommendations", ""]
+    for rec in diagnosis["recommendations"]:
+        setting = rec["setting"] if rec["value"] is None else "%s = %s" % (rec["setting"], rec["value"])
+        host = " on %s" % rec["host"] if rec.get("host") else ""
+        lines.append("- **%s**%s (%s): %s. Why: %s" % (setting, host, rec["layer"], rec["how"], rec["reason"]))
+    if not diagnosis["recommendations"]:
+        lines.append("- none: the target is met")
+    lines += ["", "## Per host", ""]
+    for host, summary in sorted(diagnosis["clients"].items()):
+        lines.append("- client %s: NFSv%s nconnect=%s wsize=%s, WRITE %s ops, RTT %s ms, exe %s ms, queue %s ms, backlog/send %s, max_slots %s" % (
+            host, summary["nfs_version"], summary["nconnect"], summary["wsize"], summary["write_ops"], summary["write_avg_rtt_ms"],
+            summary["write_avg_exe_ms"], summary["write_avg_queue_ms"], summary["backlog_per_send"], summary["max_slots"]))
+    for host, summary in sorted(diagnosis["servers"].items()):
+        lines.append("- server %s: threads %s, %s bytes written, %s RPC calls, packets without idle thread %s" % (
+            host, summary["threads"], summary["io_bytes_written"], summary["rpc_calls"], summary["packets_without_idle_thread"]))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,321 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The validation report: headline metrics of a capture bundle, before/after rows, Markdown.
+
+Pure: the module (plugins/modules/checkpoint_report.py) loads the bundle, runs the diagnosis
+(module_utils/stats/diagnosis.py) and the per-op deltas (module_utils/stats/stats_delta.py) and passes the
+results in. Nothing here parses /proc text.
+
+Latency split: nfs-utils' "exe" is the time from the request's creation to its completion, so
+it contains the queue wait and the RTT; the figure stacks queue, RTT and the remainder
+(exe - queue - RTT: client-side work such as encoding and waking the caller).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+
+REPORT_OPS = ("WRITE", "COMMIT")
+# Ops worth a bar in the latency figure beyond WRITE/COMMIT: the metadata ops of a checkpoint.
+FIGURE_OPS = ("WRITE", "COMMIT", "OPEN", "CLOSE", "GETATTR", "LOOKUP", "SETATTR", "CREATE")
+MB = 1e6
+
+
+def _sum_ops(mount_deltas):
+    """Per-op totals over every client's mount deltas, re-averaged by ops (not mean of means)."""
+    totals = {}
+    for delta in mount_deltas:
+        for name, op in delta.get("ops", {}).items():
+            entry = totals.setdefault(name, {"ops": 0, "rtt": 0.0, "exe": 0.0, "queue": 0.0})
+            entry["ops"] += op["ops"]
+            entry["rtt"] += op["avg_rtt_ms"] * op["ops"]
+            entry["exe"] += op["avg_exe_ms"] * op["ops"]
+            entry["queue"] += op["avg_queue_ms"] * op["ops"]
+    result = {}
+    for name, entry in totals.items():
+        if entry["ops"] <= 0:
+            continue
+        result[name] = {"ops": entry["ops"],
+                        "avg_rtt_ms": round(entry["rtt"] / entry["ops"], 3),
+                        "avg_exe_ms": round(entry["exe"] / entry["ops"], 3),
+                        "avg_queue_ms": round(entry["queue"] / entry["ops"], 3)}
+    return result
+
+
+def _backlog_per_send(mount_deltas):
+    backlog = sum(delta["rpc"].get("bklog_u", 0) for delta in mount_deltas if delta.get("rpc"))
+    sends = sum(delta["rpc"].get("sends", 0) for delta in mount_deltas if delta.get("rpc"))
+    return round(float(backlog) / sends, 3) if sends else None
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _slot_cap(client_summary):
+    """The cap that bounds requests in flight: session slots on v4.1+, the transport table before.
+
+    NFSv4.1+ ignores tcp_max_slot_table_entries (NFS_CS_INFINITE_SLOTS, fs/nfs/nfs4client.c).
+    """
+    sunrpc = client_summary.get("sunrpc") or {}
+    version = str(client_summary.get("nfs_version") or "")
+    if version.startswith("4.") and version != "4.0":
+        name = "max_session_slots"
+    elif client_summary.get("proto") == "udp":
+        name = "udp_slot_table_entries"
+    else:
+        name = "tcp_max_slot_table_entries"
+    return _int(sunrpc.get(name)), name
+
+
+def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None, label=None):
+    """Headline numbers of one bundle.
+
+    context: context.yml; diagnosis: diagnosis.diagnose() result or None; mount_deltas: list of
+    stats_delta.mount_delta() results over every client; canary_ranks: every rank result of
+    every host (dicts with host, rank, start, end, bytes, error) or None.
+    """
+    context = context or {}
+    diagnosis = diagnosis or {}
+    mount_deltas = mount_deltas or []
+    target = context.get("target") or {}
+    canary_context = context.get("canary") or {}
+    window = target.get("window_seconds")
+    target_bps = diagnosis.get("target_bytes_per_second")
+    if target_bps is None and target.get("checkpoint_bytes") and window:
+        target_bps = float(target["checkpoint_bytes"]) / float(window)
+    achieved = diagnosis.get("achieved_bytes_per_second")
+    if achieved is None and canary_context.get("bytes") and canary_context.get("seconds"):
+        achieved = float(canary_context["bytes"]) / float(canary_context["seconds"])
+
+    clients = diagnosis.get("clients") or {}
+    servers = diagnosis.get("servers") or {}
+    max_slots = [slot for summary in clients.values() for slot in (summary.get("max_slots") or [])]
+    caps = [_slot_cap(summary) for summary in clients.values()]
+    caps = [cap for cap in caps if cap[0] is not None]
+    dstate_peaks = [(summary.get("dstate") or {}).get("max_count") for summary in clients.values()]
+    dstate_peaks = [peak for peak in dstate_peaks if peak is not None]
+    threads = [summary.get("threads") for summary in servers.values() if summary.get("threads") is not None]
+    enqueued = [(summary.get("pool_stats") or {}).get("sockets-enqueued") for summary in servers.values()]
+    enqueued = [value for value in enqueued if value is not None]
+    no_idle = [summary.get("packets_without_idle_thread") for summary in servers.values()
+               if summary.get("packets_without_idle_thread") is not None]
+
+    network = diagnosis.get("network") or {}
+    utilisation = [row.get("utilisation_during") for row in network.get("links") or [] if row.get("utilisation_during") is not None]
+    cpu = diagnosis.get("cpu") or {}
+
+    def busiest(side):
+        values = [row["busy"] for row in cpu.values() if row.get("side") == side and row.get("busy") is not None]
+        return max(values) if values else None
+
+    metrics = {
+        "label": label or context.get("label"),
+        "network_state": network.get("state"),
+        "network_summary": network.get("summary") or "links: unmeasured (no link evidence in this bundle)",
+        "network_headline": network.get("headline") or "network unmeasured: no link evidence in this bundle",
+        "link_utilisation_max": max(utilisation) if utilisation else None,
+        "probe_share": network.get("probe_share"),
+        "server_cpu_busy": busiest("server"),
+        "client_cpu_busy": busiest("client"),
+        "unmeasured": diagnosis.get("unmeasured") or [],
+        "mount_point": context.get("mount_point"),
+        "target_bytes_per_second": target_bps,
+        "achieved_bytes_per_second": achieved,
+        "gap_factor": diagnosis.get("gap_factor"),
+        "canary_seconds": canary_context.get("seconds"),
+        "canary_bytes": canary_context.get("bytes"),
+        "canary_layout": canary_context.get("layout"),
+        "canary_ranks": canary_context.get("ranks"),
+        "window_seconds": window,
+        "duration_vs_window": (float(canary_context["seconds"]) / float(window)
+                               if canary_context.get("seconds") and window else None),
+        "limiting_layer": diagnosis.get("limiting_layer"),
+        "contributing": diagnosis.get("contributing") or [],
+        "verdict": diagnosis.get("verdict"),
+        "summary": diagnosis.get("summary"),
+        "ops": _sum_ops(mount_deltas),
+        "backlog_per_send": _backlog_per_send(mount_deltas),
+        "max_slots_reached": max(max_slots) if max_slots else None,
+        "slot_cap": min(cap[0] for cap in caps) if caps else None,
+        "slot_cap_setting": caps[0][1] if caps else None,
+        "dstate_peak": max(dstate_peaks) if dstate_peaks else None,
+        "server_threads": sum(threads) if threads else None,
+        "sockets_enqueued": sum(enqueued) if enqueued else None,
+        "packets_without_idle_thread": max(no_idle) if no_idle else None,
+        "clients": len(clients),
+        "servers": len(servers),
+    }
+    if canary_ranks is not None:
+        metrics["canary_aggregate"] = canary.aggregate(canary_ranks, canary_context.get("start_at"))
+        metrics["canary_hosts"] = host_rows(canary_ranks)
+    return metrics
+
+
+def host_rows(canary_ranks):
+    """Per-host canary lines: ranks, bytes, slowest rank, errors."""
+    by_host = {}
+    for rank in canary_ranks:
+        by_host.setdefault(rank.get("host", "-"), []).append(rank)
+    rows = []
+    for host in sorted(by_host):
+        summary = canary.aggregate(by_host[host])
+        rows.append({"host": host, "ranks": summary["ranks"], "bytes": summary["total_bytes"],
+                     "seconds": summary["seconds"], "throughput_bytes_per_second": summary["throughput_bytes_per_second"],
+                     "incomplete_ranks": summary["incomplete_ranks"]})
+    return rows
+
+
+def _op_field(metrics, op, field):
+    return ((metrics.get("ops") or {}).get(op) or {}).get(field)
+
+
+# (key, label, unit, better): better says which direction is an improvement.
+COMPARISON = (
+    ("achieved_bytes_per_second", "throughput", "MB/s", "higher"),
+    ("canary_seconds", "duration", "s", "lower"),
+    ("duration_vs_window", "duration / window", "x", "lower"),
+    ("WRITE.avg_rtt_ms", "WRITE avg RTT", "ms", "lower"),
+    ("WRITE.avg_exe_ms", "WRITE avg exe", "ms", "lower"),
+    ("WRITE.avg_queue_ms", "WRITE avg queue", "ms", "lower"),
+    ("COMMIT.avg_rtt_ms", "COMMIT avg RTT", "ms", "lower"),
+    ("COMMIT.avg_exe_ms", "COMMIT avg exe", "ms", "lower"),
+    ("COMMIT.avg_queue_ms", "COMMIT avg queue", "ms", "lower"),
+    ("backlog_per_send", "backlog per send", "", "lower"),
+    ("max_slots_reached", "max_slots reached", "", None),
+    ("slot_cap", "slot cap", "", None),
+    ("dstate_peak", "D-state peak", "tasks", "lower"),
+    ("server_threads", "server threads", "", None),
+    ("sockets_enqueued", "sockets-enqueued", "", None),
+    ("packets_without_idle_thread", "packets without idle thread", "share", "lower"),
+    ("link_utilisation_max", "busiest NFS link, share of nominal", "share", None),
+    ("probe_share", "NFS / TCP capacity of the path (probe)", "share", None),
+    ("server_cpu_busy", "server CPU busy during the checkpoint", "share", None),
+    ("client_cpu_busy", "client CPU busy during the checkpoint", "share", None),
+)
+
+
+def metric_value(metrics, key):
+    if "." in key:
+        op, field = key.split(".", 1)
+        return _op_field(metrics, op, field)
+    value = metrics.get(key)
+    if key == "achieved_bytes_per_second" and value is not None:
+        return value / MB
+    return value
+
+
+def comparison_rows(before, after):
+    """Rows {metric, unit, before, after, ratio, better, improved} for the comparison table."""
+    rows = []
+    for key, name, unit, better in COMPARISON:
+        old = metric_value(before, key)
+        new = metric_value(after, key)
+        ratio = round(float(new) / old, 3) if old not in (None, 0) and new is not None else None
+        improved = None
+        if better and old is not None and new is not None and new != old:
+            improved = (new > old) if better == "higher" else (new < old)
+        rows.append({"metric": name, "unit": unit, "before": old, "after": new, "ratio": ratio,
+                     "better": better, "improved": improved})
+    return rows
+
+
+def _fmt(value, digits=3):
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return "%.*g" % (digits + 1, value)
+    if isinstance(value, list):
+        return ", ".join(_fmt(item) for item in value) or "-"
+    return str(value)
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    lines.extend("| " + " | ".join(_fmt(cell) for cell in row) + " |" for row in rows)
+    return lines
+
+
+def render_markdown(metrics, before=None, rows=None, figure_note=None):
+    """report.md: verdict, headline table, per-op latency, canary hosts, comparison."""
+    lines = ["# Checkpoint validation: %s" % (metrics.get("label") or "run"), ""]
+    if metrics.get("summary"):
+        lines += ["**%s**" % metrics["summary"], ""]
+    summary = metrics.get("network_summary")
+    if summary:
+        lines += ["**%s%s.**" % (summary[0].upper(), summary[1:]), ""]
+    lines += _table(["metric", "value"], [
+        ["verdict", metrics.get("verdict")],
+        ["limiting layer", metrics.get("limiting_layer")],
+        ["contributing", metrics.get("contributing")],
+        ["target MB/s", (metrics.get("target_bytes_per_second") or 0) / MB if metrics.get("target_bytes_per_second") else None],
+        ["achieved MB/s", metrics["achieved_bytes_per_second"] / MB if metrics.get("achieved_bytes_per_second") else None],
+        ["gap factor", metrics.get("gap_factor")],
+        ["canary", "%s x %s ranks, %s bytes" % (metrics.get("canary_layout"), metrics.get("canary_ranks"), metrics.get("canary_bytes"))],
+        ["duration s (window s)", "%s (%s)" % (_fmt(metrics.get("canary_seconds")), _fmt(metrics.get("window_seconds")))],
+        ["backlog per send", metrics.get("backlog_per_send")],
+        ["max_slots reached / cap", "%s / %s (%s)" % (_fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
+                                                      metrics.get("slot_cap_setting") or "-")],
+        ["D-state peak (tasks)", metrics.get("dstate_peak")],
+        ["server threads", metrics.get("server_threads")],
+        ["sockets-enqueued", metrics.get("sockets_enqueued")],
+        ["busiest NFS link (share of nominal)", metrics.get("link_utilisation_max")],
+        ["NFS / TCP capacity of the path (probe)", metrics.get("probe_share")],
+        ["CPU busy during the checkpoint, server / client", "%s / %s" % (
+            _fmt(metrics.get("server_cpu_busy")), _fmt(metrics.get("client_cpu_busy")))],
+        ["unmeasured", metrics.get("unmeasured")],
+    ])
+    ops = metrics.get("ops") or {}
+    if ops:
+        lines += ["", "## Per-op latency (ms per op, all clients)", ""]
+        lines += _table(["op", "ops", "avg queue", "avg RTT", "avg exe"],
+                        [[name, ops[name]["ops"], ops[name]["avg_queue_ms"], ops[name]["avg_rtt_ms"], ops[name]["avg_exe_ms"]]
+                         for name in sorted(ops, key=lambda n: (n not in REPORT_OPS, n))])
+    aggregate = metrics.get("canary_aggregate")
+    if aggregate:
+        lines += ["", "## Canary ranks", "",
+                  "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start)): %s bytes in %s s = %s MB/s; "
+                  "start spread %s s; largest distance from start_at %s s." % (
+                      aggregate["total_bytes"], _fmt(aggregate["seconds"]),
+                      _fmt(aggregate["throughput_bytes_per_second"] / MB if aggregate["throughput_bytes_per_second"] else None),
+                      _fmt(aggregate["start_spread_seconds"]), _fmt(aggregate["max_start_delay_seconds"])), ""]
+        lines += _table(["host", "ranks", "bytes", "seconds", "MB/s", "incomplete ranks"],
+                        [[row["host"], row["ranks"], row["bytes"], row["seconds"],
+                          row["throughput_bytes_per_second"] / MB if row["throughput_bytes_per_second"] else None,
+                          row["incomplete_ranks"]] for row in metrics.get("canary_hosts", [])])
+    if before is not None and rows:
+        lines += ["", "## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
+                  "Limiting layer before: %s (%s); after: %s (%s)." % (
+                      before.get("limiting_layer"), before.get("verdict"), metrics.get("limiting_layer"), metrics.get("verdict")), ""]
+        lines += _table(["metric", "unit", "before", "after", "after/before", "better"],
+                        [[row["metric"], row["unit"] or "-", row["before"], row["after"], row["ratio"],
+                          {True: "improved", False: "worse", None: "-"}[row["improved"]]] for row in rows])
+    if figure_note:
+        lines += ["", figure_note]
+    return "\n".join(lines) + "\n"
+
+
+def figure_series(metrics, before=None):
+    """What report.png draws, as plain data: throughput bars and stacked latency bars."""
+    runs = ([before] if before is not None else []) + [metrics]
+    throughput = [{"label": run.get("label") or "run", "limiting_layer": run.get("limiting_layer"),
+                   "mb_per_second": (run.get("achieved_bytes_per_second") or 0.0) / MB} for run in runs]
+    names = [name for name in FIGURE_OPS if any(_op_field(run, name, "ops") for run in runs)]
+    latency = []
+    for name in names:
+        for run in runs:
+            queue = _op_field(run, name, "avg_queue_ms") or 0.0
+            rtt = _op_field(run, name, "avg_rtt_ms") or 0.0
+            exe = _op_field(run, name, "avg_exe_ms") or 0.0
+            latency.append({"op": name, "label": run.get("label") or "run", "queue_ms": queue, "rtt_ms": rtt,
+                            "other_ms": max(0.0, exe - queue - rtt)})
+    target = metrics.get("target_bytes_per_second")
+    links = ["%s: %s" % (run.get("label") or "run", run.get("network_headline") or "network unmeasured") for run in runs]
+    return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency,
+            "links": links}

@@ -1,0 +1,157 @@
+"""Pure parts of the checkpoint canary: plans, offsets, aggregation, D-state lines, messages."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import parse_mountinfo
+
+MIB = 1024 * 1024
+
+
+def test_shared_file_ranges_are_disjoint_and_contiguous():
+    plan = canary.plan_ranks(4, 3 * MIB, MIB, "shared_file")
+    ranges = [(r["files"][0]["offset"], r["files"][0]["length"]) for r in plan]
+    assert ranges == [(0, 3 * MIB), (3 * MIB, 3 * MIB), (6 * MIB, 3 * MIB), (9 * MIB, 3 * MIB)]
+    assert {r["files"][0]["name"] for r in plan} == {canary.SHARED_FILE_NAME}
+    assert not any(r["files"][0]["create"] for r in plan)
+
+
+def test_file_per_rank_splits_on_block_boundaries():
+    plan = canary.plan_ranks(2, 10 * MIB, MIB, "file_per_rank", files_per_rank=3)
+    files = plan[1]["files"]
+    assert [f["name"] for f in files] == ["__1_0.ckpt", "__1_1.ckpt", "__1_2.ckpt"]
+    assert [f["length"] for f in files] == [3 * MIB, 3 * MIB, 4 * MIB]
+    assert all(f["offset"] == 0 and f["create"] for f in files)
+    assert sum(f["length"] for f in files) == 10 * MIB
+
+
+def test_file_per_rank_names_are_unique_across_ranks():
+    plan = canary.plan_ranks(8, 4 * MIB, MIB, "file_per_rank", files_per_rank=2)
+    names = [f["name"] for r in plan for f in r["files"]]
+    assert len(names) == len(set(names)) == 16
+
+
+def test_write_chunks_cover_range_with_short_last_block():
+    chunks = list(canary.write_chunks(100, 2500, 1000))
+    assert chunks == [(100, 1000), (1100, 1000), (2100, 500)]
+
+
+def test_write_chunks_of_shared_plan_cover_file_exactly_once():
+    plan = canary.plan_ranks(3, 5000, 1024, "shared_file")
+    covered = []
+    for rank in plan:
+        item = rank["files"][0]
+        covered.extend(canary.write_chunks(item["offset"], item["length"], 1024))
+    covered.sort()
+    position = 0
+    for offset, size in covered:
+        assert offset == position
+        position += size
+    assert position == 15000
+
+
+@pytest.mark.parametrize("args, option", [
+    ((0, MIB, MIB, "shared_file", 1, False), "ranks"),
+    ((4097, MIB, MIB, "shared_file", 1, False), "ranks"),
+    ((1, 0, MIB, "shared_file", 1, False), "bytes_per_rank"),
+    ((1, MIB, 0, "shared_file", 1, False), "block_size"),
+    ((1, MIB, MIB, "striped", 1, False), "layout"),
+    ((1, MIB, MIB, "file_per_rank", 0, False), "files_per_rank"),
+    ((1, 4 * MIB, MIB, "shared_file", 2, False), "files_per_rank"),
+    ((1, MIB, MIB, "file_per_rank", 2, False), "bytes_per_rank"),
+    ((1, MIB, 1000, "shared_file", 1, True), "block_size"),
+    ((1, MIB + 4096, MIB, "shared_file", 1, True), "bytes_per_rank"),
+])
+def test_validate_plan_names_the_option(args, option):
+    errors = canary.validate_plan(*args)
+    assert errors and errors[0].startswith(option)
+
+
+def test_validate_plan_accepts_sane_values():
+    assert canary.validate_plan(8, 64 * MIB, MIB, "file_per_rank", 4, True) == []
+
+
+def test_aggregate_is_total_bytes_over_latest_end_minus_earliest_start():
+    results = [
+        {"rank": 0, "start": 100.0, "end": 104.0, "bytes": 400, "error": None},
+        {"rank": 1, "start": 100.5, "end": 110.0, "bytes": 600, "error": None},
+    ]
+    summary = canary.aggregate(results, start_at=100.0)
+    assert summary["seconds"] == 10.0
+    assert summary["throughput_bytes_per_second"] == 100.0
+    assert summary["max_rank_seconds"] == 9.5
+    assert summary["start_spread_seconds"] == 0.5
+    assert summary["max_start_delay_seconds"] == 0.5
+    assert summary["incomplete_ranks"] == []
+
+
+def test_aggregate_leaves_failed_ranks_out_of_the_span():
+    results = [
+        {"rank": 0, "start": 10.0, "end": 12.0, "bytes": 100, "error": None},
+        {"rank": 1, "start": None, "end": None, "bytes": 0, "error": "stalled"},
+    ]
+    summary = canary.aggregate(results)
+    assert summary["finished_ranks"] == 1
+    assert summary["incomplete_ranks"] == [1]
+    assert summary["seconds"] == 2.0
+    assert summary["max_start_delay_seconds"] is None
+
+
+def test_aggregate_without_finished_ranks_has_no_throughput():
+    summary = canary.aggregate([{"rank": 0, "start": None, "end": None, "bytes": 0, "error": "x"}])
+    assert summary["throughput_bytes_per_second"] is None and summary["seconds"] is None
+
+
+def test_combine_hosts_tags_every_rank_with_its_host():
+    ranks = canary.combine_hosts({"b": [{"rank": 0}], "a": [{"rank": 0}, {"rank": 1}]})
+    assert [(r["host"], r["rank"]) for r in ranks] == [("a", 0), ("a", 1), ("b", 0)]
+
+
+def test_parse_stat_starttime_after_a_comm_with_spaces_and_parentheses():
+    text = "4711 (my (odd) name) D 1 4711 4711 0 -1 4194560 " + " ".join(["0"] * 12) + " 98765 0 0"
+    assert canary.parse_stat_starttime(text) == 98765
+    assert canary.parse_stat_starttime("garbage") is None
+    assert canary.parse_stat_starttime("1 (x) S 1") is None
+
+
+def test_stall_message_names_ranks_state_and_wchan():
+    message = canary.stall_message(
+        [{"rank": 3, "pid": 99, "state": "D", "wchan": "rpc_wait_bit_killable", "exited": False},
+         {"rank": 1, "pid": 98, "state": "S", "wchan": "hrtimer_nanosleep", "exited": True}],
+        30, "/mnt/x/ckptio-canary-a", cleanup_deferred_pid=1234)
+    assert "rank 3 (pid 99) uninterruptible (D), wchan rpc_wait_bit_killable, still alive after SIGKILL" in message
+    assert "rank 1 (pid 98) sleeping, wchan hrtimer_nanosleep;" not in message
+    assert "rank 1 (pid 98) sleeping, wchan hrtimer_nanosleep." in message
+    assert "cannot be killed" in message and "pid 1234" in message and "timeout=30s" in message
+
+
+def test_stall_message_without_d_state_does_not_claim_unkillable():
+    message = canary.stall_message([{"rank": 0, "pid": 5, "state": "S", "wchan": None, "exited": True}], 2, "/w")
+    assert "cannot be killed" not in message and "wchan -" in message
+
+
+MOUNTINFO = (
+    "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+    "40 22 0:50 / /mnt/nfs rw,relatime - nfs4 10.0.0.1:/srv/nfs rw,vers=4.1,addr=10.0.0.1\n"
+    "41 40 0:51 / /mnt/nfs/scratch rw - tmpfs tmpfs rw\n"
+    "42 22 0:52 / /mnt/nfs2 rw - nfs 10.0.0.2:/x rw,vers=3\n"
+)
+
+
+@pytest.mark.parametrize("path, mount_point", [
+    ("/mnt/nfs", "/mnt/nfs"),
+    ("/mnt/nfs/run/a", "/mnt/nfs"),
+    ("/mnt/nfs/scratch/x", "/mnt/nfs/scratch"),
+    ("/mnt/nfs2", "/mnt/nfs2"),
+    ("/mnt/nfs20", "/"),
+    ("/tmp", "/"),
+])
+def test_mount_for_path_picks_the_deepest_mount(path, mount_point):
+    assert canary.mount_for_path(parse_mountinfo(MOUNTINFO), path)["mount_point"] == mount_point
+
+
+def test_is_inside():
+    assert canary.is_inside("/a/b/c", "/a/b")
+    assert canary.is_inside("/a/b", "/a/b")
+    assert not canary.is_inside("/a/bc", "/a/b")

@@ -1,0 +1,407 @@
+"""Diagnosis: the seed arithmetic, both lab bundles, and the decision rules on edited bundles."""
+from __future__ import annotations
+
+import copy
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import BundleError, checkpoint_capacity, diagnose, render_markdown
+from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, sample_path
+
+CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
+SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
+
+
+def load(name):
+    root = sample_path("bundles", name)
+    with open(os.path.join(root, "context.yml")) as handle:
+        bundle = {"context": yaml.safe_load(handle), "clients": {}, "servers": {}}
+    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
+        for host in os.listdir(os.path.join(root, kind)):
+            files = {}
+            for file_name in names:
+                path = os.path.join(root, kind, host, file_name + ".txt")
+                if os.path.exists(path):
+                    with open(path) as handle:
+                        files[file_name] = handle.read()
+            bundle[kind][host] = files
+    return bundle
+
+
+def crossed(result, layer):
+    return [item["signal"] for item in result["evidence"] if item["layer"] == layer and item["crossed"]]
+
+
+def test_seed_arithmetic():
+    capacity = checkpoint_capacity(2.4e12, 300, server_link_gbps=200, client_link_gbps=200, clients=64, observed_bytes_per_second=1.1e9)
+    assert capacity["target_bytes_per_second"] == pytest.approx(8e9)
+    assert capacity["raw_link_bytes_per_second"] == pytest.approx(25e9)
+    assert capacity["practical_link_bytes_per_second"] == pytest.approx(20e9)
+    assert capacity["narrowest_link"] == "server_links"
+    assert capacity["observed_link_utilisation"] == pytest.approx(0.044)
+    assert capacity["network_is_limit"] is False and capacity["network_can_carry_target"] is True
+    assert capacity["gap_factor"] == pytest.approx(7.27, abs=0.01)
+    assert capacity["per_client_target_bytes_per_second"] == pytest.approx(125e6)
+    # Little's law: 8 GB/s of 1 MiB WRITEs ~ 7,600 ops/s, ~76 in flight at 10 ms.
+    assert capacity["write_ops_per_second_needed"] == pytest.approx(7629, abs=1)
+    assert capacity["requests_in_flight_needed"] == pytest.approx(76.3, abs=0.1)
+
+
+def test_capacity_without_links_and_bad_input():
+    capacity = checkpoint_capacity(1e9, 10)
+    assert capacity["raw_link_bytes_per_second"] is None and capacity["network_can_carry_target"] is None
+    assert checkpoint_capacity(1e12, 10, server_link_gbps=10)["network_can_carry_target"] is False
+    with pytest.raises(BundleError, match="window_seconds"):
+        checkpoint_capacity(1e9, 0)
+    with pytest.raises(BundleError, match="checkpoint_bytes"):
+        checkpoint_capacity("lots", 10)
+
+
+def test_seed_like_baseline_session_slots_limit():
+    result = diagnose(load("seed_like_baseline"))
+    assert result["target_bytes_per_second"] == pytest.approx(268435456 / 5.0)
+    assert result["achieved_bytes_per_second"] == pytest.approx(268435456 / 13.402)
+    assert result["gap_factor"] == pytest.approx(2.68, abs=0.01)
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert result["verdict"] == "tune"
+    assert "access_pattern" in result["contributing"]
+    signals = crossed(result, "client_rpc_slots")
+    assert any("zero backlog" in signal for signal in signals)
+    assert not crossed(result, "network") or "link saturated (RTT inflated while requests wait to transmit)" not in crossed(result, "network")
+    settings = [rec["setting"] for rec in result["recommendations"]]
+    assert settings[0] == "nfs max_session_slots"
+    assert "wsize" in settings and "nconnect" in settings and "file_per_rank" in settings
+    assert "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries" not in settings
+    assert result["clients"]["nfs2"]["max_slots"] == [32]
+
+
+def test_per_rank_bundle_without_link_evidence_never_names_the_network():
+    """RTT 59x idle with requests waiting to send: a full link *or* a slow server. This bundle has no
+    interface speed, probe or declared link speed, so the network is unmeasured, never the limit (#11)."""
+    result = diagnose(load("shared_vs_perrank_5b_per_rank"))
+    assert result["limiting_layer"] == "server_storage"
+    assert result["verdict"] == "rearchitect"
+    assert result["network"]["state"] == "unmeasured" and "network" in result["unmeasured"]
+    assert result["confidence"] == "medium"
+    assert any("full link was not ruled out" in reason for reason in result["confidence_reasons"])
+    assert not crossed(result, "network")
+    symptom = [item for item in result["evidence"] if item["signal"].startswith("send side backs up")][0]
+    assert symptom["crossed"] and "not (fully) measured" in symptom["explanation"]
+    assert "client_rpc_slots" not in result["contributing"]
+    assert "access_pattern" not in result["contributing"]
+    settings = [rec["setting"] for rec in result["recommendations"]]
+    assert "measure the network" in settings
+    assert "more_servers_or_pnfs" in settings and "file_per_rank" not in settings
+    assert "unmeasured: network" in result["summary"]
+
+
+def test_seed_case_not_the_network_and_rearchitect():
+    bundle = load("seed_like_baseline")
+    bundle["context"] = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 2.4e12, "window_seconds": 300},
+                         "network": {"server_link_gbps": 200, "client_link_gbps": 200, "clients": 64},
+                         "canary": {"layout": "shared_file", "ranks": 512, "bytes": 2.4e12, "seconds": 2.4e12 / 1.1e9}}
+    result = diagnose(bundle)
+    assert result["gap_factor"] == pytest.approx(7.27, abs=0.01)
+    network = [item for item in result["evidence"] if item["signal"] == "achieved share of practical link capacity"][0]
+    assert network["crossed"] is False and network["value"] == pytest.approx(0.055, abs=1e-3)
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert result["verdict"] == "rearchitect"
+    settings = [rec["setting"] for rec in result["recommendations"]]
+    for alternative in ("file_per_rank", "parallel_fs_or_object_store", "more_servers_or_pnfs", "async_or_burst_buffer"):
+        assert alternative in settings
+    assert "nfs max_session_slots" in settings
+
+
+def test_target_met():
+    bundle = load("seed_like_baseline")
+    bundle["context"]["target"]["window_seconds"] = 60
+    result = diagnose(bundle)
+    assert result["verdict"] == "meets_target" and result["limiting_layer"] == "none"
+
+
+def test_v40_backlog_and_tiny_cap_is_tunable():
+    bundle = load("seed_like_baseline")
+    files = bundle["clients"]["nfs2"]
+    for name in ("mountstats_before", "mountstats_after"):
+        files[name] = files[name].replace("vers=4.1", "vers=4.0")
+    files["mountstats_before"] = files["mountstats_before"].replace("xprt:\ttcp 0 0 2 0 8 30 30 0 30 0 2 0 0", "xprt:\ttcp 0 0 2 0 8 30 30 0 30 0 2 0 0")
+    files["mountstats_after"] = files["mountstats_after"].replace("tcp 0 0 2 0 1 4527 4527 0 97268 0 32 17005 88876",
+                                                                  "tcp 0 0 2 0 1 4527 4527 0 9000 3500000 2 10 4400")
+    files["mountstats_after"] = files["mountstats_after"].replace("WRITE: 4477 4477 0 269402488 823768 21168733 324704 21495131 0",
+                                                                  "WRITE: 4477 4477 0 269402488 823768 21168733 124704 21295131 0")
+    bundle["context"]["canary"]["layout"] = "file_per_rank"
+    bundle["context"]["target"]["window_seconds"] = 1
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert "transport backlog per send (bklog_u/sends, all transports)" in crossed(result, "client_rpc_slots")
+    assert result["verdict"] == "tune"
+    assert result["tuning_headroom_factor"] > 100
+    assert result["recommendations"][0]["setting"].startswith("sunrpc tcp_max_slot_table_entries")
+
+
+def test_starved_server_threads():
+    bundle = load("shared_vs_perrank_5b_per_rank")
+    bundle["servers"]["nfs1"]["pool_stats_after"] = "# pool packets-arrived sockets-enqueued threads-woken threads-timedout\n0 89888 89888 85554 0\n"
+    bundle["servers"]["nfs1"]["threads"] = "1\n"
+    # Fast link: take out the RTT inflation so only the server signal remains.
+    bundle["context"]["network"] = {"idle_rtt_ms": 400}
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "server_threads"
+    rec = [rec for rec in result["recommendations"] if rec["setting"] == "nfsd threads"][0]
+    assert rec["value"] == 16
+
+
+def test_bundle_errors_name_the_problem():
+    bundle = load("seed_like_baseline")
+    broken = copy.deepcopy(bundle)
+    del broken["context"]["target"]["window_seconds"]
+    with pytest.raises(BundleError, match="target.window_seconds"):
+        diagnose(broken)
+    broken = copy.deepcopy(bundle)
+    broken["context"]["mount_point"] = "/elsewhere"
+    with pytest.raises(BundleError, match="no NFS mount on /elsewhere"):
+        diagnose(broken)
+    broken = copy.deepcopy(bundle)
+    del broken["clients"]["nfs2"]["mountstats_before"]
+    with pytest.raises(BundleError, match="mountstats_before"):
+        diagnose(broken)
+    with pytest.raises(BundleError, match="no clients"):
+        diagnose({"context": bundle["context"], "clients": {}})
+
+
+def test_markdown_shows_verdict_evidence_and_recommendations():
+    text = render_markdown(diagnose(load("seed_like_baseline")))
+    assert text.startswith("# Checkpoint diagnosis: /mnt/nfs\n")
+    assert "**tune: achieved 20 MB/s of 53.7 MB/s target (gap 2.68x); limiting layer: client_rpc_slots" in text
+    assert "| client_rpc_slots | queue time with zero backlog on NFSv4.1 (session slots full) | 4728.3299 |" in text
+    assert "- **nfs max_session_slots = 128**" in text
+
+
+# ---- link and CPU evidence (#11), on a real lab capture with host samples ----------------------
+def load_capture(name, probe=False):
+    """A real lab capture; without its probe files unless asked (these tests add their own evidence)."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+    bundle = load_bundle(sample_path("..", "captures", name))
+    for files in bundle["clients"].values():
+        if not probe:
+            files.pop("probe", None)
+    return bundle
+
+
+def _set_speed(bundle, kind, host, interface, mbps):
+    files = bundle[kind][host]
+    samples = [files.get("host_before"), files.get("host_after")]
+    if kind == "clients":
+        samples += list((files["canary"].get("host_samples") or {}).values())
+    for sample in samples:
+        for name in [interface] + sample["interfaces"][interface]["lower"]:
+            sample["interfaces"][name]["speed_mbps"] = mbps
+
+
+def _speeds(bundle, mbps):
+    for host in bundle["clients"]:
+        _set_speed(bundle, "clients", host, "lab0", mbps)
+    server = bundle["servers"]["nfs1"]
+    for port in ("labp2", "labp3"):
+        for key in ("host_before", "host_after", "host_start", "host_end"):
+            if server.get(key):
+                server[key]["interfaces"][port]["speed_mbps"] = mbps
+
+
+def test_capture_without_speeds_says_the_network_is_unmeasured():
+    result = diagnose(load_capture("seed_like_v41"))
+    assert result["network"]["state"] == "unmeasured"
+    assert "network" in result["unmeasured"] and "server_cpu" not in result["unmeasured"]
+    assert [row["interface"] for row in result["network"]["links"]] == ["lab0", "lab0", "lab0"]
+    assert "measure the network" in [rec["setting"] for rec in result["recommendations"]]
+    assert render_markdown(result).splitlines()[4].startswith("**Links: unmeasured")
+
+
+def test_links_measured_far_from_full_rule_the_network_out_with_the_figure():
+    bundle = load_capture("seed_like_v41")
+    _speeds(bundle, 10000)
+    result = diagnose(bundle)
+    assert result["network"]["state"] == "clear" and "network" not in result["unmeasured"]
+    ruled_out = [item for item in result["evidence"] if item["signal"] == "links far from full (network ruled out)"][0]
+    assert ruled_out["value"] < 0.01
+    assert re.search(r"client nfs2 lab0 at \d+\.\d % of 10000 Mb/s", ruled_out["explanation"])
+    # the server's bridge carries what its two ports carry: 2 x 10000 Mb/s
+    assert re.search(r"server nfs1 lab0 at \d+\.\d % of 20000 Mb/s", ruled_out["explanation"])
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert "measure the network" not in [rec["setting"] for rec in result["recommendations"]]
+    assert render_markdown(result).splitlines()[4].startswith("**Links: client nfs2 lab0 at")
+
+
+def test_a_link_measured_full_is_the_limit():
+    bundle = load_capture("seed_like_v41")
+    _speeds(bundle, 5)  # 5 Mb/s: the ~4.4 Mb/s each client sent fills it
+    result = diagnose(bundle)
+    assert result["network"]["state"] == "full"
+    assert result["limiting_layer"] == "network" and result["verdict"] == "rearchitect"
+    assert any(signal.startswith("NFS link utilisation on client nfs2 lab0") for signal in crossed(result, "network"))
+
+
+def test_probe_near_the_nfs_throughput_names_the_network_and_far_rules_it_out():
+    bundle = load_capture("seed_like_v41")
+    links = dict((row["host"], row["bytes_per_second"]) for row in diagnose(bundle)["network"]["links"] if row["side"] == "client")
+    for host in bundle["clients"]:
+        # raw TCP carried only 10 % more than NFS put on this client's link during its ranks
+        bundle["clients"][host]["probe"] = {"streams": 1, "summary": {"received_bits_per_second": links[host] * 8 * 1.1}}
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "network" and result["network"]["probe_share"] == pytest.approx(1 / 1.1, abs=1e-3)
+    assert result["tuning_headroom_factor"] == pytest.approx(1.1, abs=1e-3)
+    per_path = [item for item in result["evidence"] if item["signal"].startswith("NFS link traffic / TCP capacity of the path")]
+    assert len(per_path) == 2 and all(item["crossed"] for item in per_path)
+    for host in bundle["clients"]:
+        bundle["clients"][host]["probe"]["summary"]["received_bits_per_second"] = links[host] * 8 * 50
+    result = diagnose(bundle)
+    # The probe measures the whole path: it rules the network out though no interface speed is known.
+    assert result["network"]["state"] == "clear" and "network" not in result["unmeasured"]
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert result["network"]["probe_share"] == pytest.approx(0.02, abs=1e-3)
+
+
+def test_a_server_without_idle_cpu_limits_before_the_slots_it_starves():
+    bundle = load_capture("seed_like_v41")
+    server = bundle["servers"]["nfs1"]
+    start, end = server["host_start"], server["host_end"]
+    end["time"] = start["time"] + bundle["context"]["canary"]["seconds"]  # sampled right at the last rank's end
+    end["sampler_cpu_seconds"] = 0.0
+    ticks = int((end["time"] - start["time"]) * 100)
+    words = start["proc_stat"].splitlines()[0].split()
+    busy = [int(word) for word in words[1:]]
+    busy[2] += ticks  # all the checkpoint's ticks went to system time
+    line = "cpu  " + " ".join(str(value) for value in busy)
+    end["proc_stat"] = line + "\n" + line.replace("cpu  ", "cpu0 ") + "\n"
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "server_cpu" and result["verdict"] == "rearchitect"
+    assert result["confidence"] == "high"
+    assert "client_rpc_slots" in result["contributing"]
+    assert "server CPUs" in [rec["setting"] for rec in result["recommendations"]]
+
+
+def test_starved_threads_outrank_an_inferred_network():
+    """The 1-thread server of #11: RTT inflated with requests waiting to send, 85 % of packets
+    without an idle thread, links unmeasured -> server_threads, never network."""
+    bundle = load("shared_vs_perrank_5b_per_rank")
+    bundle["servers"]["nfs1"]["pool_stats_after"] = "# pool packets-arrived sockets-enqueued threads-woken threads-timedout\n0 89888 89888 13483 0\n"
+    bundle["servers"]["nfs1"]["threads"] = "1\n"
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "server_threads" and result["verdict"] == "tune"
+    assert "network" not in result["contributing"] and "network" in result["unmeasured"]
+
+
+def test_reconnects_in_the_window_are_flagged_with_the_connection_limit():
+    bundle = load("seed_like_baseline")
+    files = bundle["clients"]["nfs2"]
+    assert "xprt:\ttcp 0 0 2 0 1 4527 " in files["mountstats_after"]
+    files["mountstats_after"] = files["mountstats_after"].replace("xprt:\ttcp 0 0 2 0 1 4527 ", "xprt:\ttcp 0 0 5 0 1 4527 ")
+    result = diagnose(bundle)
+    churn = [item for item in result["evidence"] if item["signal"].startswith("transport reconnects")][0]
+    assert churn["crossed"] is True and churn["value"] == 3
+    rec = [rec for rec in result["recommendations"] if rec["setting"] == "nfsd max_connections"][0]
+    assert "3 transport reconnect(s)" in rec["reason"]
+    assert not [rec for rec in diagnose(load("seed_like_baseline"))["recommendations"] if rec["setting"] == "nfsd max_connections"]
+
+
+def read_broken(name):
+    """A broken capture (tests/fixtures/samples/broken/NOTES.txt), decoded as the modules read files."""
+    return broken_capture(name).decode("utf-8", "surrogateescape")
+
+
+def with_second_client(bundle, **files):
+    """The seed bundle plus client nfs3: a copy of nfs2 with some files replaced."""
+    bundle["clients"]["nfs3"] = dict(bundle["clients"]["nfs2"], **files)
+    return bundle
+
+
+def capture_problems(result):
+    return [item for item in result["evidence"] if item["signal"].startswith("capture problem on ")]
+
+
+def test_client_whose_after_sample_is_cut_is_excluded_and_named():
+    clean = diagnose(load("seed_like_baseline"))
+    result = diagnose(with_second_client(load("seed_like_baseline"), mountstats_after=read_broken("mountstats_after_cut_in_write.txt")))
+    # The cut WRITE line used to turn tune / client_rpc_slots into rearchitect / access_pattern.
+    assert (result["verdict"], result["limiting_layer"]) == (clean["verdict"], clean["limiting_layer"]) == ("tune", "client_rpc_slots")
+    assert sorted(result["clients"]) == ["nfs2"]
+    assert [(item["host"], item["mount_point"], item["problems"]) for item in result["excluded_clients"]] == [("nfs3", "/mnt/nfs", ["truncated"])]
+    [problem] = capture_problems(result)
+    assert problem["layer"] is None and problem["signal"] == "capture problem on nfs3" and problem["crossed"] is True
+    assert "truncated" in problem["explanation"] and "WRITE" in problem["explanation"] and "excluded" in problem["explanation"]
+    assert clean["excluded_clients"] == [] and capture_problems(clean) == []
+    assert "capture problem on nfs3" in render_markdown(result)
+
+
+def test_client_remounted_between_samples_is_excluded_and_achieved_never_negative():
+    bundle = with_second_client(load("seed_like_baseline"), mountstats_after=read_broken("mountstats_after_remounted_age_rose.txt"),
+                                mountstats_before=load("seed_like_baseline")["clients"]["nfs2"]["mountstats_after"])
+    # Without the canary's figure the achieved throughput comes from the mountstats deltas.
+    del bundle["context"]["canary"]["bytes"]
+    result = diagnose(bundle)
+    assert [(item["host"], item["problems"]) for item in result["excluded_clients"]] == [("nfs3", ["reset"])]
+    assert result["achieved_bytes_per_second"] == pytest.approx(268435456 / 18.0)
+    assert "went backwards" in capture_problems(result)[0]["explanation"]
+
+
+def test_client_with_a_new_mount_is_excluded():
+    bundle = with_second_client(load("seed_like_baseline"), mountstats_before="device proc mounted on /proc with fstype proc\n")
+    result = diagnose(bundle)
+    assert [(item["host"], item["problems"]) for item in result["excluded_clients"]] == [("nfs3", ["new_mount"])]
+    assert sorted(result["clients"]) == ["nfs2"]
+
+
+def test_no_usable_client_left_is_a_bundle_error_naming_hosts_and_problems():
+    bundle = load("seed_like_baseline")
+    bundle["clients"]["nfs2"]["mountstats_after"] = read_broken("mountstats_after_cut_in_write.txt")
+    with pytest.raises(BundleError, match=r"no usable client.*nfs2.*truncated.*WRITE"):
+        diagnose(bundle)
+    bundle = with_second_client(load("seed_like_baseline"), mountstats_before="device proc mounted on /proc with fstype proc\n")
+    bundle["clients"]["nfs2"]["mountstats_after"] = read_broken("mountstats_after_cut_in_write.txt")
+    with pytest.raises(BundleError, match=r"nfs2.*truncated.*nfs3.*new_mount"):
+        diagnose(bundle)
+
+
+def test_duplicate_mounts_on_the_path_use_the_visible_one():
+    # The kernel lists mounts in mount order: the last block on a path is the mount that hides the others.
+    bundle = load("seed_like_baseline")
+    bundle["clients"]["nfs2"]["mountstats_before"] = read_broken("mountstats_duplicates_before.txt")
+    bundle["clients"]["nfs2"]["mountstats_after"] = read_broken("mountstats_duplicates_after.txt")
+    result = diagnose(bundle)
+    assert result["clients"]["nfs2"]["nfs_version"] == "4.2" and result["clients"]["nfs2"]["write_ops"] == 515
+    assert result["excluded_clients"] == []
+
+
+def test_probes_that_did_not_run_at_once_are_flagged_not_summed():
+    bundle = load_capture("seed_like_v41")
+    for index, host in enumerate(sorted(bundle["clients"])):
+        bundle["clients"][host]["probe"] = {"streams": 1, "summary": {
+            "received_bits_per_second": 1e9, "start_epoch": 1796112500.0 + 4.0 * index, "seconds": 10.0, "error": None}}
+    result = diagnose(bundle)
+    spread = [item for item in result["evidence"] if item["signal"] == "TCP probe start spread"][0]
+    assert spread["crossed"] and spread["value"] == pytest.approx(4.0)
+    # Apart, the probes only bound each path from below: far from full proves nothing.
+    assert not [item for item in result["evidence"] if item["signal"] == "NFS throughput / TCP capacity of the path (probe)"]
+    assert result["network"]["state"] == "partial" and "network" in result["unmeasured"]
+    bundle["clients"]["nfs3"]["probe"] = {"streams": 1, "summary": None, "msg": "iperf3: connection refused"}
+    result = diagnose(bundle)
+    failed = [item for item in result["evidence"] if item["signal"] == "TCP probe from nfs3"][0]
+    assert failed["crossed"] and "connection refused" in failed["explanation"]
+
+
+def test_server_samples_at_the_ranks_start_and_end_replace_the_scaled_window():
+    bundle = load_capture("seed_like_v41")
+    server = bundle["servers"]["nfs1"]
+    start, end = server.pop("host_start"), server.pop("host_end")
+    assert diagnose(bundle)["cpu"]["nfs1"]["measured_over"] == "the statistics window"
+    server["host_start"], server["host_end"] = start, end
+    result = diagnose(bundle)
+    row = result["cpu"]["nfs1"]
+    assert row["measured_over"] == "the server's samples at the ranks' start and after the last rank ended"
+    explanation = [item for item in result["evidence"] if item["signal"] == "CPU busy during the checkpoint on nfs1"][0]["explanation"]
+    assert explanation.startswith(row["measured_over"])
+    server_link = [link for link in result["network"]["links"] if link["side"] == "server"][0]
+    assert server_link["measured_over"].startswith(row["measured_over"])

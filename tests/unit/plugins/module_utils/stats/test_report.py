@@ -1,0 +1,115 @@
+"""Pure report logic: metrics from a diagnosis and deltas, comparison rows, Markdown, figure data."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
+
+CONTEXT = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 1000000000, "window_seconds": 10},
+           "canary": {"layout": "shared_file", "ranks": 4, "bytes": 200000000, "seconds": 20.0}}
+
+
+def _delta(write_ops, rtt, exe, queue, bklog, sends, commit_ops=0):
+    ops = {"WRITE": {"ops": write_ops, "avg_rtt_ms": rtt, "avg_exe_ms": exe, "avg_queue_ms": queue}}
+    if commit_ops:
+        ops["COMMIT"] = {"ops": commit_ops, "avg_rtt_ms": 5.0, "avg_exe_ms": 6.0, "avg_queue_ms": 0.5}
+    return {"ops": ops, "rpc": {"bklog_u": bklog, "sends": sends}}
+
+
+DIAGNOSIS = {
+    "target_bytes_per_second": 1e8, "achieved_bytes_per_second": 1e7, "gap_factor": 10.0,
+    "limiting_layer": "client_rpc_slots", "contributing": ["access_pattern"], "verdict": "rearchitect", "summary": "s",
+    "clients": {"a": {"nfs_version": "4.0", "proto": "tcp", "max_slots": [2, 2],
+                      "sunrpc": {"tcp_max_slot_table_entries": 2, "max_session_slots": 64}, "dstate": {"max_count": 3}},
+                "b": {"nfs_version": "4.0", "proto": "tcp", "max_slots": [2],
+                      "sunrpc": {"tcp_max_slot_table_entries": 2}, "dstate": {"max_count": 7}}},
+    "servers": {"s1": {"threads": 8, "pool_stats": {"sockets-enqueued": 100}, "packets_without_idle_thread": 0.2},
+                "s2": {"threads": 16, "pool_stats": {"sockets-enqueued": 50}, "packets_without_idle_thread": 0.05}},
+}
+
+
+def test_ops_are_reaveraged_by_op_count_not_mean_of_means():
+    metrics = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 50, 100),
+                                                         _delta(300, 20.0, 40.0, 5.0, 0, 300)])
+    write = metrics["ops"]["WRITE"]
+    assert write["ops"] == 400
+    assert write["avg_rtt_ms"] == pytest.approx((100 * 10 + 300 * 20) / 400.0)
+    assert write["avg_queue_ms"] == pytest.approx((100 * 15 + 300 * 5) / 400.0)
+    assert metrics["backlog_per_send"] == pytest.approx(50 / 400.0)
+
+
+def test_headline_numbers_from_diagnosis_and_context():
+    metrics = report.bundle_metrics(CONTEXT, DIAGNOSIS, [], label="baseline")
+    assert metrics["label"] == "baseline"
+    assert metrics["duration_vs_window"] == 2.0
+    assert metrics["max_slots_reached"] == 2 and metrics["slot_cap"] == 2
+    assert metrics["slot_cap_setting"] == "tcp_max_slot_table_entries"
+    assert metrics["dstate_peak"] == 7
+    assert metrics["server_threads"] == 24 and metrics["sockets_enqueued"] == 150
+    assert metrics["packets_without_idle_thread"] == 0.2
+    assert metrics["backlog_per_send"] is None
+
+
+def test_v41_cap_is_the_session_slot_count():
+    diagnosis = {"clients": {"a": {"nfs_version": "4.1", "proto": "tcp", "max_slots": [30],
+                                   "sunrpc": {"tcp_max_slot_table_entries": 65536, "max_session_slots": 64}}}}
+    metrics = report.bundle_metrics(CONTEXT, diagnosis, [])
+    assert (metrics["slot_cap"], metrics["slot_cap_setting"]) == (64, "max_session_slots")
+
+
+def test_without_diagnosis_falls_back_to_context_arithmetic():
+    metrics = report.bundle_metrics(CONTEXT)
+    assert metrics["target_bytes_per_second"] == 1e8
+    assert metrics["achieved_bytes_per_second"] == 1e7
+    assert metrics["limiting_layer"] is None and metrics["ops"] == {}
+
+
+def test_canary_ranks_over_all_hosts_use_the_mlperf_rule():
+    ranks = [{"host": "a", "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None},
+             {"host": "b", "rank": 0, "start": 10.5, "end": 20.0, "bytes": 300, "error": None}]
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks)
+    assert metrics["canary_aggregate"]["throughput_bytes_per_second"] == 40.0
+    assert metrics["canary_aggregate"]["max_start_delay_seconds"] == 0.5
+    assert [(row["host"], row["seconds"]) for row in metrics["canary_hosts"]] == [("a", 4.0), ("b", 9.5)]
+
+
+def test_comparison_rows_ratio_and_direction():
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 50, 100, commit_ops=4)], label="b")
+    tuned = dict(DIAGNOSIS, achieved_bytes_per_second=3e7)
+    after = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], seconds=8.0)), tuned,
+                                  [_delta(100, 8.0, 12.0, 2.0, 0, 100)], label="a")
+    rows = {row["metric"]: row for row in report.comparison_rows(before, after)}
+    assert rows["throughput"]["before"] == 10.0 and rows["throughput"]["after"] == 30.0
+    assert rows["throughput"]["ratio"] == 3.0 and rows["throughput"]["improved"] is True
+    assert rows["duration"]["ratio"] == 0.4 and rows["duration"]["improved"] is True
+    assert rows["WRITE avg queue"]["after"] == 2.0 and rows["WRITE avg queue"]["improved"] is True
+    assert rows["COMMIT avg RTT"]["before"] == 5.0 and rows["COMMIT avg RTT"]["after"] is None
+    assert rows["COMMIT avg RTT"]["ratio"] is None and rows["COMMIT avg RTT"]["improved"] is None
+    assert rows["server threads"]["improved"] is None
+    assert rows["backlog per send"]["before"] == 0.5 and rows["backlog per send"]["ratio"] == 0.0
+
+
+def test_markdown_has_verdict_tables_and_comparison():
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 50, 100)], label="baseline")
+    after = report.bundle_metrics(CONTEXT, dict(DIAGNOSIS, limiting_layer="none", verdict="meets_target"),
+                                  [_delta(100, 8.0, 12.0, 2.0, 0, 100)], label="tuned")
+    text = report.render_markdown(after, before, report.comparison_rows(before, after))
+    assert text.startswith("# Checkpoint validation: tuned\n")
+    assert "| verdict | meets_target |" in text
+    assert "| max_slots reached / cap | 2 / 2 (tcp_max_slot_table_entries) |" in text
+    assert "| WRITE | 100 | 2 | 8 | 12 |" in text
+    assert "Limiting layer before: client_rpc_slots (rearchitect); after: none (meets_target)." in text
+    assert "| throughput | MB/s | 10 | 10 | 1 | - |" in text
+
+
+def test_figure_series_splits_exe_into_queue_rtt_rest():
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 0, 100, commit_ops=2)], label="b")
+    after = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 8.0, 7.0, 2.0, 0, 100)], label="a")
+    series = report.figure_series(after, before)
+    assert [(t["label"], t["limiting_layer"]) for t in series["throughput"]] == [("b", "client_rpc_slots")] * 1 + [("a", "client_rpc_slots")]
+    assert series["target_mb_per_second"] == 100.0
+    bars = {(item["op"], item["label"]): item for item in series["latency"]}
+    assert bars[("WRITE", "b")] == {"op": "WRITE", "label": "b", "queue_ms": 15.0, "rtt_ms": 10.0, "other_ms": 5.0}
+    # exe below queue + RTT (counter rounding) never draws a negative segment.
+    assert bars[("WRITE", "a")]["other_ms"] == 0.0
+    assert bars[("COMMIT", "a")]["queue_ms"] == 0.0
