@@ -54,7 +54,7 @@ def module_named(name):
 # ---------------------------------------------------------------------------------------------
 # The fake host: one tree with everything the eight modules read or write.
 # ---------------------------------------------------------------------------------------------
-# Debian 12 guest values (docs/domain.md, lab.md "Guest facts").
+# Debian 12 guest values (docs/nfs-facts.md, docs/lab.md "Guest facts").
 GUEST_SUNRPC = {"tcp_slot_table_entries": "2", "tcp_max_slot_table_entries": "65536", "udp_slot_table_entries": "16",
                 "min_resvport": "665", "max_resvport": "1023"}
 LIVE_NFS_OPTIONS = ("rw,vers=4.1,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,nconnect=4,timeo=600,retrans=2,"

@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-# Kernel 6.1 defaults for parameters no file sets (docs/domain.md).
+# Kernel 6.1 defaults for parameters no file sets (docs/nfs-facts.md).
 PARAMETERS = {
     ("sunrpc", "tcp_slot_table_entries"): ("/proc/sys/sunrpc/tcp_slot_table_entries", "2"),
     ("sunrpc", "tcp_max_slot_table_entries"): ("/proc/sys/sunrpc/tcp_max_slot_table_entries", "65536"),
