@@ -8,6 +8,7 @@ after it. The arithmetic is in module_utils/stats/clock.py.
 """
 from __future__ import annotations
 
+import math
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -34,7 +35,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         samples, bound = self._options()
         reader, first = self._pick_reader()
-        brackets = [first] + [self._read(reader) for _ in range(samples - 1)]
+        brackets = [first] + [self._read(reader) for _sample in range(samples - 1)]
         offset = clock.best_offset(brackets, bound)
         result.update(offset)
         result.update(changed=False, reader=reader,
@@ -58,7 +59,7 @@ class ActionModule(ActionBase):
             bound = float(bound)
         except (TypeError, ValueError):
             raise AnsibleActionFail("bound must be a number of seconds, got %r" % (bound,))
-        if not bound > 0:
+        if not math.isfinite(bound) or bound <= 0:
             raise AnsibleActionFail("bound must be above 0 seconds, got %s" % bound)
         return samples, bound
 

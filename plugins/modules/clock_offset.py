@@ -11,9 +11,9 @@ short_description: Measure how far a host's clock is from the controller's
 version_added: 0.2.0
 description:
   - Reads the host's clock over the task's connection several times (C(date +%s.%N), or Python's clock where
-    C(date) lacks C(%N)), each reading bracketed by two controller timestamps, and keeps the tightest bracket: the
-    offset is the host's time minus the bracket's midpoint, its error at most half the bracket.
-  - Why it matters: the canary's ranks start at an absolute time and report start and end times on their own host's
+    C(date) lacks C(%N)); each reading bracketed by two controller timestamps, and keeps the tightest bracket. The
+    offset is the host's time minus the bracket's midpoint; its error is at most half the bracket.
+  - Why it matters. The canary's ranks start at an absolute time and report start and end times on their own host's
     clock. Hosts without NTP drift by seconds (measured in the lab, 1.27 s), which moves ranks apart that the report
     would call synchronized and distorts the MLPerf aggregate computed over several hosts' clocks.
   - Runs on the controller as an action; nothing is written on the host, so check mode behaves like a normal run.
@@ -22,19 +22,19 @@ author:
 options:
   samples:
     description:
-      - How many readings to take; the one with the shortest round trip is kept. Between 1 and 50.
+      - How many readings to take. The one with the shortest round trip is kept. Between 1 and 50.
     type: int
     default: 5
   bound:
     description:
-      - An offset beyond this many seconds is reported (RV(within_bound) false, a warning): NTP or chrony does not keep
-        the host's clock.
+      - An offset beyond this many seconds is reported (RV(within_bound) false, and a warning), because NTP or chrony
+        does not keep the host's clock.
     type: float
     default: 0.1
 attributes:
   action:
     support: full
-    description: The readings are taken by an action plugin on the controller.
+    description: The readings are taken by an action plugin on the controller
   check_mode:
     support: full
     description: The module only reads the host's clock; check mode behaves exactly like a normal run.
@@ -43,7 +43,7 @@ attributes:
     description: Nothing is ever changed.
 notes:
   - Run chrony (or ntpd) on every host the canary runs on; the correction by the measured offset is a fallback, good to
-    RV(uncertainty_seconds).
+    RV(uncertainty_seconds) only.
 seealso:
   - module: ckptio.nfs.checkpoint_canary
 """
@@ -66,7 +66,7 @@ offset_seconds:
   type: float
   sample: -1.268
 uncertainty_seconds:
-  description: The largest error of RV(offset_seconds): half the round trip of the tightest reading.
+  description: The largest error of RV(offset_seconds), half the round trip of the tightest reading
   returned: success
   type: float
   sample: 0.004
@@ -102,7 +102,3 @@ readings:
   type: list
   elements: dict
 """
-
-if __name__ == "__main__":
-    # An action plugin does the work (plugins/action/clock_offset.py); this file holds its documentation.
-    raise SystemExit("ckptio.nfs.clock_offset runs as an action on the controller")
