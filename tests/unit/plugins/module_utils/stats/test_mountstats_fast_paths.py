@@ -12,9 +12,10 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats as mountstats_module
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import stats_delta as stats_delta_module
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import SamplePair, iter_mountstats, parse_mountstats, parse_op_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
-from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
+from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample, sample_path
 
 CLIENT = ("clients", "nfs2")
 BUNDLES = (("bundles", "seed_like_baseline"), ("bundles", "shared_vs_perrank_5b_per_rank"))
@@ -26,8 +27,8 @@ def sample_pairs():
     """(after text, before text) of each bundle, both ways round (the reverse one is a remount)."""
     pairs = []
     for bundle in BUNDLES:
-        after = read_sample(*bundle + CLIENT + ("mountstats_after.txt",))
-        before = read_sample(*bundle + CLIENT + ("mountstats_before.txt",))
+        files = load_bundle(sample_path(*bundle))[CLIENT[0]][CLIENT[1]]
+        after, before = files["mountstats_after"], files["mountstats_before"]
         pairs += [(after, before), (before, after)]
     return pairs
 
