@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import BundleError  # noqa: F401 (re-exported)
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
@@ -686,9 +687,11 @@ def _read_run(bundle):
 def _achieved(canary, clients):
     """(achieved bytes per second, where it comes from): the canary's MLPerf aggregate, else mountstats."""
     if canary.get("bytes") and canary.get("seconds"):
-        # MLPerf Storage rule: total bytes over the slowest rank's duration.
-        return (_number(canary["bytes"], "canary.bytes") / _number(canary["seconds"], "canary.seconds"),
-                "canary bytes / seconds (max over ranks)")
+        # MLPerf Storage rule: total bytes over the slowest rank's duration. context.yml is input:
+        # a value that is no positive number fails naming its key.
+        _number(canary["bytes"], "canary.bytes")
+        _number(canary["seconds"], "canary.seconds")
+        return context_throughput(canary), "canary bytes / seconds (max over ranks)"
     write_bytes = sum(client["delta"]["write_bytes"] for client in clients)
     interval = max(client["delta"]["interval_seconds"] for client in clients)
     return write_bytes / interval if interval else 0.0, "NFS WRITE bytes in mountstats / mount age delta"
