@@ -219,6 +219,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
@@ -231,26 +232,13 @@ DSTATE_INTERVAL = 1.0
 CLEANUP_PATIENCE = 86400.0
 
 
-def _read_text(path):
-    """A /proc file's text with every byte kept, or None when it cannot be read.
-
-    mountinfo prints mount points as bytes: one mount elsewhere on the host at /data/caf\\xe9
-    made text-mode reading fail, and the canary then refused a valid NFS path as "not NFS".
-    """
-    try:
-        with open(path, "rb") as handle:
-            return proc_text.decode(handle.read())
-    except OSError:
-        return None
-
-
 def task_state(pid):
     """(state, wchan, starttime) of a live pid; (None, None, None) once it is gone."""
-    stat = _read_text("%s/%d/stat" % (PROC, pid))
+    stat = atomic_file.read_optional("%s/%d/stat" % (PROC, pid))
     state = dstate.task_state(stat) if stat else None
     if state is None:
         return None, None, None
-    wchan = _read_text("%s/%d/wchan" % (PROC, pid))
+    wchan = atomic_file.read_optional("%s/%d/wchan" % (PROC, pid))
     return state, (wchan or "").strip() or None, canary.parse_stat_starttime(stat)
 
 
@@ -265,10 +253,10 @@ def sample_dstate(rank_pids):
     for entry in entries:
         if not entry.isdigit():
             continue
-        stat = _read_text("%s/%s/stat" % (PROC, entry))
+        stat = atomic_file.read_optional("%s/%s/stat" % (PROC, entry))
         if not stat or dstate.task_state(stat) != "D":
             continue
-        task = dstate.dstate_task(entry, stat, _read_text("%s/%s/wchan" % (PROC, entry)))
+        task = dstate.dstate_task(entry, stat, atomic_file.read_optional("%s/%s/wchan" % (PROC, entry)))
         if task is None:
             continue
         wchans.append(task["wchan"])
@@ -495,7 +483,7 @@ class Canary:
             self.fail("path %s passes through a symbolic link (it resolves to %s); give the real path" % (path, real))
         if not os.path.isdir(real):
             self.fail("path %s is not an existing directory" % path)
-        mount = canary.mount_for_path(parse_mountinfo(_read_text(PROC_MOUNTINFO) or ""), real)
+        mount = canary.mount_for_path(parse_mountinfo(atomic_file.read_optional(PROC_MOUNTINFO) or ""), real)
         # The server the ranks' traffic goes to (mountinfo addr=): its route names the NFS link.
         self.servers = [nfs_server_of(mount)] if mount and mount["fstype"] in NFS_FSTYPES else []
         # Shown with undecodable bytes escaped (an export named caf\xe9): results must be valid UTF-8.

@@ -193,20 +193,6 @@ def draw_png(series):
     return buffer.getvalue()
 
 
-def write_if_changed(module, path, data):
-    """Atomically replace path with data when it differs; return True when it changed."""
-    try:
-        with open(path, "rb") as handle:
-            if handle.read() == data:
-                return False
-    except OSError:
-        pass
-    if module.check_mode:
-        return True
-    atomic_file.write_file(module, path, data)
-    return True
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -244,10 +230,10 @@ def main():
 
     md_path = os.path.join(bundle, "report.md")
     old_markdown = atomic_file.read_optional(md_path)
-    changed = write_if_changed(module, md_path, markdown.encode())
-    changed = write_if_changed(module, os.path.join(bundle, "report.json"), payload.encode()) or changed
+    changed = atomic_file.write_if_changed(module, md_path, markdown.encode())
+    changed = atomic_file.write_if_changed(module, os.path.join(bundle, "report.json"), payload.encode()) or changed
     if png is not None:
-        changed = write_if_changed(module, os.path.join(bundle, "report.png"), png) or changed
+        changed = atomic_file.write_if_changed(module, os.path.join(bundle, "report.png"), png) or changed
     files = [os.path.join(bundle, name) for name in ("report.md", "report.json", "report.png")
              if os.path.exists(os.path.join(bundle, name))]
     msg = "wrote report.md, report.json%s in %s" % (", report.png" if png is not None else "", bundle)

@@ -143,14 +143,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 
-def _write_if_changed(module, path, content):
-    if atomic_file.read_optional(path) == content:
-        return False
-    if not module.check_mode:
-        atomic_file.write_file(module, path, content)
-    return True
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(bundle=dict(type="path", required=True), write=dict(type="bool", default=True),
@@ -184,8 +176,8 @@ def main():
     diff = []
     if write:
         old_markdown = atomic_file.read_optional(md_path)
-        changed = _write_if_changed(module, json_path, json_text)
-        changed = _write_if_changed(module, md_path, markdown) or changed
+        changed = atomic_file.write_if_changed(module, json_path, json_text)
+        changed = atomic_file.write_if_changed(module, md_path, markdown) or changed
         if module._diff and changed:
             diff.append({"before": old_markdown or "", "after": markdown, "before_header": md_path, "after_header": md_path})
     output = dict(changed=changed, diagnosis=result, files=[json_path, md_path] if write else [])

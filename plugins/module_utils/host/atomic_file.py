@@ -258,6 +258,27 @@ def write_file(module, path, content, mode=NEW_FILE_MODE, backup=False, make_par
     return backup_file
 
 
+def write_if_changed(module, path, content, mode=NEW_FILE_MODE):
+    """write_file() unless path holds exactly these bytes already; True when it changed (in check
+    mode: would change, and nothing is written).
+
+    The comparison is of bytes, through read_text (it keeps every byte): a report.png, or a
+    CRLF copy of a text file, is never taken for the same content as other bytes.
+    """
+    if isinstance(content, str):
+        content = content.encode("utf-8", "surrogateescape")
+    try:
+        old = read_text(path)
+    except OSError:
+        # Unreadable: write_file says why, naming the error, when it cannot replace it either.
+        old = None
+    if old is not None and old.encode("utf-8", "surrogateescape") == content:
+        return False
+    if not module.check_mode:
+        write_file(module, path, content, mode=mode)
+    return True
+
+
 def remove_file(module, path, backup=False):
     """Remove path (absent already is fine); return the backup file's path or None.
 

@@ -5,9 +5,13 @@
 
 docs/capture-bundle.md describes every file. The reader turns a directory into the in-memory
 shape diagnosis.diagnose() takes; diagnose_bundle and checkpoint_report both use it, so a file
-added here is seen by both. Files are read through atomic_file.read_optional (a missing or
-unreadable optional file is absent); JSON files are parsed here, and one that does not parse is
-listed in bundle["problems"] instead of stopping the diagnosis.
+added here is seen by both. The role that writes bundles (roles/canary_validation) takes the
+file names from the same table (filter ckptio.nfs.bundle_files) and its context.yml from
+context_document() (filter ckptio.nfs.canary_context).
+
+Files are read through atomic_file.read_optional (a missing or unreadable optional file is
+absent); JSON files are parsed here, and one that does not parse is listed in
+bundle["problems"] instead of stopping the diagnosis.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 
 try:
     import yaml
@@ -40,6 +45,7 @@ SERVER_FILES = {
     "host_start": "host_start.json", "host_end": "host_end.json",
 }
 JSON_SUFFIX = ".json"
+FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES}
 
 
 class BundleError(ValueError):
@@ -90,9 +96,29 @@ def load_bundle(directory):
 
 def canary_ranks(bundle):
     """Every client's canary ranks, each tagged with its host."""
-    ranks = []
-    for host, files in sorted(bundle["clients"].items()):
-        canary = files.get("canary")
-        if isinstance(canary, dict):
-            ranks.extend(dict(rank, host=host) for rank in canary.get("ranks") or [])
-    return ranks
+    return canary.combine_hosts(dict((host, files["canary"].get("ranks") or []) for host, files in bundle["clients"].items()
+                                     if isinstance(files.get("canary"), dict)))
+
+
+def file_names(kind):
+    """{key: file name} of the files in clients/<host>/ (kind "clients") or servers/<host>/ ("servers")."""
+    if kind not in FILE_TABLES:
+        raise ValueError("bundle files are \"clients\" or \"servers\", not %r" % (kind,))
+    return dict(FILE_TABLES[kind])
+
+
+def context_document(mount_point, label, target_checkpoint_bytes, target_window_seconds, network, canary_block):
+    """context.yml as the role writes it; a key whose value is None or {} is left out.
+
+    target_checkpoint_bytes 0 means the bytes the canary wrote over all clients
+    (canary_block["bytes"], from canary.context_block()).
+    """
+    document = {
+        "mount_point": mount_point,
+        "label": label,
+        "target": {"checkpoint_bytes": int(target_checkpoint_bytes) or canary_block["bytes"],
+                   "window_seconds": float(target_window_seconds)},
+        "network": network,
+        "canary": canary_block,
+    }
+    return dict((key, value) for key, value in document.items() if value is not None and value != {})

@@ -12,6 +12,7 @@ as its slowest rank, so throughput = total bytes / (latest end - earliest start)
 
 from __future__ import annotations
 
+import math
 import os
 
 LAYOUTS = ("shared_file", "file_per_rank")
@@ -134,6 +135,57 @@ def combine_hosts(host_summaries):
         for result in results:
             every_rank.append(dict(result, host=host))
     return every_rank
+
+
+def context_block(results, layout, start_at=None):
+    """The `canary` block of context.yml from every client's canary result (what the module returned).
+
+    bytes and seconds are the aggregate() of every rank of every client (seconds to the
+    millisecond, as context.yml has always carried it); start_at is the one start the controller
+    set for all clients, or None when no client returned a result.
+    """
+    ranks = [rank for result in results for rank in ((result or {}).get("ranks") or [])]
+    summary = aggregate(ranks)
+    seconds = None
+    if summary["latest_end"] is not None:
+        seconds = round(summary["latest_end"] - summary["earliest_start"], 3)
+    return {"layout": layout, "ranks": len(ranks), "clients": len(results), "bytes": int(summary["total_bytes"]),
+            "seconds": seconds, "start_at": float(start_at) if results and start_at is not None else None}
+
+
+def context_throughput(block):
+    """Achieved bytes per second of a context.yml `canary` block (bytes over the MLPerf seconds), or None."""
+    if block.get("bytes") and block.get("seconds"):
+        return float(block["bytes"]) / float(block["seconds"])
+    return None
+
+
+def failed_hosts(hosts, results):
+    """'host: message' for each client whose canary returned no rank, or a rank with an error."""
+    failed = []
+    for host, result in zip(hosts, results):
+        result = result or {}
+        ranks = result.get("ranks") or []
+        if not ranks or any(rank.get("error") for rank in ranks):
+            failed.append("%s: %s" % (host, result.get("msg", "no result")))
+    return failed
+
+
+# Every client must be waiting before start_at passes. Launching the async canary took 1.5-2 s
+# for 2 local hosts and 44 s for 8 podman containers in one batch on a loaded 2-core host
+# (docs/validation.md); over ssh with pipelining it is about 1-2 s per batch of `forks`.
+START_LEAD_PER_BATCH_SECONDS = 5
+START_LEAD_MIN_SECONDS = 15
+
+
+def start_lead(hosts, forks, start_lead_seconds=0):
+    """Seconds from setting start_at on the controller to the start: start_lead_seconds when set
+    (> 0), else START_LEAD_PER_BATCH_SECONDS per batch of `forks` hosts, at least
+    START_LEAD_MIN_SECONDS. The canary and the TCP probe use the same rule."""
+    if start_lead_seconds and float(start_lead_seconds) > 0:
+        return float(start_lead_seconds)
+    batches = math.ceil(float(hosts) / max(1, int(forks)))
+    return float(max(START_LEAD_MIN_SECONDS, START_LEAD_PER_BATCH_SECONDS * batches))
 
 
 def parse_stat_starttime(text):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import BundleError  # noqa: F401 (re-exported)
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
@@ -398,23 +399,45 @@ def _probe_capacity(client_files, evidence):
 def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
     """Is a link full? Only measurements decide: nominal speeds with interface counters, the probe,
     or the link speeds the operator gave in context.yml. Returns the state and its figure."""
-    full = False
-    clear = []
-    measured = []
-    if capacity.get("network_is_limit") is not None:
-        share = achieved / capacity["practical_link_bytes_per_second"]
-        full = evidence.add(
-            "network", "achieved share of practical link capacity", share, ">= %.2f" % NETWORK_BUSY_SHARE,
-            capacity["network_is_limit"], "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s, from context.yml network)" % (
-                achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
-        evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
-                     "> 1.0", not capacity["network_can_carry_target"],
-                     "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
-        measured.append("links %.1f %% of capacity (declared link speeds in context.yml, achieved throughput)" % (
-            100 * capacity["observed_link_utilisation"]))
-        if share < LINK_CLEAR_SHARE:
-            clear.append("declared links")
-    unknown = []
+    # What each measurement found, in the order of the evidence: full (any measured full),
+    # measured (one phrase each), clear (the measurements far from full), unknown (links
+    # without a known speed).
+    seen = {"full": False, "measured": [], "clear": [], "unknown": []}
+    _declared_links(evidence, capacity, achieved, target_bps, seen)
+    _interface_links(evidence, links, seen)
+    probe_share = _probe_shares(evidence, links, probe, achieved, seen)
+    state = _network_state(evidence, links, probe_share, seen)
+    measured, unknown = seen["measured"], seen["unknown"]
+    if state == "unmeasured":
+        summary = "links: unmeasured (no interface speed, no probe, no link speeds in context.yml)"
+    else:
+        summary = "links: " + "; ".join(measured) + ("" if not unknown else "; capacity unknown for " + "; ".join(unknown))
+    headline = "network %s: %s" % (state, measured[0] if len(measured) == 1 else "; ".join(measured[:2])) if measured else \
+        "network unmeasured: no interface speed, probe or declared link speed"
+    return {"state": state, "full": seen["full"], "summary": summary, "headline": headline, "probe_share": probe_share,
+            "unknown": unknown}
+
+
+def _declared_links(evidence, capacity, achieved, target_bps, seen):
+    """The link speeds declared in context.yml against the achieved throughput."""
+    if capacity.get("network_is_limit") is None:
+        return
+    share = achieved / capacity["practical_link_bytes_per_second"]
+    seen["full"] = evidence.add(
+        "network", "achieved share of practical link capacity", share, ">= %.2f" % NETWORK_BUSY_SHARE,
+        capacity["network_is_limit"], "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s, from context.yml network)" % (
+            achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
+    evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
+                 "> 1.0", not capacity["network_can_carry_target"],
+                 "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
+    seen["measured"].append("links %.1f %% of capacity (declared link speeds in context.yml, achieved throughput)" % (
+        100 * capacity["observed_link_utilisation"]))
+    if share < LINK_CLEAR_SHARE:
+        seen["clear"].append("declared links")
+
+
+def _interface_links(evidence, links, seen):
+    """Each NFS interface's bytes against its nominal speed."""
     for row in links:
         where = "%s %s %s" % (row["side"], row["host"], row["interface"])
         if row["reset"]:
@@ -422,7 +445,7 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
                          "a counter went backwards between the samples (interface re-created or driver reset): not used")
             continue
         if row["utilisation_during"] is None:
-            unknown.append("%s (%s)" % (where, row["speed_source"]))
+            seen["unknown"].append("%s (%s)" % (where, row["speed_source"]))
             continue
         is_full = row["utilisation_during"] >= LINK_FULL_SHARE
         evidence.add("network", "NFS link utilisation on %s" % where, row["utilisation_during"], ">= %.2f of nominal" % LINK_FULL_SHARE,
@@ -430,10 +453,15 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
                          row["bytes_per_second"] * row["window_seconds"] / row["busy_seconds"], row["busy_seconds"],
                          row["speed_mbps"], row["speed_source"], row["measured_over"],
                          "; %d dropped, %d errors" % (row["dropped"], row["errors"]) if row["dropped"] or row["errors"] else ""))
-        full = full or is_full
-        measured.append("%s at %.1f %% of %s Mb/s" % (where, 100 * row["utilisation_during"], row["speed_mbps"]))
+        seen["full"] = seen["full"] or is_full
+        seen["measured"].append("%s at %.1f %% of %s Mb/s" % (where, 100 * row["utilisation_during"], row["speed_mbps"]))
         if row["utilisation_during"] < LINK_CLEAR_SHARE:
-            clear.append(where)
+            seen["clear"].append(where)
+
+
+def _probe_shares(evidence, links, probe, achieved, seen):
+    """NFS throughput against the probe's TCP capacity: summed over the clients, and per path.
+    Returns the share the network verdict uses (the worst path when there is one), or None."""
     probe_share = None
     if probe and probe["bytes_per_second"]:
         probe_share = achieved / probe["bytes_per_second"]
@@ -455,26 +483,33 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
                      ">= %.2f" % PROBE_FULL_SHARE, share >= PROBE_FULL_SHARE,
                      "%.3g B/s on %s during the ranks vs %.3g B/s of raw TCP on the same path" % (
                          row["bytes_per_second"], row["interface"], rate))
-    if shares or probe_share is not None:
-        worst = max(shares) if shares else probe_share
-        if worst >= PROBE_FULL_SHARE or (probe_share or 0) >= PROBE_FULL_SHARE:
-            full = True
-        probe_share = worst if shares else probe_share
-        measured.append("NFS at %.0f %% of the path's TCP capacity (probe%s)" % (
-            100 * probe_share, ", %.3g MB/s summed" % (probe["bytes_per_second"] / 1e6) if probe["bytes_per_second"] else
-            ", clients not at once"))
-        if probe_share < PROBE_CLEAR_SHARE and probe["together"]:
-            clear.append("probe")
-        elif not full and not probe["together"]:
-            # Probes not at once only bound the path from below: inconclusive, neither busy nor clear.
-            clear.append("probe (not at once)")
+    if not shares and probe_share is None:
+        return None
+    worst = max(shares) if shares else probe_share
+    if worst >= PROBE_FULL_SHARE or (probe_share or 0) >= PROBE_FULL_SHARE:
+        seen["full"] = True
+    probe_share = worst if shares else probe_share
+    seen["measured"].append("NFS at %.0f %% of the path's TCP capacity (probe%s)" % (
+        100 * probe_share, ", %.3g MB/s summed" % (probe["bytes_per_second"] / 1e6) if probe["bytes_per_second"] else
+        ", clients not at once"))
+    if probe_share < PROBE_CLEAR_SHARE and probe["together"]:
+        seen["clear"].append("probe")
+    elif not seen["full"] and not probe["together"]:
+        # Probes not at once only bound the path from below: inconclusive, neither busy nor clear.
+        seen["clear"].append("probe (not at once)")
+    return probe_share
+
+
+def _network_state(evidence, links, probe_share, seen):
+    """full, clear, busy, partial or unmeasured, from what the measurements found."""
+    clear, measured, unknown = seen["clear"], seen["measured"], seen["unknown"]
     # The probe measures the whole path (every hop, whatever their speeds), and declared link
     # speeds cover the server's links: either rules the network out alone. Interface counters do
     # only when every NFS link, the server's included, has a known speed.
     covered = "probe" in clear or "declared links" in clear
     interfaces_clear = bool(clear) and not unknown and any(
         row["side"] == "server" and row["utilisation_during"] is not None for row in links)
-    if full:
+    if seen["full"]:
         state = "full"
     elif covered or interfaces_clear:
         state = "clear"
@@ -492,13 +527,7 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
     if unknown and state not in ("full", "clear", "busy"):
         evidence.add("network", "links without a known capacity", len(unknown), "speed or probe needed", False,
                      "not measured: %s; run the probe (canary_validation_probe=true) or give network.server_link_gbps" % "; ".join(unknown))
-    if state == "unmeasured":
-        summary = "links: unmeasured (no interface speed, no probe, no link speeds in context.yml)"
-    else:
-        summary = "links: " + "; ".join(measured) + ("" if not unknown else "; capacity unknown for " + "; ".join(unknown))
-    headline = "network %s: %s" % (state, measured[0] if len(measured) == 1 else "; ".join(measured[:2])) if measured else \
-        "network unmeasured: no interface speed, probe or declared link speed"
-    return {"state": state, "full": full, "summary": summary, "headline": headline, "probe_share": probe_share, "unknown": unknown}
+    return state
 
 
 def _cpu_rows(client_files, servers, checkpoint_seconds):
@@ -584,7 +613,42 @@ def _disk_rows(evidence, servers, checkpoint_seconds):
 
 
 def diagnose(bundle):
-    """The whole diagnosis of a bundle (see module docstring for the bundle shape)."""
+    """The whole diagnosis of a bundle (see module docstring for the bundle shape).
+
+    Each layer below reads the bundle's figures, adds its rows to the evidence (in this order,
+    which is the order of diagnosis.md) and returns what it found; the ranking then names the
+    limiting layer from those findings and the verdict says whether tuning can close the gap.
+    """
+    run = _read_run(bundle)
+    evidence = _Evidence()
+    _add_capture_problems(evidence, run["excluded_clients"])
+    for problem in bundle.get("problems") or []:
+        evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
+    figures = _client_figures(run["context"], run["clients"])
+    net, links = _network_evidence(evidence, run)
+    send = _send_side_evidence(evidence, run["clients"], figures, net)
+    cpu = _cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
+    reconnects = _reconnect_evidence(evidence, run["clients"])
+    slots = _client_rpc_slots_layer(evidence, run["clients"], figures, send)
+    threads = _server_threads_layer(evidence, run["servers"])
+    storage = _server_storage_layer(evidence, run, figures, send, net, cpu, threads)
+    access = _access_pattern_layer(evidence, run, figures, send)
+    found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send}
+    decision = _decide(run, figures, found)
+    facts = {
+        "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],
+        "write": figures["write"], "idle_rtt_ms": figures["idle_rtt"], "no_idle_thread_share": threads["no_idle"],
+        "servers": run["servers"], "clients": run["clients"], "layout": access["layout"],
+        "send_backed_up": send["backed_up"], "network": net, "reconnects": reconnects,
+        "shared_file": access["shared_file"], "lock_waits": access["lock_waits"],
+    }
+    recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
+    return _diagnosis_result(run, evidence, links, found, decision, recommendations)
+
+
+def _read_run(bundle):
+    """The run's context, the usable client and server views, the achieved throughput and the
+    target arithmetic; BundleError names what the bundle lacks."""
     context = bundle.get("context") or {}
     if not isinstance(context, dict):
         raise BundleError("context.yml must be a mapping")
@@ -600,52 +664,73 @@ def diagnose(bundle):
         raise BundleError("the bundle has no clients/<host>/ directory")
     clients, excluded_clients = _client_views(client_files, mount_point)
     servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
-
-    network = context.get("network") or {}
     canary = context.get("canary") or {}
-    write_bytes = sum(client["delta"]["write_bytes"] for client in clients)
-    interval = max(client["delta"]["interval_seconds"] for client in clients)
-    if canary.get("bytes") and canary.get("seconds"):
-        # MLPerf Storage rule: total bytes over the slowest rank's duration.
-        achieved = _number(canary["bytes"], "canary.bytes") / _number(canary["seconds"], "canary.seconds")
-        achieved_source = "canary bytes / seconds (max over ranks)"
-    else:
-        achieved = write_bytes / interval if interval else 0.0
-        achieved_source = "NFS WRITE bytes in mountstats / mount age delta"
+    achieved, achieved_source = _achieved(canary, clients)
+    network = context.get("network") or {}
     capacity = checkpoint_capacity(target["checkpoint_bytes"], target["window_seconds"],
                                    server_link_gbps=network.get("server_link_gbps"),
                                    client_link_gbps=network.get("client_link_gbps"),
                                    clients=network.get("clients") or len(clients),
                                    observed_bytes_per_second=achieved)
     target_bps = capacity["target_bytes_per_second"]
-    gap = target_bps / achieved if achieved > 0 else None
+    return {
+        "context": context, "mount_point": mount_point, "canary": canary, "clients": clients, "excluded_clients": excluded_clients,
+        "servers": servers,
+        # Host evidence only from the clients whose statistics are usable (the same set as every figure).
+        "client_files": dict((client["host"], client_files[client["host"]]) for client in clients),
+        "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else None,
+        "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
+        "gap": target_bps / achieved if achieved > 0 else None,
+    }
 
-    evidence = _Evidence()
-    _add_capture_problems(evidence, excluded_clients)
-    for problem in bundle.get("problems") or []:
-        evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
-    # Host evidence only from the clients whose statistics are usable (the same set as every figure).
-    client_files = dict((client["host"], client_files[client["host"]]) for client in clients)
-    write = _sum_op(clients, ("WRITE",))
-    commit = _sum_op(clients, ("COMMIT",))
-    metadata = _sum_op(clients, METADATA_OPS)
-    idle_rtt, idle_rtt_source = _idle_rtt_ms(context, clients)
+
+def _achieved(canary, clients):
+    """(achieved bytes per second, where it comes from): the canary's MLPerf aggregate, else mountstats."""
+    if canary.get("bytes") and canary.get("seconds"):
+        # MLPerf Storage rule: total bytes over the slowest rank's duration. context.yml is input:
+        # a value that is no positive number fails naming its key.
+        _number(canary["bytes"], "canary.bytes")
+        _number(canary["seconds"], "canary.seconds")
+        return context_throughput(canary), "canary bytes / seconds (max over ranks)"
+    write_bytes = sum(client["delta"]["write_bytes"] for client in clients)
+    interval = max(client["delta"]["interval_seconds"] for client in clients)
+    return write_bytes / interval if interval else 0.0, "NFS WRITE bytes in mountstats / mount age delta"
+
+
+def _client_figures(context, clients):
+    """Per-op totals and transport ratios over the usable clients, and the NFS versions in use."""
     sends = sum(client["delta"]["rpc"]["sends"] for client in clients)
-    backlog_per_send = sum(client["delta"]["rpc"]["bklog_u"] for client in clients) / float(sends) if sends else 0.0
-    sending_per_send = sum(client["delta"]["rpc"]["sending_u"] for client in clients) / float(sends) if sends else 0.0
+    idle_rtt, idle_rtt_source = _idle_rtt_ms(context, clients)
     versions = sorted(set(client["delta"]["nfs_version"] for client in clients))
-    sessions = all(version not in ("3", "4.0", "4", "2") for version in versions)
+    return {
+        "write": _sum_op(clients, ("WRITE",)), "commit": _sum_op(clients, ("COMMIT",)), "metadata": _sum_op(clients, METADATA_OPS),
+        "idle_rtt": idle_rtt, "idle_rtt_source": idle_rtt_source,
+        "backlog_per_send": sum(client["delta"]["rpc"]["bklog_u"] for client in clients) / float(sends) if sends else 0.0,
+        "sending_per_send": sum(client["delta"]["rpc"]["sending_u"] for client in clients) / float(sends) if sends else 0.0,
+        "versions": versions, "sessions": all(version not in ("3", "4.0", "4", "2") for version in versions),
+    }
 
-    # ---- network: a measured layer (links, probe, declared speeds); symptoms alone never name it
-    checkpoint_seconds = float(canary["seconds"]) if canary.get("seconds") else None
-    links = _link_rows(client_files, servers, checkpoint_seconds)
-    net = _network_layer(evidence, capacity, achieved, target_bps, links, _probe_capacity(client_files, evidence))
+
+def _network_evidence(evidence, run):
+    """network: a measured layer (links, probe, declared speeds); symptoms alone never name it.
+    Returns (the network layer's result, the link rows)."""
+    links = _link_rows(run["client_files"], run["servers"], run["checkpoint_seconds"])
+    probe = _probe_capacity(run["client_files"], evidence)
+    return _network_layer(evidence, run["capacity"], run["achieved"], run["target_bps"], links, probe), links
+
+
+def _send_side_evidence(evidence, clients, figures, net):
+    """Does the send side back up (WRITE RTT inflated while requests wait to transmit)? A symptom
+    shared by a full link and a slow server, so it names no layer itself."""
+    write = figures["write"]
+    idle_rtt = figures["idle_rtt"]
     rtt_inflation = write["avg_rtt_ms"] / idle_rtt if idle_rtt and write["ops"] else None
     send_backed_up = False
     if rtt_inflation is not None:
         inflated = evidence.add(None, "WRITE avg RTT / idle RTT", rtt_inflation, ">= %.1f" % RTT_INFLATION_LIMIT,
                                 rtt_inflation >= RTT_INFLATION_LIMIT,
-                                "WRITE avg RTT %.1f ms vs idle RTT %.1f ms (%s)" % (write["avg_rtt_ms"], idle_rtt, idle_rtt_source))
+                                "WRITE avg RTT %.1f ms vs idle RTT %.1f ms (%s)" % (write["avg_rtt_ms"], idle_rtt, figures["idle_rtt_source"]))
+        sending_per_send = figures["sending_per_send"]
         queued_to_send = evidence.add(None, "sending_u per send (requests waiting to transmit)", sending_per_send,
                                       ">= %.1f" % SENDING_PER_SEND_LIMIT, sending_per_send >= SENDING_PER_SEND_LIMIT,
                                       "summed over %d transport(s)" % sum(client["delta"]["rpc"]["transports"] for client in clients))
@@ -659,15 +744,24 @@ def diagnose(bundle):
                              "the link is measured full" if net["full"] else
                              "the links are measured far from full, so the server is slow to take requests" if net["state"] == "clear"
                              else "the links are not (fully) measured - %s" % net["summary"]))
-    cpu = _cpu_layers(evidence, client_files, servers, checkpoint_seconds)
-    # Connections re-made inside the window: nfsd dropped them (over max_connections, see
-    # docs/tuning-modules.md) or the path reset them; either way requests were retransmitted.
+    return {"rtt_inflation": rtt_inflation, "backed_up": send_backed_up}
+
+
+def _reconnect_evidence(evidence, clients):
+    """Transport reconnects inside the window (0 when none): nfsd dropped connections (over
+    max_connections, see docs/tuning-modules.md) or the path reset them; either way requests
+    were retransmitted."""
     reconnects = sum(client["delta"]["rpc"]["connect_count"] or 0 for client in clients)
     churn = evidence.add(None, "transport reconnects during the window (xprt connect_count)", reconnects, "0", reconnects > 0,
                          "per client: %s" % ", ".join("%s %s" % (client["host"], client["delta"]["rpc"]["connect_count"])
                                                       for client in clients))
+    return reconnects if churn else 0
 
-    # ---- client RPC slots
+
+def _client_rpc_slots_layer(evidence, clients, figures, send):
+    """client_rpc_slots: WRITEs waiting for a transport slot (v3/v4.0) or a session slot (v4.1+)."""
+    write = figures["write"]
+    backlog_per_send = figures["backlog_per_send"]
     queue_dominates = write["ops"] > 0 and write["avg_queue_ms"] >= QUEUE_MS_FLOOR and \
         write["avg_queue_ms"] >= QUEUE_TO_RTT_LIMIT * write["avg_rtt_ms"]
     evidence.add("client_rpc_slots", "WRITE avg queue / avg RTT", write["avg_queue_ms"] / write["avg_rtt_ms"] if write["avg_rtt_ms"] else 0.0,
@@ -677,20 +771,23 @@ def diagnose(bundle):
     backlogged = evidence.add("client_rpc_slots", "transport backlog per send (bklog_u/sends, all transports)", backlog_per_send,
                               ">= %.1f" % BACKLOG_PER_SEND_LIMIT, backlog_per_send >= BACKLOG_PER_SEND_LIMIT,
                               "requests waiting for a transport slot; on v4.1+ this stays 0 because the cap is 65536 (NFS_CS_INFINITE_SLOTS)")
-    slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, sessions)
-    slots_limit = False
-    if sessions:
+    slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, figures["sessions"])
+    send_backed_up = send["backed_up"]
+    if figures["sessions"]:
         # v4.1+: the transport is uncapped, session slots throttle; waiting shows only as queue
         # time with zero backlog. A saturated link looks the same, so it must be ruled out.
         slots_limit = queue_dominates and not backlogged and not send_backed_up
         if queue_dominates and not send_backed_up:
-            evidence.add("client_rpc_slots", "queue time with zero backlog on NFSv%s (session slots full)" % "/".join(versions),
+            evidence.add("client_rpc_slots", "queue time with zero backlog on NFSv%s (session slots full)" % "/".join(figures["versions"]),
                          write["avg_queue_ms"], "queue dominates while backlog < %.1f" % BACKLOG_PER_SEND_LIMIT, slots_limit,
                          "requests waited for an NFSv4.1 session slot, not for the transport")
     else:
         slots_limit = (backlogged or at_cap) and queue_dominates and not send_backed_up
+    return {"limit": slots_limit, "cap": slot_cap, "tiny_cap": tiny_cap}
 
-    # ---- server threads
+
+def _server_threads_layer(evidence, servers):
+    """server_threads: packets that found no idle nfsd thread (pool_stats)."""
     no_idle = None
     enqueued_share = None
     for server in servers:
@@ -716,10 +813,16 @@ def diagnose(bundle):
         threads_limit = evidence.add("server_threads", "sockets-enqueued per packet-arrived", enqueued_share,
                                      ">= %.2f" % SOCKETS_ENQUEUED_LIMIT, enqueued_share >= SOCKETS_ENQUEUED_LIMIT,
                                      "this kernel counts enqueued sockets separately: rising = no idle thread") or threads_limit
+    return {"no_idle": no_idle, "limit": threads_limit, "contributing": threads_contributing}
 
-    # ---- server storage: the server is slow to answer while its link, CPUs and threads have room
+
+def _server_storage_layer(evidence, run, figures, send, net, cpu, threads):
+    """server_storage: the server is slow to answer while its link, CPUs and threads have room."""
+    servers = run["servers"]
+    rtt_inflation = send["rtt_inflation"]
+    no_idle = threads["no_idle"]
     starved = no_idle is not None and no_idle >= NO_IDLE_THREAD_CONTRIBUTING
-    disk_busy = _disk_rows(evidence, servers, checkpoint_seconds)
+    disk_busy = _disk_rows(evidence, servers, run["checkpoint_seconds"])
     storage_limit = bool(rtt_inflation is not None and rtt_inflation >= RTT_INFLATION_LIMIT and not net["full"]
                          and not cpu["server_saturated"] and not starved and servers)
     if rtt_inflation is not None:
@@ -729,17 +832,21 @@ def diagnose(bundle):
                      "RTT dominates: the server takes long to complete WRITEs%s" % (
                          "" if servers else " (no server statistics in the bundle: not evaluated)"))
     storage_limit = storage_limit or bool(disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"])
+    commit = figures["commit"]
+    idle_rtt = figures["idle_rtt"]
     commit_slow = bool(commit["ops"] and idle_rtt and commit["avg_rtt_ms"] >= METADATA_RTT_FACTOR * idle_rtt
                        and commit["avg_rtt_ms"] >= METADATA_MS_FLOOR and not net["full"])
     if commit["ops"]:
         evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
                      "%d COMMITs, avg exe %.1f ms" % (commit["ops"], commit["avg_exe_ms"]))
+    return {"limit": storage_limit, "commit_slow": commit_slow,
+            "disk_saturated": disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"]}
 
-    # ---- access pattern
-    layout = canary.get("layout")
-    shared_file = evidence.add("access_pattern", "checkpoint layout", layout or "unknown", "shared_file", layout == "shared_file",
-                               "all ranks write one file: writes serialise on the file's lock and its COMMITs")
+
+def _dstate_lock_share(evidence, clients):
+    """Largest share of D-state samples waiting on a shared file's write lock, or None; every
+    client's D-state samples are listed as a symptom."""
     lock_share = None
     for client in clients:
         dstate = client["dstate"]
@@ -754,21 +861,36 @@ def diagnose(bundle):
                      "%d of %d samples had tasks in D (max %d, longest run %d); wchans %s" % (
                          dstate["samples_with_dstate"], dstate["samples"], dstate["max_count"], dstate["longest_run"],
                          ", ".join("%s=%d" % item for item in sorted(dstate["wchan_counts"].items()))))
+    return lock_share
+
+
+def _access_pattern_layer(evidence, run, figures, send):
+    """access_pattern: one shared file, ranks waiting on its lock, slow metadata ops."""
+    layout = run["canary"].get("layout")
+    shared_file = evidence.add("access_pattern", "checkpoint layout", layout or "unknown", "shared_file", layout == "shared_file",
+                               "all ranks write one file: writes serialise on the file's lock and its COMMITs")
+    lock_share = _dstate_lock_share(evidence, run["clients"])
     lock_waits = False
     if lock_share is not None:
         lock_waits = evidence.add("access_pattern", "D-state waits on a file's write lock (nfs_start_io_write)", lock_share,
                                   ">= %.2f of D samples" % SHARED_LOCK_SHARE_LIMIT, lock_share >= SHARED_LOCK_SHARE_LIMIT,
                                   "ranks queue behind each other on one inode")
+    metadata = figures["metadata"]
+    idle_rtt = figures["idle_rtt"]
     metadata_slow = bool(metadata["ops"] and idle_rtt and metadata["avg_exe_ms"] >= METADATA_RTT_FACTOR * idle_rtt
                          and metadata["avg_exe_ms"] >= METADATA_MS_FLOOR)
     if metadata["ops"]:
         metadata_slow = evidence.add("access_pattern", "metadata ops avg exe (OPEN/CLOSE/GETATTR/...)", metadata["avg_exe_ms"],
                                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR),
-                                     metadata_slow and not send_backed_up,
+                                     metadata_slow and not send["backed_up"],
                                      "%d metadata ops; ignored when the send side backs up (they queue behind WRITEs)" % metadata["ops"])
-    access_signal = shared_file or lock_waits or metadata_slow
+    return {"layout": layout, "shared_file": shared_file, "lock_waits": lock_waits,
+            "signal": shared_file or lock_waits or metadata_slow}
 
-    # ---- limiting layer, contributing layers
+
+def _rank_layers(found):
+    """The layers whose signals crossed, most limiting first."""
+    net, cpu, storage = found["net"], found["cpu"], found["storage"]
     candidates = []
     if net["full"]:
         candidates.append("network")
@@ -779,30 +901,34 @@ def diagnose(bundle):
     # direct server measurements: starved threads, a disk busy without pause.
     if cpu["server_saturated"] and not cpu["server_weak"]:
         candidates.append("server_cpu")
-    if threads_limit:
+    if found["threads"]["limit"]:
         candidates.append("server_threads")
-    disk_saturated = disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"]
-    if disk_saturated:
+    if storage["disk_saturated"]:
         candidates.append("server_storage")
     if cpu["server_saturated"] and cpu["server_weak"]:
         candidates.append("server_cpu")
-    if slots_limit:
+    if found["slots"]["limit"]:
         candidates.append("client_rpc_slots")
-    if storage_limit and "server_storage" not in candidates:
+    if storage["limit"] and "server_storage" not in candidates:
         candidates.append("server_storage")
-    if access_signal:
+    if found["access"]["signal"]:
         candidates.append("access_pattern")
-    if commit_slow and "server_storage" not in candidates:
+    if storage["commit_slow"] and "server_storage" not in candidates:
         candidates.append("server_storage")
-    if threads_contributing and "server_threads" not in candidates:
+    if found["threads"]["contributing"] and "server_threads" not in candidates:
         candidates.append("server_threads")
     # A link measured partly loaded, while the send side backs up, adds to the wait.
-    if net["state"] == "busy" and send_backed_up:
+    if net["state"] == "busy" and found["send"]["backed_up"]:
         candidates.append("network")
     # Busy client CPUs slow everything a little (and the harness itself runs there): they limit
     # only when nothing else explains the time.
     if cpu["client_saturated"]:
         candidates.append("client_cpu")
+    return candidates
+
+
+def _unmeasured(net, cpu, servers):
+    """Layers the bundle holds no measurement of."""
     unmeasured = []
     if net["state"] in ("unmeasured", "partial"):
         unmeasured.append("network")
@@ -812,7 +938,14 @@ def diagnose(bundle):
         unmeasured.append("client_cpu")
     if not servers:
         unmeasured += ["server_threads", "server_storage"]
-    met = achieved >= target_bps
+    return unmeasured
+
+
+def _decide(run, figures, found):
+    """Limiting and contributing layers, confidence, tuning headroom and the verdict."""
+    write = figures["write"]
+    candidates = _rank_layers(found)
+    met = run["achieved"] >= run["target_bps"]
     if met:
         limiting = "none"
         contributing = candidates
@@ -823,52 +956,54 @@ def diagnose(bundle):
         # Nothing crossed a threshold: blame the bigger share of WRITE time, and say so.
         limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
         contributing = []
-    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, servers, lock_waits, send_backed_up, met)
-
-    headroom = _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers, net)
+    net, cpu = found["net"], found["cpu"]
+    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"], found["access"]["lock_waits"],
+                                                 found["send"]["backed_up"], met)
+    headroom = _tuning_headroom(limiting, found["slots"]["tiny_cap"], write, run["capacity"], run["achieved"],
+                                found["threads"]["no_idle"], run["servers"], net)
+    gap = run["gap"]
     if met:
         verdict = "meets_target"
     elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
-    elif capacity.get("network_can_carry_target") is False:
+    elif run["capacity"].get("network_can_carry_target") is False:
         verdict = "rearchitect"
     elif gap is not None and gap > headroom:
         verdict = "rearchitect"
     else:
         verdict = "tune"
+    return {"limiting": limiting, "contributing": contributing, "confidence": confidence, "confidence_reasons": confidence_reasons,
+            "headroom": headroom, "verdict": verdict, "unmeasured": _unmeasured(net, cpu, run["servers"])}
 
-    facts = {
-        "nfs_versions": versions, "sessions": sessions, "slot_cap": slot_cap, "tiny_cap": tiny_cap,
-        "write": write, "idle_rtt_ms": idle_rtt, "no_idle_thread_share": no_idle,
-        "servers": servers, "clients": clients, "layout": layout, "send_backed_up": send_backed_up, "network": net,
-        "reconnects": reconnects if churn else 0,
-        "shared_file": shared_file, "lock_waits": lock_waits,
-    }
-    recommendations = _recommendations(limiting, contributing, verdict, facts)
+
+def _diagnosis_result(run, evidence, links, found, decision, recommendations):
+    """What diagnose() returns (diagnosis.json)."""
+    net = found["net"]
+    limiting, contributing, verdict = decision["limiting"], decision["contributing"], decision["verdict"]
     return {
-        "mount_point": mount_point,
-        "target_bytes_per_second": target_bps,
-        "achieved_bytes_per_second": achieved,
-        "achieved_source": achieved_source,
-        "gap_factor": gap,
+        "mount_point": run["mount_point"],
+        "target_bytes_per_second": run["target_bps"],
+        "achieved_bytes_per_second": run["achieved"],
+        "achieved_source": run["achieved_source"],
+        "gap_factor": run["gap"],
         "limiting_layer": limiting,
         "contributing": contributing,
-        "confidence": confidence,
-        "confidence_reasons": confidence_reasons,
-        "unmeasured": unmeasured,
+        "confidence": decision["confidence"],
+        "confidence_reasons": decision["confidence_reasons"],
+        "unmeasured": decision["unmeasured"],
         "network": {"state": net["state"], "summary": net["summary"], "headline": net["headline"],
                     "probe_share": _round(net["probe_share"]),
                     "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
-        "cpu": cpu["hosts"],
+        "cpu": found["cpu"]["hosts"],
         "verdict": verdict,
-        "tuning_headroom_factor": headroom,
+        "tuning_headroom_factor": decision["headroom"],
         "evidence": evidence.items,
         "recommendations": recommendations,
-        "capacity": capacity,
-        "summary": _summary_line(verdict, limiting, contributing, achieved, target_bps, gap, unmeasured),
-        "clients": dict((client["host"], _client_summary(client)) for client in clients),
-        "excluded_clients": excluded_clients,
-        "servers": dict((server["host"], _server_summary(server)) for server in servers),
+        "capacity": run["capacity"],
+        "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"]),
+        "clients": dict((client["host"], _client_summary(client)) for client in run["clients"]),
+        "excluded_clients": run["excluded_clients"],
+        "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
     }
 
 

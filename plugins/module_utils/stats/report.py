@@ -89,39 +89,11 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
     if target_bps is None and target.get("checkpoint_bytes") and window:
         target_bps = float(target["checkpoint_bytes"]) / float(window)
     achieved = diagnosis.get("achieved_bytes_per_second")
-    if achieved is None and canary_context.get("bytes") and canary_context.get("seconds"):
-        achieved = float(canary_context["bytes"]) / float(canary_context["seconds"])
-
-    clients = diagnosis.get("clients") or {}
-    servers = diagnosis.get("servers") or {}
-    max_slots = [slot for summary in clients.values() for slot in (summary.get("max_slots") or [])]
-    caps = [_slot_cap(summary) for summary in clients.values()]
-    caps = [cap for cap in caps if cap[0] is not None]
-    dstate_peaks = [(summary.get("dstate") or {}).get("max_count") for summary in clients.values()]
-    dstate_peaks = [peak for peak in dstate_peaks if peak is not None]
-    threads = [summary.get("threads") for summary in servers.values() if summary.get("threads") is not None]
-    enqueued = [(summary.get("pool_stats") or {}).get("sockets-enqueued") for summary in servers.values()]
-    enqueued = [value for value in enqueued if value is not None]
-    no_idle = [summary.get("packets_without_idle_thread") for summary in servers.values()
-               if summary.get("packets_without_idle_thread") is not None]
-
-    network = diagnosis.get("network") or {}
-    utilisation = [row.get("utilisation_during") for row in network.get("links") or [] if row.get("utilisation_during") is not None]
-    cpu = diagnosis.get("cpu") or {}
-
-    def busiest(side):
-        values = [row["busy"] for row in cpu.values() if row.get("side") == side and row.get("busy") is not None]
-        return max(values) if values else None
-
-    metrics = {
-        "label": label or context.get("label"),
-        "network_state": network.get("state"),
-        "network_summary": network.get("summary") or "links: unmeasured (no link evidence in this bundle)",
-        "network_headline": network.get("headline") or "network unmeasured: no link evidence in this bundle",
-        "link_utilisation_max": max(utilisation) if utilisation else None,
-        "probe_share": network.get("probe_share"),
-        "server_cpu_busy": busiest("server"),
-        "client_cpu_busy": busiest("client"),
+    if achieved is None:
+        achieved = canary.context_throughput(canary_context)
+    metrics = {"label": label or context.get("label")}
+    metrics.update(_link_and_cpu_metrics(diagnosis))
+    metrics.update({
         "unmeasured": diagnosis.get("unmeasured") or [],
         "mount_point": context.get("mount_point"),
         "target_bytes_per_second": target_bps,
@@ -140,6 +112,50 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "summary": diagnosis.get("summary"),
         "ops": _sum_ops(mount_deltas),
         "backlog_per_send": _backlog_per_send(mount_deltas),
+    })
+    metrics.update(_host_metrics(diagnosis))
+    if canary_ranks is not None:
+        metrics["canary_aggregate"] = canary.aggregate(canary_ranks, canary_context.get("start_at"))
+        metrics["canary_hosts"] = host_rows(canary_ranks)
+    return metrics
+
+
+def _link_and_cpu_metrics(diagnosis):
+    """The network verdict's figures and the busiest CPU of each side, from the diagnosis."""
+    network = diagnosis.get("network") or {}
+    utilisation = [row.get("utilisation_during") for row in network.get("links") or [] if row.get("utilisation_during") is not None]
+    cpu = diagnosis.get("cpu") or {}
+
+    def busiest(side):
+        values = [row["busy"] for row in cpu.values() if row.get("side") == side and row.get("busy") is not None]
+        return max(values) if values else None
+
+    return {
+        "network_state": network.get("state"),
+        "network_summary": network.get("summary") or "links: unmeasured (no link evidence in this bundle)",
+        "network_headline": network.get("headline") or "network unmeasured: no link evidence in this bundle",
+        "link_utilisation_max": max(utilisation) if utilisation else None,
+        "probe_share": network.get("probe_share"),
+        "server_cpu_busy": busiest("server"),
+        "client_cpu_busy": busiest("client"),
+    }
+
+
+def _host_metrics(diagnosis):
+    """Slots, D state and nfsd figures over the diagnosis's per-host summaries."""
+    clients = diagnosis.get("clients") or {}
+    servers = diagnosis.get("servers") or {}
+    max_slots = [slot for summary in clients.values() for slot in (summary.get("max_slots") or [])]
+    caps = [_slot_cap(summary) for summary in clients.values()]
+    caps = [cap for cap in caps if cap[0] is not None]
+    dstate_peaks = [(summary.get("dstate") or {}).get("max_count") for summary in clients.values()]
+    dstate_peaks = [peak for peak in dstate_peaks if peak is not None]
+    threads = [summary.get("threads") for summary in servers.values() if summary.get("threads") is not None]
+    enqueued = [(summary.get("pool_stats") or {}).get("sockets-enqueued") for summary in servers.values()]
+    enqueued = [value for value in enqueued if value is not None]
+    no_idle = [summary.get("packets_without_idle_thread") for summary in servers.values()
+               if summary.get("packets_without_idle_thread") is not None]
+    return {
         "max_slots_reached": max(max_slots) if max_slots else None,
         "slot_cap": min(cap[0] for cap in caps) if caps else None,
         "slot_cap_setting": caps[0][1] if caps else None,
@@ -150,10 +166,6 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "clients": len(clients),
         "servers": len(servers),
     }
-    if canary_ranks is not None:
-        metrics["canary_aggregate"] = canary.aggregate(canary_ranks, canary_context.get("start_at"))
-        metrics["canary_hosts"] = host_rows(canary_ranks)
-    return metrics
 
 
 def host_rows(canary_ranks):

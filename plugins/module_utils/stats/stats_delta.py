@@ -21,10 +21,9 @@ from operator import sub
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import (
     BYTE_NAMES,
     XPRT_SUMMED,
+    SamplePair,
+    column_total,
     iter_mountstats,
-    parse_op_values,
-    used_xprt_positions,
-    xprt_words_shape,
 )
 
 MB = 1000000.0
@@ -100,7 +99,7 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
                                       % (before.age, after.age)))
         before = None
     if before is not None and not problems:
-        cut = _op_list_cut(after, before)
+        cut = SamplePair(after, before).op_list_cut()
         if cut:
             problems.append(("truncated", cut))
 
@@ -123,23 +122,6 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
     return delta
 
 
-def _op_list_cut(after, before):
-    """A sentence when the two samples' op lists differ (one cut at a line end), else None.
-
-    Comparing line counts first keeps the usual case (same kernel, same list) to two counts.
-    """
-    if after.ops_text.count("\n") == before.ops_text.count("\n"):
-        return None
-    for sample, cut, whole in (("after", after.op_lines, before.op_lines), ("before", before.op_lines, after.op_lines)):
-        # In the other sample's (the kernel's) order: the first name missing is where the cut is.
-        missing = [name for name in whole if name not in cut]
-        if missing:
-            return "%s sample: no %s line%s (the other sample has %s): cut at a line end" % (
-                sample, ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else ""), "s" if len(missing) > 1 else "",
-                "them" if len(missing) > 1 else "it")
-    return None
-
-
 def _window_delta(after, before, interval_seconds):
     """(delta of the window, names of counters that went backwards, sentences on torn op lines)."""
     if interval_seconds is None:
@@ -150,9 +132,10 @@ def _window_delta(after, before, interval_seconds):
 
     went_back = []
     torn = []
-    ops = _ops_delta(after, before, interval, went_back, torn)
+    pair = SamplePair(after, before)
+    ops = _ops_delta(pair, interval, went_back, torn)
 
-    after_x, before_x = _xprt_columns_pair(after, before)
+    after_x, before_x = pair.xprt_columns()
     rpc = _summed_xprt_delta(after_x["columns"], before_x["columns"] if before_x else None)
     went_back.extend("xprt %s" % name for name in XPRT_SUMMED if rpc[name] < 0)
     max_slots = _present(after_x["columns"].get("max_slots", ()))
@@ -204,50 +187,18 @@ def _window_delta(after, before, interval_seconds):
     }, went_back, torn
 
 
-def _ops_delta(after, before, interval, went_back, torn):
-    """Per-op deltas of the ops whose line changed; names of ops whose counters went back are
-    appended to went_back, sentences on lines with too few counters to torn.
-
-    Same kernel, same op order: the two op sections are compared line by line and only the
-    lines that differ are converted. Identical sections mean no op moved at all.
-    """
-    if before is not None and after.ops_text == before.ops_text:
-        return {}
-    changed = None
-    if before is not None:
-        after_lines = after.ops_text.split("\n")
-        before_lines = before.ops_text.split("\n")
-        if len(after_lines) == len(before_lines):
-            changed = []
-            for new, old in [(new, old) for new, old in zip(after_lines, before_lines) if new != old]:
-                name, sep, new_rest = new.partition(":")
-                old_name, old_sep, old_rest = old.partition(":")
-                if not sep or name != old_name or not old_sep:
-                    changed = None
-                    break
-                changed.append((name.strip(), new_rest, old_rest))
-    if changed is None:
-        before_ops = before.op_lines if before is not None else {}
-        changed = [(name, text, before_ops.get(name)) for name, text in after.op_lines.items() if before_ops.get(name) != text]
+def _ops_delta(pair, interval, went_back, torn):
+    """Per-op deltas of the ops whose line changed (SamplePair.changed_ops()); names of ops whose
+    counters went back are appended to went_back, sentences on lines with too few counters to torn."""
     ops = {}
-    for name, new_text, old_text in changed:
-        try:
-            # parse_op_values() written out for the all-numbers case: this runs for every op that moved.
-            new_values = tuple(map(int, new_text.split()))
-        except ValueError:
-            new_values = parse_op_values(new_text)
+    for name, new_values, old_values in pair.changed_ops():
         if len(new_values) < 8:
             # A line torn in the middle of the section (the parser reads only the last line).
             torn.append("after sample: the %s line has %d counters" % (name, len(new_values)))
             continue
-        if old_text is None:
+        if old_values is None:
             old_values = _ZERO_OP[:len(new_values)]
-        else:
-            try:
-                old_values = tuple(map(int, old_text.split()))
-            except ValueError:
-                old_values = parse_op_values(old_text)
-        if len(old_values) < 8:
+        elif len(old_values) < 8:
             torn.append("before sample: the %s line has %d counters" % (name, len(old_values)))
             continue
         # One pass in C over the pair: any counter below its before value.
@@ -263,51 +214,13 @@ def _summed_xprt_delta(after_columns, before_columns):
     for name in XPRT_SUMMED:
         column = after_columns.get(name, ())
         old_column = before_columns.get(name, ()) if before_columns is not None else ()
-        # A column _xprt_columns_pair() shared between the samples did not move.
-        delta[name] = 0 if column is old_column else _column_total(column) - _column_total(old_column)
+        # A column SamplePair.xprt_columns() shared between the samples did not move.
+        delta[name] = 0 if column is old_column else column_total(column) - column_total(old_column)
     return delta
-
-
-def _column_total(column):
-    try:
-        return sum(column)
-    except TypeError:
-        # A transport whose line lacks this counter (mixed forms) holds None there.
-        return sum(value for value in column if value is not None)
 
 
 def _present(column):
     return [value for value in column if value is not None]
-
-
-def _xprt_columns_pair(after, before):
-    """(after.xprt_columns(), before.xprt_columns() or None).
-
-    Counters whose text did not move between the samples (bind and connect counts, bad xids,
-    usually max_slots) are converted once and shared: int() is the largest cost of a delta.
-    """
-    if before is not None and after.xprt_lines and len(after.xprt_lines) == len(before.xprt_lines):
-        count = len(after.xprt_lines)
-        after_words = " ".join(after.xprt_lines).split()
-        before_words = " ".join(before.xprt_lines).split()
-        shape = xprt_words_shape(after_words, count)
-        if shape is not None and shape == xprt_words_shape(before_words, count):
-            protocol, width = shape
-            after_columns = {}
-            before_columns = {}
-            try:
-                for offset, name in used_xprt_positions(protocol, width):
-                    after_text = after_words[offset::width]
-                    before_text = before_words[offset::width]
-                    after_columns[name] = list(map(int, after_text))
-                    before_columns[name] = after_columns[name] if before_text == after_text else list(map(int, before_text))
-            except ValueError:
-                # Junk in a counter: each sample takes xprt_columns()' general path.
-                pass
-            else:
-                return ({"protocols": [protocol] * count, "columns": after_columns},
-                        {"protocols": [protocol] * count, "columns": before_columns})
-    return after.xprt_columns(), before.xprt_columns() if before is not None else None
 
 
 def _per_transport_backlog(after_x, before_x):
@@ -379,27 +292,10 @@ def iter_mountstats_delta(after_lines, before_lines=None, interval_seconds=None,
 
 def _pairing_key(mount, seen):
     """(mount point, device, fstype, vers, proto, n): the n-th block with those five so far."""
-    opts_text = mount.opts_text
-    identity = (mount.mount_point, mount.device, mount.fstype, _option_text(opts_text, "vers"), _option_text(opts_text, "proto"))
+    identity = mount.identity()
     position = seen.get(identity, 0)
     seen[identity] = position + 1
     return identity + (position,)
-
-
-def _option_text(opts_text, name):
-    """The value of one option in an opts: line, found without splitting the whole line (every
-    before block is keyed, most are never paired with anything that needs its options)."""
-    key = name + "="
-    text = opts_text.lstrip()
-    if text.startswith(key):
-        start = len(key)
-    else:
-        found = text.find("," + key)
-        if found < 0:
-            return None
-        start = found + 1 + len(key)
-    end = text.find(",", start)
-    return text[start:end if end >= 0 else len(text)].strip()
 
 
 def mountstats_delta(after_lines, before_lines=None, interval_seconds=None, mount_points=None):

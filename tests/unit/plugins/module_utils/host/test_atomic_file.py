@@ -277,3 +277,25 @@ def test_read_text_or_fail_names_the_path_and_errno(module, tmp_path, monkeypatc
         atomic_file.read_text_or_fail(module, str(tmp_path))
     assert str(tmp_path) in failures[0]["msg"] and "EISDIR" in failures[0]["msg"]
     assert atomic_file.read_text_or_fail(module, str(tmp_path / "absent")) is None
+
+
+def test_write_if_changed_compares_every_byte(module, tmp_path):
+    path = str(tmp_path / "report.png")
+    png = b"\x89PNG\r\n\x1a\n\xff\xfe"
+    assert atomic_file.write_if_changed(module, path, png) is True and read_bytes(path) == png
+    assert atomic_file.write_if_changed(module, path, png) is False
+    # A CRLF copy of a text file is other bytes: rewritten, not taken for the same text.
+    with open(path, "wb") as handle:
+        handle.write(b"a\r\nb\r\n")
+    assert atomic_file.write_if_changed(module, path, "a\nb\n") is True and read_bytes(path) == b"a\nb\n"
+    assert atomic_file.write_if_changed(module, path, "a\nb\n") is False
+
+
+def test_write_if_changed_in_check_mode_says_so_and_writes_nothing(module, tmp_path):
+    module.check_mode = True
+    path = str(tmp_path / "diagnosis.md")
+    assert atomic_file.write_if_changed(module, path, "new\n") is True and not os.path.exists(path)
+    with open(path, "wb") as handle:
+        handle.write(b"old\n")
+    assert atomic_file.write_if_changed(module, path, "new\n") is True and read_bytes(path) == b"old\n"
+    assert atomic_file.write_if_changed(module, path, b"old\n") is False

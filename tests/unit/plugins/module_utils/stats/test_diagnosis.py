@@ -2,33 +2,18 @@
 from __future__ import annotations
 
 import copy
-import os
 import re
 
 import pytest
-import yaml
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import BundleError, checkpoint_capacity, diagnose, render_markdown
 from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, sample_path
 
-CLIENT_FILES = ("mountstats_before", "mountstats_after", "dstate", "sunrpc")
-SERVER_FILES = ("nfsd_before", "nfsd_after", "pool_stats_before", "pool_stats_after", "threads")
-
 
 def load(name):
-    root = sample_path("bundles", name)
-    with open(os.path.join(root, "context.yml")) as handle:
-        bundle = {"context": yaml.safe_load(handle), "clients": {}, "servers": {}}
-    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
-        for host in os.listdir(os.path.join(root, kind)):
-            files = {}
-            for file_name in names:
-                path = os.path.join(root, kind, host, file_name + ".txt")
-                if os.path.exists(path):
-                    with open(path) as handle:
-                        files[file_name] = handle.read()
-            bundle[kind][host] = files
-    return bundle
+    """A lab bundle, read by the one bundle reader (diagnose_bundle and checkpoint_report use it)."""
+    return load_bundle(sample_path("bundles", name))
 
 
 def crossed(result, layer):

@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 import copy
-import json
-import os
 
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 CAPTURE = "seed_like_v41"
 
 
 def host_file(kind, host, name, capture=CAPTURE):
-    with open(os.path.join(sample_path("..", "captures", capture), kind, host, name)) as handle:
-        return json.load(handle)
+    """A host sample of a lab capture, as the one bundle reader loads it (its key is the file name without .json)."""
+    return load_bundle(sample_path("..", "captures", capture))[kind][host][name[:-len(".json")]]
 
 
 @pytest.fixture

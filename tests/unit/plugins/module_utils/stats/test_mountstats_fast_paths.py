@@ -12,9 +12,10 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats as mountstats_module
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import stats_delta as stats_delta_module
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mountstats, parse_op_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import SamplePair, iter_mountstats, parse_mountstats, parse_op_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
-from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
+from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample, sample_path
 
 CLIENT = ("clients", "nfs2")
 BUNDLES = (("bundles", "seed_like_baseline"), ("bundles", "shared_vs_perrank_5b_per_rank"))
@@ -26,8 +27,8 @@ def sample_pairs():
     """(after text, before text) of each bundle, both ways round (the reverse one is a remount)."""
     pairs = []
     for bundle in BUNDLES:
-        after = read_sample(*bundle + CLIENT + ("mountstats_after.txt",))
-        before = read_sample(*bundle + CLIENT + ("mountstats_before.txt",))
+        files = load_bundle(sample_path(*bundle))[CLIENT[0]][CLIENT[1]]
+        after, before = files["mountstats_after"], files["mountstats_before"]
         pairs += [(after, before), (before, after)]
     return pairs
 
@@ -73,7 +74,7 @@ def test_intact_xprt_run_and_lines_around_it_keep_file_order():
 def test_xprt_counters_shared_between_samples_match_each_sample_alone(after_junk, before_junk):
     after = next(iter_mountstats(nconnect_block(scale=3, junk=after_junk)))
     before = next(iter_mountstats(nconnect_block(scale=1, junk=before_junk)))
-    after_x, before_x = stats_delta_module._xprt_columns_pair(after, before)
+    after_x, before_x = SamplePair(after, before).xprt_columns()
     assert (after_x, before_x) == (after.xprt_columns(), before.xprt_columns())
     if after_junk is None and before_junk is None:
         # max_slots did not move: converted once, the same list serves both samples.
@@ -85,9 +86,20 @@ def test_xprt_forms_that_differ_between_samples_take_the_general_path():
     after = next(iter_mountstats(nconnect_block(scale=3)))
     old_kernel = nconnect_block().replace(" 1 1\n", "\n")
     before = next(iter_mountstats(old_kernel))
-    assert stats_delta_module._xprt_columns_pair(after, before) == (after.xprt_columns(), before.xprt_columns())
+    assert SamplePair(after, before).xprt_columns() == (after.xprt_columns(), before.xprt_columns())
     delta = mountstats_delta(nconnect_block(scale=3), old_kernel)[0]
     assert delta["rpc"]["sends"] == 800 and delta["rpc"]["max_slots_before"] == [8, 9, 10, 11]
+
+
+def test_sample_pair_converts_only_the_op_lines_that_moved():
+    after = next(iter_mountstats(nconnect_block(scale=3)))
+    before = next(iter_mountstats(nconnect_block(scale=1)))
+    assert SamplePair(after, before).changed_ops() == [("WRITE", (30, 30, 0, 3000, 100, 5, 7, 9, 0), (10, 10, 0, 1000, 100, 5, 7, 9, 0))]
+    assert SamplePair(after, after).changed_ops() == []
+    # No before sample: every op counts from the mount.
+    assert [(name, old) for name, _new, old in SamplePair(after).changed_ops()] == [("WRITE", None), ("READ", None)]
+    assert SamplePair(after, before).op_list_cut() is None and SamplePair(after).xprt_columns()[1] is None
+    assert after.identity() == ("/mnt/nfs", "srv:/export", "nfs4", "4.1", None)
 
 
 def _reference_op_delta(after_values, before_values):

@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
 from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample, sample_path
@@ -19,18 +20,16 @@ MOUNTSTATS = shutil.which("mountstats") or ("/usr/sbin/mountstats" if os.path.ex
 
 
 def client_delta(bundle):
-    after = read_sample(*bundle, "clients", "nfs2", "mountstats_after.txt")
-    before = read_sample(*bundle, "clients", "nfs2", "mountstats_before.txt")
-    deltas = mountstats_delta(after.splitlines(), before.splitlines())
+    files = load_bundle(sample_path(*bundle))["clients"]["nfs2"]
+    deltas = mountstats_delta(files["mountstats_after"].splitlines(), files["mountstats_before"].splitlines())
     assert len(deltas) == 1
     return deltas[0]
 
 
 def server_delta(bundle):
-    def read(name):
-        return read_sample(*bundle, "servers", "nfs1", name)
-    return (nfsd_delta(parse_nfsd_stats(read("nfsd_after.txt")), parse_nfsd_stats(read("nfsd_before.txt"))),
-            pool_stats_delta(parse_pool_stats(read("pool_stats_after.txt")), parse_pool_stats(read("pool_stats_before.txt"))))
+    files = load_bundle(sample_path(*bundle))["servers"]["nfs1"]
+    return (nfsd_delta(parse_nfsd_stats(files["nfsd_after"]), parse_nfsd_stats(files["nfsd_before"])),
+            pool_stats_delta(parse_pool_stats(files["pool_stats_after"]), parse_pool_stats(files["pool_stats_before"])))
 
 
 def test_seed_like_baseline_matches_notes():

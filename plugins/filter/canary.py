@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side decisions of roles/canary_validation: the MLPerf aggregate in context.yml, which
+clients failed, the start lead, which server samples go into the bundle, the bundle's file names.
+
+The logic is in module_utils/stats (canary.py, bundle.py), where the modules use it too; these
+wrappers only check their input. Documentation for each filter is in the YAML file of the same
+name next to this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, canary
+
+
+def _results(value, name):
+    """A list of module results; a registered loop (a dict with `results`) gives its results."""
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        value = value.get("results") or []
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise AnsibleFilterError("%s: expected a list of module results, got %s" % (name, type(value).__name__))
+    results = list(value)
+    for result in results:
+        if result is not None and not isinstance(result, Mapping):
+            raise AnsibleFilterError("%s: expected module results (dicts), got %s" % (name, type(result).__name__))
+    return results
+
+
+def _number(value, name, option, kind=float):
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("%s: %s must be a number, got %r" % (name, option, value))
+
+
+def canary_context(results, mount_point, label, layout, target_window_seconds, target_checkpoint_bytes=0, network=None,
+                   start_at=None):
+    results = _results(results, "canary_context")
+    block = canary.context_block(results, layout, None if start_at is None else _number(start_at, "canary_context", "start_at"))
+    return bundle.context_document(mount_point, label, _number(target_checkpoint_bytes, "canary_context", "target_checkpoint_bytes", int),
+                                   _number(target_window_seconds, "canary_context", "target_window_seconds"),
+                                   dict(network) if network else {}, block)
+
+
+def canary_failures(results, hosts):
+    results = _results(results, "canary_failures")
+    hosts = list(hosts or [])
+    if len(hosts) != len(results):
+        raise AnsibleFilterError("canary_failures: %d results for %d hosts" % (len(results), len(hosts)))
+    return canary.failed_hosts(hosts, results)
+
+
+def canary_start_lead(hosts, forks=5, start_lead=0):
+    count = hosts if isinstance(hosts, int) else len(list(hosts or []))
+    forks = _number(forks, "canary_start_lead", "forks", int)
+    if forks < 1:
+        raise AnsibleFilterError("canary_start_lead: forks must be at least 1, got %d" % forks)
+    return canary.start_lead(count, forks, _number(start_lead or 0, "canary_start_lead", "start_lead"))
+
+
+def canary_server_samples(start_results, end_results):
+    names = bundle.file_names("servers")
+    files = []
+    # async_status over the start jobs: each result's item is the job, whose item is the host.
+    for result in _results(start_results, "canary_server_samples"):
+        if result and "host_sample" in result:
+            files.append({"host": result["item"]["item"], "name": names["host_start"], "sample": result["host_sample"]})
+    for result in _results(end_results, "canary_server_samples"):
+        if result and "host_sample" in result:
+            files.append({"host": result["item"], "name": names["host_end"], "sample": result["host_sample"]})
+    hosts = []
+    for item in files:
+        if item["host"] not in hosts:
+            hosts.append(item["host"])
+    return {"hosts": hosts, "files": files}
+
+
+def bundle_files(kind):
+    try:
+        return bundle.file_names(kind)
+    except ValueError as exc:
+        raise AnsibleFilterError("bundle_files: %s" % exc)
+
+
+class FilterModule:
+    """ckptio.nfs canary_validation filters."""
+
+    def filters(self):
+        return {
+            "canary_context": canary_context,
+            "canary_failures": canary_failures,
+            "canary_start_lead": canary_start_lead,
+            "canary_server_samples": canary_server_samples,
+            "bundle_files": bundle_files,
+        }

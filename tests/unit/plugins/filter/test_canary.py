@@ -1,0 +1,143 @@
+"""The canary_validation filters, as the role's tasks call them, on the lab captures the role wrote."""
+from __future__ import annotations
+
+import copy
+import glob
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ckptio.nfs.plugins.filter.canary import FilterModule
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, canary, diagnosis, report
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+
+FILTERS = FilterModule().filters()
+ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "canary_validation")
+CAPTURES = ("healthy", "one_thread", "seed_like_v41", "shaped_link", "slow_storage")
+
+
+def capture(name):
+    return bundle.load_bundle(sample_path("..", "captures", name))
+
+
+def client_results(loaded):
+    """What the role holds for each client (the module's result), in its client order."""
+    return [loaded["clients"][host]["canary"] for host in sorted(loaded["clients"])]
+
+
+def test_all_filters_exposed():
+    assert sorted(FILTERS) == ["bundle_files", "canary_context", "canary_failures", "canary_server_samples", "canary_start_lead"]
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_context_is_what_the_role_wrote_for_the_lab_captures(name):
+    loaded = capture(name)
+    context = loaded["context"]
+    results = client_results(loaded)
+    built = FILTERS["canary_context"](results, mount_point=context["mount_point"], label=context["label"],
+                                      layout=context["canary"]["layout"], target_window_seconds=context["target"]["window_seconds"],
+                                      target_checkpoint_bytes=0, network={}, start_at=results[0]["start_at"])
+    assert built == context and list(built) == ["mount_point", "label", "target", "canary"]
+    assert list(built["canary"]) == ["layout", "ranks", "clients", "bytes", "seconds", "start_at"]
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_context_report_and_diagnosis_give_one_mlperf_aggregate(name):
+    loaded = capture(name)
+    block = FILTERS["canary_context"](client_results(loaded), "/mnt/nfs", "x", "shared_file", 10)["canary"]
+    aggregate = report.bundle_metrics(loaded["context"], None, [], bundle.canary_ranks(loaded))["canary_aggregate"]
+    assert block["bytes"] == aggregate["total_bytes"]
+    assert block["seconds"] == round(aggregate["latest_end"] - aggregate["earliest_start"], 3)
+    assert aggregate["seconds"] == pytest.approx(block["seconds"], abs=5e-4)
+    achieved = diagnosis.diagnose(loaded)["achieved_bytes_per_second"]
+    assert achieved == canary.context_throughput(block) == pytest.approx(block["bytes"] / block["seconds"])
+
+
+def test_context_counts_unfinished_ranks_in_bytes_not_in_time():
+    ranks = [{"rank": 0, "start": 100.0, "end": 104.0, "bytes": 40, "error": None},
+             {"rank": 1, "start": 101.0, "end": None, "bytes": 10, "error": "stalled: no result within timeout"},
+             {"rank": 2, "start": 100.5, "end": 110.0, "bytes": 40, "error": "write failed"}]
+    context = FILTERS["canary_context"]([{"ranks": ranks}, {"msg": "no ranks"}], "/mnt/nfs", "run", "file_per_rank", "300",
+                                        target_checkpoint_bytes="0", network={"server_link_gbps": 100}, start_at="99.5")
+    assert context["target"] == {"checkpoint_bytes": 90, "window_seconds": 300.0}
+    assert context["network"] == {"server_link_gbps": 100}
+    assert context["canary"] == {"layout": "file_per_rank", "ranks": 3, "clients": 2, "bytes": 90, "seconds": 4.0, "start_at": 99.5}
+    nobody = FILTERS["canary_context"]([], "/mnt/nfs", "run", "shared_file", 300, target_checkpoint_bytes=5, start_at=99.5)
+    assert nobody["canary"] == {"layout": "shared_file", "ranks": 0, "clients": 0, "bytes": 0, "seconds": None, "start_at": None}
+    assert "network" not in nobody and nobody["target"]["checkpoint_bytes"] == 5
+    with pytest.raises(AnsibleFilterError, match="target_window_seconds"):
+        FILTERS["canary_context"]([], "/mnt/nfs", "run", "shared_file", "soon")
+    with pytest.raises(AnsibleFilterError, match="module results"):
+        FILTERS["canary_context"](["text"], "/mnt/nfs", "run", "shared_file", 300)
+
+
+def test_failures_name_each_client_without_ranks_or_with_a_failed_rank():
+    good = client_results(capture("healthy"))[0]
+    failed = copy.deepcopy(good)
+    failed["ranks"][3]["error"] = "write failed: ENOSPC"
+    failed["msg"] = "canary ranks failed: rank 3: write failed: ENOSPC"
+    assert FILTERS["canary_failures"]([good, failed, {}, {"ranks": [], "msg": None}], ["a", "b", "c", "d"]) == [
+        "b: canary ranks failed: rank 3: write failed: ENOSPC", "c: no result", "d: None"]
+    assert FILTERS["canary_failures"]([good], ["a"]) == []
+    with pytest.raises(AnsibleFilterError, match="2 results for 1 hosts"):
+        FILTERS["canary_failures"]([good, good], ["a"])
+
+
+@pytest.mark.parametrize("hosts, forks, lead, expected", [
+    (2, 5, 0, 15.0), (15, 5, 0, 15.0), (16, 5, 0, 20.0), (40, 5, 0, 40.0), (101, 50, 0, 15.0), (7, 1, 0, 35.0),
+    (40, 5, 3, 3.0), (40, 5, "7.5", 7.5), (40, 5, -1, 40.0), (40, 5, None, 40.0)])
+def test_start_lead_is_5_s_per_batch_of_forks_at_least_15_s(hosts, forks, lead, expected):
+    assert FILTERS["canary_start_lead"](["h%d" % index for index in range(hosts)], forks, lead) == expected
+    assert FILTERS["canary_start_lead"](hosts, str(forks), lead) == expected
+
+
+def test_start_lead_needs_a_fork():
+    with pytest.raises(AnsibleFilterError, match="forks"):
+        FILTERS["canary_start_lead"](3, 0)
+
+
+def test_server_samples_keep_the_servers_whose_sample_came_back():
+    start = {"results": [{"item": {"item": "s1", "ansible_job_id": "j1"}, "host_sample": {"format": 1, "time": 1.0}},
+                         {"item": {"item": "s2", "ansible_job_id": "j2"}, "failed": True, "msg": "timed out"}]}
+    end = {"results": [{"item": "s1", "host_sample": {"format": 1, "time": 9.0}}, {"item": "s3", "host_sample": None},
+                       {"item": "s2", "skipped": True}]}
+    samples = FILTERS["canary_server_samples"](start, end)
+    assert samples["hosts"] == ["s1", "s3"]
+    assert [(item["host"], item["name"], item["sample"]) for item in samples["files"]] == [
+        ("s1", "host_start.json", {"format": 1, "time": 1.0}), ("s1", "host_end.json", {"format": 1, "time": 9.0}),
+        ("s3", "host_end.json", None)]
+    assert FILTERS["canary_server_samples"]({}, None) == {"hosts": [], "files": []}
+
+
+def test_bundle_files_are_the_readers_table():
+    clients = FILTERS["bundle_files"]("clients")
+    assert clients == bundle.CLIENT_FILES and clients is not bundle.CLIENT_FILES
+    assert FILTERS["bundle_files"]("servers") == bundle.SERVER_FILES
+    assert clients["probe"] == "probe.json" and FILTERS["bundle_files"]("servers")["host_start"] == "host_start.json"
+    with pytest.raises(AnsibleFilterError, match="clients"):
+        FILTERS["bundle_files"]("controller")
+
+
+def test_the_role_documents_the_start_lead_the_code_uses():
+    with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
+        specs = yaml.safe_load(handle)["argument_specs"]
+    rule = "%d s per batch of C(forks) hosts, at least %d s" % (canary.START_LEAD_PER_BATCH_SECONDS, canary.START_LEAD_MIN_SECONDS)
+    documented = [entry for entry in specs.values() if "canary_validation_start_lead" in entry["options"]]
+    assert len(documented) == len(specs) == 10
+    for entry in documented:
+        assert rule in " ".join(entry["options"]["canary_validation_start_lead"]["description"])
+    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
+        assert rule.replace("C(forks)", "`forks`") in handle.read()
+
+
+def test_the_role_takes_bundle_file_names_from_the_table():
+    names = set(bundle.CLIENT_FILES.values()) | set(bundle.SERVER_FILES.values())
+    for path in glob.glob(os.path.join(ROLE, "tasks", "*.yml")):
+        with open(path) as handle:
+            text = handle.read()
+        quoted = [name for name in names if re.search(r"""['"]%s['"]""" % re.escape(name), text)]
+        assert not quoted, "%s spells bundle file names itself: %s" % (os.path.basename(path), quoted)
