@@ -48,8 +48,9 @@ def _results(registered, name):
     if not isinstance(registered, Mapping):
         raise AnsibleFilterError("%s: expected a registered loop result, got %s" % (name, type(registered).__name__))
     results = registered.get("results", [])
-    if not isinstance(results, list) or not all(isinstance(item, Mapping) and isinstance(item.get("item"), Mapping)
-                                                 for item in results):
+    items_ok = isinstance(results, list) and all(isinstance(result, Mapping) and isinstance(result.get("item"), Mapping)
+                                                 for result in results)
+    if not items_ok:
         raise AnsibleFilterError("%s: the registered loop result has no results list with items" % name)
     return results
 
