@@ -13,6 +13,8 @@ import stat
 
 import pytest
 
+from ansible.errors import AnsibleError
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import Rejected, RoleWalk, build_world, role_base
 
@@ -242,5 +244,18 @@ def test_a_state_file_without_mount_records_is_refused_before_any_change(world, 
         handle.write(content)
     before = world.snapshot()
     with pytest.raises(Rejected, match="client_tuning_state_file"):
+        walk(world, client_tuning_profile="distro_default")
+    assert world.snapshot() == before and world.commands == []
+
+
+@pytest.mark.parametrize("content", ["", "{not json", '{"/mnt/nfs": {"opts": {}}} trailing'])
+def test_a_state_file_that_is_not_json_fails_before_any_change(world, content):
+    """In a play the parse task fails (its message: test_client_tuning.py); the walker, which
+    skips a set_fact that fails, stops at the next task reading the fact. Either way nothing moved."""
+    os.makedirs(os.path.dirname(state_file(world)))
+    with open(state_file(world), "w") as handle:
+        handle.write(content)
+    before = world.snapshot()
+    with pytest.raises((Rejected, AnsibleError)):
         walk(world, client_tuning_profile="distro_default")
     assert world.snapshot() == before and world.commands == []

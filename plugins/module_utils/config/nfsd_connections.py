@@ -21,6 +21,8 @@ Pure functions, no I/O. Kernel facts (docs/tuning-modules.md has the long form):
 
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.tuning_records import merge_options
+
 # svc_check_conn_limits(): limit = (sv_nrthreads + 3) * 20 when sv_maxconn is 0.
 CONNECTIONS_PER_THREAD = 20
 EXTRA_THREADS = 3
@@ -144,10 +146,7 @@ def client_transports(host, mounts, mount_options, profile_options, server_names
         server, _export = _split_src(mount.get("src"))
         if server is None or server.lower() not in names:
             continue
-        opts = {}
-        for layer in (profile_options or {}, mount_options or {}, mount.get("opts") or {}):
-            opts.update(layer)
-        opts = dict((key, value) for key, value in opts.items() if value is not None)
+        opts = merge_options(profile_options, mount_options, mount.get("opts"))
         key = _transport_key(mount.get("fstype") or "nfs4", opts)
         nconnect = _nconnect(opts.get("nconnect"), "%s mount %s" % (host, mount.get("path")))
         if key not in groups:
