@@ -34,7 +34,7 @@ RANGES = {
     SESSION_OPTION: (SESSION_SLOTS_MIN, SESSION_SLOTS_MAX),
 }
 
-# What a kernel without any configuration runs with (domain.md, kernel 6.1): used as the
+# What a kernel without any configuration runs with (docs/nfs-facts.md, kernel 6.1): used as the
 # rollback target for state=absent when no other modprobe.d file sets the parameter.
 KERNEL_DEFAULTS = {
     "tcp_slot_table_entries": 2,

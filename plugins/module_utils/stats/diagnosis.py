@@ -10,7 +10,7 @@ A bundle (docs/capture-bundle.md) is passed in memory as
      "servers": {HOST: {"nfsd_before": TEXT, "nfsd_after": TEXT, "pool_stats_before": TEXT?,
                         "pool_stats_after": TEXT?, "threads": TEXT?}}}
 Facts behind every threshold are in the comment next to it (kernel source, lab measurement
-on kernel 6.1, or vendor note), see also /work/shared/docs/domain.md.
+on kernel 6.1, or vendor note), see also docs/nfs-facts.md.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ METADATA_MS_FLOOR = 50.0
 # Share of D-state samples where ranks wait on one file's write lock (nfs_start_io_write).
 SHARED_LOCK_SHARE_LIMIT = 0.1
 # What tuning one layer realistically buys: vendors report ~3x from nconnect=4 and "no gains
-# beyond four" (Azure Files); domain.md: tuning alone is unlikely to close 7x.
+# beyond four" (Azure Files); docs/nfs-facts.md: tuning alone is unlikely to close 7x.
 MAX_TUNING_GAIN = 3.0
 # A cap this small is an artificial limit: removing it can give more than MAX_TUNING_GAIN
 # (lab: v4.0 with 2 slots 1.3 MB/s vs 20 MB/s with the default).
