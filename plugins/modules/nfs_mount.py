@@ -327,6 +327,16 @@ def run(module, argv):
     return rc, (err or out or "").strip()
 
 
+def umount(module, path, plan, notes, pending_reason, warning):
+    """umount path; on failure record the live drift as pending (reasons take the message) and say False."""
+    rc, message = run(module, ["umount", path])
+    if rc != 0:
+        notes.add_pending(plan.live_drift, pending_reason % message)
+        notes.warn(warning % (path, message))
+        return False
+    return True
+
+
 def change_live(module, wanted, views, plan):
     """Run the plan's live action; return (the action as completed or 'none', its Notes)."""
     notes = mount_plan.Notes()
@@ -336,22 +346,16 @@ def change_live(module, wanted, views, plan):
         if rc != 0:
             module.fail_json(msg="mount %s failed (rc=%d): %s" % (path, rc, message), pending=plan.pending)
     elif plan.action == "umount":
-        rc, message = run(module, ["umount", path])
-        if rc != 0:
-            notes.add_pending(plan.live_drift, "umount failed: %s" % message)
-            notes.warn("%s: umount failed, still mounted: %s" % (path, message))
+        if not umount(module, path, plan, notes, "umount failed: %s", "%s: umount failed, still mounted: %s"):
             return "none", notes
     elif plan.action == "remount":
         rc, message = run(module, mount_plan.remount_argv(wanted, plan))
         if rc != 0:
             notes.warn("%s: mount -o remount failed: %s" % (path, message))
     elif plan.action == "umount+mount":
-        rc, message = run(module, ["umount", path])
-        if rc != 0:
-            # Something opened the mount between the scan and umount, or a process in
-            # another namespace holds it: leave it mounted, as when holders were found.
-            notes.add_pending(plan.live_drift, "umount failed, nothing changed live: %s" % message)
-            notes.warn("%s: umount failed, change pending: %s" % (path, message))
+        # A failed umount: something opened the mount between the scan and umount, or a process
+        # in another namespace holds it: leave it mounted, as when holders were found.
+        if not umount(module, path, plan, notes, "umount failed, nothing changed live: %s", "%s: umount failed, change pending: %s"):
             return "none", notes
         rc, message = run(module, mount_plan.mount_argv(wanted))
         if rc != 0:

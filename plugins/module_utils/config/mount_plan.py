@@ -43,8 +43,8 @@ AGE_TOLERANCE_SECONDS = 0
 POLICY_NEVER_REASON = "apply_policy is never: persisted only, nothing unmounted"
 
 
-class PlanError(ValueError):
-    """The run must stop before changing anything; the message names the option or the file."""
+# The run must stop before changing anything (settings.PlanError, shared by the three plans).
+PlanError = settings.PlanError
 
 
 class _HoldersNeeded(Exception):

@@ -15,6 +15,7 @@ Whether a row is in sync is decided here, once:
   persisted value decides alone: it is what applies when the module loads.
 
 The live half of a run reports the same triple everywhere, (after, applied, reason): LiveResult.
+A plan that must stop the run raises PlanError; the module turns it into fail_json.
 
 Pure functions.
 """
@@ -28,6 +29,10 @@ APPLY_LIVE_FALSE = "apply_live is false"
 CHECK_MODE_NOT_WRITTEN = "check mode: live values not written"
 
 LiveResult = namedtuple("LiveResult", ["after", "applied", "reason"])
+
+
+class PlanError(ValueError):
+    """A plan found that the run must stop before changing anything; the message names the option or file."""
 
 
 def in_sync(wanted, persisted, live, check_persisted=True, check_live=True, live_applicable=True, live_matches=None):
