@@ -328,7 +328,9 @@ def report(request, views, plan_, outcome=None, diff=False):
     own = nfs_conf.effective([(request.conf_file, plan_.conf_after)], SECTION, "threads")[0] if plan_.conf_after is not None else None
     backups = outcome.backups if outcome is not None else []
     result = {
-        "changed": any(edit.changed for edit in plan_.edits) or (outcome is not None and outcome.live_changed),
+        # Check mode predicts a live write as changed, as the real run reports it.
+        "changed": any(edit.changed for edit in plan_.edits) or (
+            bool(plan_.threads_live.writes or plan_.max_live.writes) if outcome is None else outcome.live_changed),
         "threads_before": views.threads,
         "threads_after": threads_after,
         "min_threads_before": views.min_threads,

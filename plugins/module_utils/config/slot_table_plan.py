@@ -178,10 +178,13 @@ class LivePlan:
     """The live writes: per kernel module (kmod, options, modprobe it first); `unapplied` is the
     result when nothing is written (apply_live false, or the check-mode prediction)."""
 
-    def __init__(self, before, steps, unapplied):
+    def __init__(self, before, steps, unapplied, wanted=None):
         self.before = before
         self.steps = steps
         self.unapplied = unapplied
+        # What check mode predicts for `changed`: a modprobe, or a value that differs now.
+        self.would_change = any(load or any(before.get(option) != wanted[option] for option in options)
+                                for _kmod, options, load in steps)
 
 
 def plan_live(request, wanted, live_before, loaded):
@@ -206,7 +209,7 @@ def plan_live(request, wanted, live_before, loaded):
     applied = False if errors else _all_live(wanted, live_before)
     if not applied and not errors:
         errors.append(settings.CHECK_MODE_NOT_WRITTEN)
-    return LivePlan(live_before, steps, settings.LiveResult(planned, applied, "; ".join(errors)))
+    return LivePlan(live_before, steps, settings.LiveResult(planned, applied, "; ".join(errors)), wanted)
 
 
 def _all_live(wanted, live):
@@ -272,7 +275,7 @@ def report(request, views, plan_, outcome=None, diff=False):
     """The module result; outcome None reports check mode (the audit table shows the state as it is)."""
     live = plan_.live.unapplied if outcome is None else outcome.live
     wanted = plan_.wanted
-    changed = any(edit.changed for edit in plan_.edits) or (outcome is not None and outcome.live_changed)
+    changed = any(edit.changed for edit in plan_.edits) or (plan_.live.would_change if outcome is None else outcome.live_changed)
     diff_entries = owned_files.diffs(plan_.edits)
     if live.after != views.live_before:
         shown_before = dict((option, views.live_before.get(option)) for option in wanted)
