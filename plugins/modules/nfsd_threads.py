@@ -383,8 +383,8 @@ def reload_systemd(module):
     return []
 
 
-def apply_live(module, plan):
-    """Write the planned live values and read them back: an Outcome (without backups)."""
+def apply_live(module, plan, backups):
+    """Write the planned live values and read them back: the run's Outcome."""
     threads, max_connections, changed = plan.threads_live.unapplied, plan.max_live.unapplied, False
     if plan.threads_live.writes:
         errors, wrote = write_all(plan.threads_live.writes)
@@ -396,7 +396,7 @@ def apply_live(module, plan):
         changed = changed or wrote
         max_connections = nfsd_plan.verified_max_connections(plan.max_plan.wanted, read_int(module, os.path.join(PROC_NFSD, "max_connections")),
                                                              errors)
-    return nfsd_plan.Outcome(threads, max_connections, changed, [])
+    return nfsd_plan.Outcome(threads, max_connections, changed, backups)
 
 
 def run(module):
@@ -423,8 +423,7 @@ def run(module):
             if plan.dropin_changed:
                 warnings = reload_systemd(module)
             lock.close()
-            outcome = apply_live(module, plan)
-            outcome.backups = backups
+            outcome = apply_live(module, plan, backups)
     for warning in plan.warnings + warnings:
         module.warn(warning)
     return nfsd_plan.report(request, views, plan, outcome, diff=module._diff)
