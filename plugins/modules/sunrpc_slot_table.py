@@ -211,14 +211,18 @@ backup_files:
   elements: str
 """
 
+import contextlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import modprobe_conf
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_table_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tables
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
 
 PROC_SUNRPC = "/proc/sys/sunrpc"
 SYS_MODULE = "/sys/module"
@@ -227,8 +231,8 @@ MOUNTINFO = "/proc/self/mountinfo"
 MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
 MODULES_LOAD_DIRS = ("/etc/modules-load.d", "/run/modules-load.d", "/usr/local/lib/modules-load.d", "/usr/lib/modules-load.d", "/lib/modules-load.d")
 
-HEADER = "# Managed by ckptio.nfs.sunrpc_slot_table: NFS client RPC slot tables.\n"
-SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+# The first line of every file this module writes: state=absent edits only files that have it.
+HEADER = slot_table_plan.HEADER
 
 
 def validate_owned_path(option, path, directories):
@@ -236,360 +240,158 @@ def validate_owned_path(option, path, directories):
     if not path or not os.path.isabs(path):
         return "%s must be an absolute path, got %r" % (option, path)
     name = os.path.basename(path)
-    if not name.endswith(".conf") or name.startswith(".") or not set(name) <= SAFE_NAME_CHARS:
+    if not name.endswith(".conf") or name.startswith(".") or not owned_files.safe_name(name):
         return "%s must name a .conf file made of letters, digits, '.', '_' and '-', got %r" % (option, path)
-    if os.path.dirname(os.path.normpath(path)) not in [os.path.normpath(d) for d in directories]:
+    if not owned_files.directly_in(path, directories):
         return "%s must be directly in one of %s (nothing else is read at module load), got %r" % (
             option, ", ".join(directories), path)
     return None
 
 
-class SlotTables:
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.check_mode = module.check_mode
-        self.warnings = []
-        self.diff = []
-        self.backups = []
-        self.changed = False
+# ---- the views -------------------------------------------------------------------------------
+def kmod_loaded(kmod):
+    if kmod == "sunrpc" and os.path.isdir(PROC_SUNRPC):
+        return True
+    return os.path.isdir(os.path.join(SYS_MODULE, kmod, "parameters"))
 
-    # live state -------------------------------------------------------------------------
-    @staticmethod
-    def kmod_loaded(kmod):
-        if kmod == "sunrpc" and os.path.isdir(PROC_SUNRPC):
-            return True
-        return os.path.isdir(os.path.join(SYS_MODULE, kmod, "parameters"))
 
-    @staticmethod
-    def live_paths(option):
-        kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
-        paths = []
-        if kmod == "sunrpc":
-            paths.append(os.path.join(PROC_SUNRPC, parameter))
-        paths.append(os.path.join(SYS_MODULE, kmod, "parameters", parameter))
-        return paths
+def loaded_modules():
+    return dict((kmod, kmod_loaded(kmod)) for kmod in slot_table_plan.KERNEL_MODULES)
 
-    def read_live(self):
-        values = {}
-        for option in slot_tables.ALL_OPTIONS:
-            values[option] = None
-            for path in self.live_paths(option):
-                # A directory or an unreadable file here is a broken host: say which, no traceback.
-                value = slot_tables.parse_int(atomic_file.read_text_or_fail(self.module, path))
-                if value is not None:
-                    values[option] = value
-                    break
-        return values
 
-    def write_live(self, option, value):
-        """Write one live value; return an error string or None."""
-        errors = []
-        for path in self.live_paths(option):
-            if not os.path.exists(path):
-                continue
-            try:
-                with open(path, "w") as handle:
-                    handle.write("%d\n" % value)
-                return None
-            except OSError as exc:
-                errors.append("%s: %s" % (path, exc))
-        return "; ".join(errors) or "no writable file for %s" % option
+def live_paths(option):
+    kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
+    paths = []
+    if kmod == "sunrpc":
+        paths.append(os.path.join(PROC_SUNRPC, parameter))
+    paths.append(os.path.join(SYS_MODULE, kmod, "parameters", parameter))
+    return paths
 
-    def load(self, kmod):
-        """modprobe kmod; return an error string or None."""
-        modprobe = self.module.get_bin_path("modprobe")
-        if not modprobe:
-            return "%s is not loaded and modprobe was not found" % kmod
-        rc, out, err = self.module.run_command([modprobe, kmod])
-        if rc != 0 or not self.kmod_loaded(kmod):
-            detail = (err or out or "rc=%d" % rc).strip()
-            return "%s is not loaded and 'modprobe %s' failed: %s" % (kmod, kmod, detail)
-        self.changed = True
-        return None
 
-    # files ------------------------------------------------------------------------------
-    def modprobe_files(self, own_path, own_text):
-        listing = []
-        for directory in MODPROBE_DIRS:
-            try:
-                listing.append((directory, sorted(os.listdir(directory))))
-            except OSError:
-                continue
-        own_name = os.path.basename(own_path)
-        if own_text is not None and not any(own_name in names for _d, names in listing):
-            listing.append((os.path.dirname(own_path), [own_name]))
-        files = []
-        for path in modprobe_conf.config_order(listing):
-            if os.path.normpath(path) == os.path.normpath(own_path):
-                if own_text is not None:
-                    files.append((path, own_text))
-                continue
-            text = atomic_file.read_text_or_fail(self.module, path)
-            if text is not None:
-                files.append((path, text))
-        return files
+def read_live(module):
+    values = {}
+    for option in slot_tables.ALL_OPTIONS:
+        values[option] = None
+        for path in live_paths(option):
+            # A directory or an unreadable file here is a broken host: say which, no traceback.
+            value = slot_tables.parse_int(atomic_file.read_text_or_fail(module, path))
+            if value is not None:
+                values[option] = value
+                break
+    return values
 
-    def write_file(self, path, before, after):
-        """Atomically replace (or with after=None remove) path; record diff, backup, changed."""
-        if before == after:
-            return
-        self.changed = True
-        if self.module._diff:
-            self.diff.append({"before": before or "", "after": after or "",
-                              "before_header": path, "after_header": path})
-        if self.check_mode:
-            return
+
+def read_modprobe_files(module, own_path, own_text):
+    """[(path, text)] of every modprobe.d file in kmod's order, with own_text for own_path."""
+    listing = []
+    for directory in MODPROBE_DIRS:
         try:
-            if after is None:
-                backup_file = atomic_file.remove_file(self.module, path, backup=self.params["backup"])
-            else:
-                backup_file = atomic_file.write_file(self.module, path, after, backup=self.params["backup"], make_parent=True)
+            listing.append((directory, sorted(os.listdir(directory))))
+        except OSError:
+            continue
+    own_name = os.path.basename(own_path)
+    if own_text is not None and not any(own_name in names for _d, names in listing):
+        listing.append((os.path.dirname(own_path), [own_name]))
+    files = []
+    for path in modprobe_conf.config_order(listing):
+        if os.path.normpath(path) == os.path.normpath(own_path):
+            if own_text is not None:
+                files.append((path, own_text))
+            continue
+        text = atomic_file.read_text_or_fail(module, path)
+        if text is not None:
+            files.append((path, text))
+    return files
+
+
+def read_views(module, request, live_before, loaded):
+    """The views under the locks; the other modprobe.d files are read with ours as planned."""
+    modprobe_before = atomic_file.read_text_or_fail(module, request.modprobe_path)
+    load_before = atomic_file.read_text_or_fail(module, request.load_path)
+    modprobe_after, load_after = slot_table_plan.plan_files(request, modprobe_before, load_before)
+    views = slot_table_plan.Views(
+        live_before, loaded, modprobe_before, load_before,
+        files_after=read_modprobe_files(module, request.modprobe_path, modprobe_after),
+        files_now=read_modprobe_files(module, request.modprobe_path, modprobe_before) if module.check_mode else None,
+        mounts=mountinfo.nfs_mounts(mountinfo.parse_mountinfo(atomic_file.read_text(MOUNTINFO) or "")))
+    return views, modprobe_after, load_after
+
+
+# ---- applying --------------------------------------------------------------------------------
+def write_live(option, value):
+    """Write one live value; return an error string or None."""
+    errors = []
+    for path in live_paths(option):
+        if not os.path.exists(path):
+            continue
+        try:
+            file_edits.write_kernel_value(path, value)
+            return None
         except OSError as exc:
-            self.module.fail_json(msg="could not %s %s (the old file is untouched): %s"
-                                  % ("remove" if after is None else "write", path, atomic_file.describe_error(exc)),
-                                  changed=False)
-        if backup_file:
-            self.backups.append(backup_file)
+            errors.append("%s: %s" % (path, exc))
+    return "; ".join(errors) or "no writable file for %s" % option
 
-    # the run ----------------------------------------------------------------------------
-    def run(self):
-        params = self.params
-        present = params["state"] == "present"
-        given = dict((option, params[option]) for option in slot_tables.ALL_OPTIONS if params[option] is not None)
-        managed = list(given) if (given or present) else list(slot_tables.ALL_OPTIONS)
-        live_before = self.read_live()
 
-        modprobe_path = params["modprobe_conf"]
-        load_path = params["modules_load_conf"]
-        # Read, plan and write both files under their locks (always in this order, so two runs
-        # cannot deadlock): a parallel run would otherwise plan from the same old files.
-        with atomic_file.locked(self.module, modprobe_path), atomic_file.locked(self.module, load_path):
-            modprobe_before = atomic_file.read_text_or_fail(self.module, modprobe_path)
-            load_before = atomic_file.read_text_or_fail(self.module, load_path)
+def load(module, kmod):
+    """modprobe kmod; return an error string or None."""
+    modprobe = module.get_bin_path("modprobe")
+    if not modprobe:
+        return "%s is not loaded and modprobe was not found" % kmod
+    rc, out, err = module.run_command([modprobe, kmod])
+    if rc != 0 or not kmod_loaded(kmod):
+        detail = (err or out or "rc=%d" % rc).strip()
+        return "%s is not loaded and 'modprobe %s' failed: %s" % (kmod, kmod, detail)
+    return None
 
-            # Plan the files first: for state=absent the rollback target is what remains persisted.
-            modprobe_after, load_after = modprobe_before, load_before
-            if params["persist"] or not present:
-                modprobe_after, load_after = self.plan_files(present, given, managed, modprobe_before, load_before)
-            self.refuse_foreign_edit("modprobe_conf", modprobe_path, modprobe_before, modprobe_after)
-            self.refuse_foreign_edit("modules_load_conf", load_path, load_before, load_after)
 
-            files_after = self.modprobe_files(modprobe_path, modprobe_after)
-            effective_after = self.effective(files_after)
-            if present:
-                wanted = given
-            else:
-                wanted = dict((option, effective_after.get(option, slot_tables.KERNEL_DEFAULTS[option])) for option in managed)
-            self.warnings.extend(slot_tables.cap_warnings(wanted))
-            self.warnings.extend(self.install_warnings(files_after))
-            conflicts = self.conflicts(files_after, modprobe_path, wanted)
-
-            self.write_file(modprobe_path, modprobe_before, modprobe_after)
-            self.write_file(load_path, load_before, load_after)
-
-        live_after, applied, reason = self.apply_live(wanted, live_before)
-
-        mounts = mountinfo.nfs_mounts(mountinfo.parse_mountinfo(atomic_file.read_text(MOUNTINFO) or ""))
-        changing = set(option for option, value in wanted.items() if live_before.get(option) != value)
-        pending, session_mounts = slot_tables.classify_mounts(mounts, changing, mountinfo.nfs_server_of, mountinfo.nfs_version_of)
-        advice = ""
-        if session_mounts or "tcp_max_slot_table_entries" in wanted:
-            advice = slot_tables.V41_ADVICE
-        if session_mounts and "tcp_max_slot_table_entries" in given:
-            self.warnings.append(
-                "%d NFSv4.1+ mount(s) ignore tcp_max_slot_table_entries; set nfs_max_session_slots for them"
-                % len(session_mounts))
-        if pending:
-            self.warnings.append("%d NFS mount(s) keep the old slot table until remounted: see mounts_pending_remount" % len(pending))
-
-        if self.module._diff and live_after != live_before:
-            shown_before = dict((option, live_before.get(option)) for option in wanted)
-            shown_after = dict((option, live_after.get(option)) for option in wanted)
-            if shown_before != shown_after:
-                self.diff.append({"before": slot_tables.render_values(shown_before),
-                                  "after": slot_tables.render_values(shown_after),
-                                  "before_header": "live: sunrpc/nfs slot tables",
-                                  "after_header": "live: sunrpc/nfs slot tables"})
-
-        # In check mode nothing changed: the audit table shows the state as it is now.
-        persisted_now = self.effective(self.modprobe_files(modprobe_path, modprobe_before)) if self.check_mode else effective_after
-        live_now = live_before if self.check_mode else live_after
-        # After the run: modprobe may have loaded a module, and check mode loads none.
-        not_loaded = [option for option in wanted if not self.kmod_loaded(slot_tables.KERNEL_PARAMETER[option][0])]
-        settings = slot_tables.settings_rows(wanted, persisted_now, live_now,
-                                             check_persisted=params["persist"] or not present,
-                                             check_live=params["apply_live"], not_loaded=not_loaded,
-                                             unset_is_default=not present)
-        for warning in self.warnings:
-            self.module.warn(warning)
-        result = {
-            "changed": self.changed,
-            "live_before": live_before,
-            "live_after": live_after,
-            "live_applied": applied,
-            "live_not_applied_reason": reason,
-            "persisted": self.own_values(modprobe_after),
-            "effective_persisted": effective_after,
-            "modprobe_conflicts": conflicts,
-            "mounts_pending_remount": pending,
-            "session_slot_mounts": session_mounts,
-            "settings": settings,
-            "advice": advice,
-            "backup_files": self.backups,
-        }
-        if self.backups:
-            result["backup_file"] = self.backups[0]
-        if self.module._diff:
-            result["diff"] = self.diff
-        return result
-
-    def refuse_foreign_edit(self, option, path, before, after):
-        """Fail when state=absent would delete or edit a file without our header, unless force.
-
-        Such a file was written by the site (or by hand) under our file name: its values are
-        theirs, and removing them is a decision for a human (issue 12).
-        """
-        if self.params["state"] != "absent" or before is None or before == after or self.params["force"]:
-            return
-        if HEADER.rstrip("\n") in before.splitlines():
-            return
-        action = "delete it" if after is None else "remove values from it"
-        self.module.fail_json(
-            msg="%s: %s was not written by this module (it has no %r line); state=absent would %s, so nothing "
-                "was changed. Set force: true to %s anyway." % (option, path, HEADER.rstrip("\n"), action, action),
-            changed=False)
-
-    @staticmethod
-    def install_warnings(files):
-        """One warning per `install sunrpc|nfs ...` line: it replaces the plain module load."""
-        warnings = []
-        for kmod in ("sunrpc", "nfs"):
-            for path, text in files:
-                for command in modprobe_conf.install_commands(text, kmod):
-                    given = ", ".join("%s=%s" % item for item in sorted(command["options"].items()))
-                    warnings.append(
-                        "%s line %d: 'install %s %s' makes modprobe run that command instead of loading %s; "
-                        "options lines reach the module only if the command passes them on ($CMDLINE_OPTS), and "
-                        "parameters on its own command line%s override them (modprobe.d(5))"
-                        % (path, command["line"], kmod, command["command"], kmod, " (%s)" % given if given else ""))
-        return warnings
-
-    def plan_files(self, present, given, managed, modprobe_before, load_before):
-        grouped = slot_tables.parameters_by_module(given)
-        if present:
-            text = modprobe_before if modprobe_before is not None else HEADER
-            for kmod in ("sunrpc", "nfs"):
-                if kmod in grouped:
-                    text = modprobe_conf.set_options(text, kmod, grouped[kmod])
-            load_after = load_before
-            if "sunrpc" in grouped:
-                load_after = modprobe_conf.ensure_listed(load_before if load_before is not None else HEADER, "sunrpc")
-            return text, load_after
-        if modprobe_before is None:
-            text = None
-        else:
-            text = modprobe_before
-            for option in managed:
-                kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
-                text = modprobe_conf.remove_options(text, kmod, [parameter])
-            if not modprobe_conf.has_directives(text):
-                text = None
-        load_after = load_before
-        still_sunrpc = text is not None and modprobe_conf.options_entries(text, "sunrpc")
-        if load_before is not None and not still_sunrpc:
-            load_after = modprobe_conf.remove_listed(load_before, "sunrpc")
-            if not modprobe_conf.listed_modules(load_after):
-                load_after = None
-        return text, load_after
-
-    @staticmethod
-    def effective(files):
-        values = {}
-        for option in slot_tables.ALL_OPTIONS:
-            kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
-            entry = modprobe_conf.effective_options(files, kmod).get(parameter)
-            if entry is not None:
-                values[option] = slot_tables.parse_int(entry["value"])
-        return values
-
-    @staticmethod
-    def own_values(text):
-        if text is None:
-            return {}
-        return SlotTables.effective([("own", text)])
-
-    @staticmethod
-    def conflicts(files, own_path, wanted):
-        rows = []
-        for option, value in wanted.items():
-            kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
-            every = []
-            for path, text in files:
-                every.extend((path, entry) for entry in modprobe_conf.options_entries(text, kmod) if entry["name"] == parameter)
-            install_path, command = modprobe_conf.first_install_command(files, kmod)
-            if command is not None and parameter in command["options"]:
-                # Given on the install command line: applied after every options line.
-                every.append((install_path, {"name": parameter, "value": command["options"][parameter]}))
-            for position, (path, entry) in enumerate(every):
-                if os.path.normpath(path) == os.path.normpath(own_path) or slot_tables.parse_int(entry["value"]) == value:
-                    continue
-                rows.append({"path": path, "name": parameter, "value": entry["value"],
-                             "overrides_ours": position == len(every) - 1})
-        return rows
-
-    def apply_live(self, wanted, live_before):
-        """Return (live_after, applied, reason); live_after is the planned state in check mode."""
-        params = self.params
-        if not params["apply_live"]:
-            applied = all(live_before.get(o) == v for o, v in wanted.items())
-            return dict(live_before), applied, "" if applied else "apply_live is false"
-        present = params["state"] == "present"
-        errors = []
-        planned = dict(live_before)
-        for kmod in ("sunrpc", "nfs"):
-            options = [option for option in wanted if slot_tables.KERNEL_PARAMETER[option][0] == kmod]
-            if not options:
+def apply_live(module, request, plan):
+    """Load what the plan loads, write the values that differ, read them back: (LiveResult, changed)."""
+    if not request.apply_live:
+        return plan.live.unapplied, False
+    errors = []
+    changed = False
+    for kmod, options, needs_load in plan.live.steps:
+        current = plan.live.before
+        if needs_load:
+            error = load(module, kmod)
+            if error:
+                errors.append(error)
                 continue
-            if not self.kmod_loaded(kmod):
-                if not present:
-                    # Nothing runs with our values; the defaults apply when the module loads.
-                    continue
-                if self.check_mode:
-                    errors.append("check mode: %s is not loaded; would run 'modprobe %s'" % (kmod, kmod))
-                    continue
-                error = self.load(kmod)
-                if error:
-                    errors.append(error)
-                    continue
-                loaded_values = self.read_live()
-                for option in options:
-                    live_before_load = loaded_values.get(option)
-                    planned[option] = live_before_load
-            for option in options:
-                if planned.get(option) == wanted[option]:
-                    continue
-                if self.check_mode:
-                    planned[option] = wanted[option]
-                    continue
-                error = self.write_live(option, wanted[option])
-                if error:
-                    errors.append("%s: %s" % (option, error))
-                else:
-                    self.changed = True
-        if self.check_mode:
-            applied = False if errors else all(live_before.get(o) == v for o, v in wanted.items())
-            if not applied and not errors:
-                errors.append("check mode: live values not written")
-            return planned, applied, "; ".join(errors)
-        live_after = self.read_live()
-        mismatched = ["%s is %s, wanted %s" % (o, live_after.get(o), v) for o, v in wanted.items() if live_after.get(o) != v]
-        if mismatched and not errors:
-            if not present:
-                errors.append("module not loaded; its defaults apply when it loads")
+            changed = True
+            # Loaded with the persisted options: only what still differs is written.
+            current = read_live(module)
+        for option in options:
+            if current.get(option) == plan.wanted[option]:
+                continue
+            error = write_live(option, plan.wanted[option])
+            if error:
+                errors.append("%s: %s" % (option, error))
             else:
-                errors.append("kernel kept other values: " + ", ".join(mismatched))
-        return live_after, not mismatched, "; ".join(errors)
+                changed = True
+    return slot_table_plan.verified_live(request, plan.wanted, read_live(module), errors), changed
+
+
+def run(module):
+    request = slot_table_plan.Request(module.params)
+    live_before = read_live(module)
+    loaded = loaded_modules()
+    # Read, plan and write both files under their locks (always in this order, so two runs
+    # cannot deadlock): a parallel run would otherwise plan from the same old files.
+    with contextlib.ExitStack() as locks:
+        locks.enter_context(atomic_file.locked(module, request.modprobe_path))
+        locks.enter_context(atomic_file.locked(module, request.load_path))
+        views, modprobe_after, load_after = read_views(module, request, live_before, loaded)
+        plan = slot_table_plan.plan(request, views, modprobe_after, load_after)
+        outcome = None
+        if not module.check_mode:
+            backups = file_edits.apply_edits(module, plan.edits)
+            # Persisted first, so a modprobe below loads the module with the new options.
+            locks.close()
+            live, live_changed = apply_live(module, request, plan)
+            outcome = slot_table_plan.Outcome(live, live_changed, backups, loaded_modules())
+    for warning in plan.warnings:
+        module.warn(warning)
+    return slot_table_plan.report(request, views, plan, outcome, diff=module._diff)
 
 
 def main():
@@ -614,7 +416,11 @@ def main():
             errors.append(error)
     if errors:
         module.fail_json(msg="; ".join(errors))
-    module.exit_json(**SlotTables(module).run())
+    try:
+        result = run(module)
+    except slot_table_plan.PlanError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ Pure functions: the module reads /proc and /sys and passes the text in.
 
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
+
 # net/sunrpc/xprtsock.c: RPC_MIN_SLOT_TABLE .. RPC_MAX_SLOT_TABLE_LIMIT for all three sysctls.
 SLOT_TABLE_MIN = 2
 SLOT_TABLE_MAX = 65536
@@ -171,24 +173,8 @@ def classify_mounts(mounts, changing, server_of, version_of):
     return pending, session_mounts
 
 
-def in_sync(wanted, persisted, live, check_persisted=True, check_live=True, live_applicable=True):
-    """A settings row's verdict: the managed sides (persisted, live) equal the wanted value.
-
-    With the kernel module not loaded there is no live value to compare (live_applicable false):
-    the row is in sync when the persisted value, which the module applies when it loads, is the
-    wanted one: the audit playbook treats every module's rows this way.
-    """
-    if not live_applicable:
-        return persisted == wanted
-    if check_persisted and persisted != wanted:
-        return False
-    if check_live and live != wanted:
-        return False
-    return True
-
-
 def settings_rows(wanted, persisted, live, check_persisted=True, check_live=True, not_loaded=(), unset_is_default=False):
-    """The audit table rows {name, wanted, persisted, live, in_sync} for each wanted option.
+    """The audit table rows (settings.row) for each wanted option, in_sync by settings.in_sync.
 
     not_loaded: options whose kernel module is not loaded, so they have no live value.
     unset_is_default: nothing persisted means the kernel default applies at the next load (the
@@ -201,14 +187,9 @@ def settings_rows(wanted, persisted, live, check_persisted=True, check_live=True
         effective = persisted.get(option)
         if effective is None and unset_is_default:
             effective = KERNEL_DEFAULTS[option]
-        rows.append({
-            "name": option,
-            "wanted": wanted[option],
-            "persisted": persisted.get(option),
-            "live": live.get(option),
-            "in_sync": in_sync(wanted[option], effective, live.get(option), check_persisted, check_live,
-                               live_applicable=option not in not_loaded),
-        })
+        synced = settings.in_sync(wanted[option], effective, live.get(option), check_persisted, check_live,
+                                  live_applicable=option not in not_loaded)
+        rows.append(settings.row(option, wanted[option], persisted.get(option), live.get(option), synced))
     return rows
 
 

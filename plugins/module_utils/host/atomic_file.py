@@ -8,7 +8,7 @@ drop-ins, modprobe.d, the diagnosis and report files) goes through here, so the 
 guarantee is written, and tested, once. The small readers live here too, so each "missing file
 means None" rule is written once: read_text (and read_text_or_fail, its module-facing form) for
 files a module may rewrite, read_optional for /proc and /sys files and inputs that may be absent
-or unreadable.
+or unreadable, read_link for the /proc links that name a process's files.
 
 How a write works: the new bytes go to a temp file in the directory of the file's final target
 (rename(2) is atomic only within one file system, and renaming over a symlink would replace the
@@ -85,6 +85,18 @@ def read_optional(path):
         return None
     # Universal newlines, as the text-mode readers before (a CRLF copy of a /proc file).
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_link(path):
+    """A symlink's target, or None on any OSError (not a link, missing, unreadable, vanished).
+
+    For /proc/<pid>/{cwd,root,fd/N}: readlink(2) reads the link only and never stats the target,
+    so a hung NFS mount behind it cannot block the caller.
+    """
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
 
 
 def final_target(path):

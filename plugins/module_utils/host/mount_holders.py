@@ -3,13 +3,19 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which processes and mounts keep a mount point busy.
 
-Pure: the caller reads /proc/<pid>/{comm,cwd,root,fd/*,maps} and /proc/self/mountinfo and
-passes the values in. A holder is anything that makes `umount` fail with EBUSY (or, with -l,
-would keep using the old mount): an open file, a current or root directory, a mapped file
-under the mount point, or another mount stacked below it.
+find_holders is pure: it gets the processes' /proc/<pid>/{comm,cwd,root,fd/*,maps} values and
+the mount points of /proc/self/mountinfo. read_processes reads those values from /proc, through
+atomic_file's readers (the documented host/ I/O); it only reads links and small /proc files and
+never touches anything under a mount point. A holder is anything that makes `umount` fail with
+EBUSY (or, with -l, would keep using the old mount): an open file, a current or root directory,
+a mapped file under the mount point, or another mount stacked below it.
 """
 
 from __future__ import annotations
+
+import os
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 
 # readlink() of a deleted file's fd or map keeps the old path with this suffix (fs/d_path.c).
 _DELETED = " (deleted)"
@@ -77,3 +83,35 @@ def describe_holders(holders, limit=10):
     if len(holders) > limit:
         parts.append("and %d more" % (len(holders) - limit))
     return "; ".join(parts)
+
+
+def read_processes(proc_root="/proc"):
+    """The processes find_holders() takes, read from proc_root; unreadable items are None or missing.
+
+    Processes that exit during the scan, or whose files this user may not read, simply hold less:
+    a missed holder makes umount fail with EBUSY, which the caller reports as pending.
+    """
+    try:
+        entries = os.listdir(proc_root)
+    except OSError:
+        entries = []
+    processes = []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        base = os.path.join(proc_root, name)
+        fds = {}
+        try:
+            for fd in os.listdir(os.path.join(base, "fd")):
+                fds[fd] = atomic_file.read_link(os.path.join(base, "fd", fd))
+        except OSError:
+            pass
+        processes.append({
+            "pid": int(name),
+            "command": (atomic_file.read_optional(os.path.join(base, "comm")) or "").strip() or None,
+            "cwd": atomic_file.read_link(os.path.join(base, "cwd")),
+            "root": atomic_file.read_link(os.path.join(base, "root")),
+            "fds": fds,
+            "maps": atomic_file.read_optional(os.path.join(base, "maps")),
+        })
+    return processes

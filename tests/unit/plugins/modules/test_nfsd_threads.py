@@ -193,6 +193,21 @@ def test_absent_returns_to_what_nfs_conf_still_sets(tree):
     assert result["threads_after"] == 12 and result["effective_persisted_threads"] == 12
 
 
+@pytest.mark.parametrize("persisted", [False, True], ids=["persist-false", "persisted-already"])
+def test_check_mode_predicts_a_live_only_change(tree, persisted):
+    # The drop-in needs nothing (persist off, or already holding threads=32): only the running
+    # server would change, and check mode must say so as the real run does.
+    if persisted:
+        run_module(module, args(tree, threads=32, apply_live=False))
+    extra = {} if persisted else {"persist": False}
+    before = tree_checksums(str(tree))
+    check = run_module(module, args(tree, threads=32, **extra), check_mode=True)
+    assert tree_checksums(str(tree)) == before
+    assert check["changed"] is True and check["threads_after"] == 32
+    assert run_module(module, args(tree, threads=32, **extra))["changed"] is True
+    assert run_module(module, args(tree, threads=32, **extra), check_mode=True)["changed"] is False
+
+
 BAD_INPUT = [
     ({"threads": "lots"}, "threads"),
     ({"threads": 0}, "threads"),

@@ -239,6 +239,13 @@ def test_persist_false_writes_live_only(tree):
     assert {"name": "max_connections", "wanted": 3000, "persisted": 0, "live": 3000, "in_sync": True} in result["settings"]
 
 
+def test_check_mode_predicts_a_live_only_max_connections_change(tree):
+    check = run_module(module, tree.args(threads=8, max_connections=3000, persist=False), check_mode=True)
+    assert check["changed"] is True and check["max_connections_after"] == 3000
+    assert read(tree.path("proc/fs/nfsd/max_connections")) == "0\n"
+    assert run_module(module, tree.args(threads=8, max_connections=3000, persist=False))["changed"] is True
+
+
 def test_a_failed_daemon_reload_is_a_warning(tree):
     tree.reload_result = (1, "", "Failed to connect to bus\n")
     result = run_module(module, tree.args(threads=8, max_connections=5000))

@@ -241,6 +241,21 @@ def test_persist_false_touches_no_file(tree):
     assert dict((k, v) for k, v in tree_checksums(str(tree)).items() if k.startswith("etc")) == before
 
 
+@pytest.mark.parametrize("persisted", [False, True], ids=["persist-false", "persisted-already"])
+def test_check_mode_predicts_a_live_only_change(tree, persisted):
+    # The files need nothing (persist off, or already holding the value): only the live value
+    # would change, and check mode must say so as the real run does.
+    if persisted:
+        run_module(module, args(tree, udp_slot_table_entries=32, apply_live=False))
+    extra = {} if persisted else {"persist": False}
+    before = tree_checksums(str(tree))
+    check = run_module(module, args(tree, udp_slot_table_entries=32, **extra), check_mode=True)
+    assert tree_checksums(str(tree)) == before
+    assert check["changed"] is True and check["live_after"]["udp_slot_table_entries"] == 32
+    assert run_module(module, args(tree, udp_slot_table_entries=32, **extra))["changed"] is True
+    assert run_module(module, args(tree, udp_slot_table_entries=32, **extra), check_mode=True)["changed"] is False
+
+
 BAD_INPUT = [
     ({"tcp_slot_table_entries": "many"}, "tcp_slot_table_entries"),
     ({"tcp_slot_table_entries": [2]}, "tcp_slot_table_entries"),

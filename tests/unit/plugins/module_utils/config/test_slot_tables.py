@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tables
 
 # Mounts as the lab's Debian 12 client shows them (kernel 6.1), one per NFS version.
@@ -98,7 +99,7 @@ def test_settings_rows_and_in_sync():
         {"name": "tcp_max_slot_table_entries", "wanted": 128, "persisted": 128, "live": 128, "in_sync": True},
         {"name": "nfs_max_session_slots", "wanted": 64, "persisted": None, "live": 64, "in_sync": False},
     ]
-    assert slot_tables.in_sync(64, None, 64, check_persisted=False)
+    assert settings.in_sync(64, None, 64, check_persisted=False)
 
 
 def test_rows_of_options_whose_module_is_not_loaded_follow_the_persisted_value():
@@ -107,7 +108,7 @@ def test_rows_of_options_whose_module_is_not_loaded_follow_the_persisted_value()
                                      not_loaded=["tcp_max_slot_table_entries", "nfs_max_session_slots"])
     assert [(row["live"], row["in_sync"]) for row in rows] == [(None, True), (None, False)]
     # Not loaded and not persisted: the wanted value is nowhere, even with persist off.
-    assert not slot_tables.in_sync(128, None, None, check_persisted=False, live_applicable=False)
+    assert not settings.in_sync(128, None, None, check_persisted=False, live_applicable=False)
 
 
 def test_absent_compares_nothing_persisted_as_the_kernel_default():

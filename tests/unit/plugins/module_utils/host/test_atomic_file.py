@@ -158,6 +158,14 @@ def test_read_optional_is_none_for_a_directory_and_a_missing_file(tmp_path):
     assert atomic_file.read_optional(str(tmp_path / "absent")) is None
 
 
+def test_read_link_is_the_target_of_a_link_even_a_dangling_one_and_none_otherwise(tmp_path):
+    (tmp_path / "cwd").symlink_to("/mnt/nfs/run (deleted)")
+    (tmp_path / "file").write_text("x")
+    assert atomic_file.read_link(str(tmp_path / "cwd")) == "/mnt/nfs/run (deleted)"
+    assert atomic_file.read_link(str(tmp_path / "file")) is None
+    assert atomic_file.read_link(str(tmp_path / "missing")) is None
+
+
 # ---- issue 12: lock, symlinks, modes, errors ------------------------------------------------
 def recording_fail_json(failures):
     """A fail_json that records its arguments and exits, as the real one does."""

@@ -41,3 +41,23 @@ def test_find_holders_names_pid_command_and_how():
 def test_idle_mount_has_no_holders():
     processes = [{"pid": 9, "command": "bash", "cwd": "/root", "root": "/", "fds": {"1": "/dev/pts/0"}, "maps": MAPS}]
     assert mount_holders.find_holders("/mnt/other", processes, ["/", "/mnt/other"]) == []
+
+
+def test_read_processes_reads_links_and_files_of_each_pid_and_skips_the_rest(tmp_path):
+    proc = tmp_path / "proc"
+    base = proc / "4242"
+    (base / "fd").mkdir(parents=True)
+    (base / "comm").write_text("python3\n")
+    (base / "cwd").symlink_to("/mnt/nfs/run")
+    (base / "fd" / "7").symlink_to("/mnt/nfs/ckpt/shard 00.pt")
+    (base / "maps").write_text(MAPS)
+    (proc / "self").mkdir()
+    # A kernel thread as an unprivileged reader sees it: an fd directory, no comm, links or maps.
+    (proc / "2" / "fd").mkdir(parents=True)
+    processes = sorted(mount_holders.read_processes(str(proc)), key=lambda process: process["pid"])
+    assert [process["pid"] for process in processes] == [2, 4242]
+    assert processes[0]["command"] is None and processes[0]["cwd"] is None and processes[0]["maps"] is None
+    assert processes[1] == {"pid": 4242, "command": "python3", "cwd": "/mnt/nfs/run", "root": None,
+                            "fds": {"7": "/mnt/nfs/ckpt/shard 00.pt"}, "maps": MAPS}
+    assert mount_holders.find_holders("/mnt/nfs", processes)[0] == {"pid": 4242, "command": "python3", "how": "cwd /mnt/nfs/run"}
+    assert mount_holders.read_processes(str(tmp_path / "nowhere")) == []

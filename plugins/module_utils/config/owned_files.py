@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The configuration files a tuning module owns: which names it may own, and the edits it plans.
+
+sunrpc_slot_table (a modprobe.d and a modules-load.d file) and nfsd_threads (an nfs.conf
+drop-in, a systemd drop-in and its value file) own whole files. Both check the names given
+to them the same way, recognise their own files by a header line, and plan each change as a
+FileEdit: the text before, the text after (None removes the file), and whether to keep a backup.
+host/file_edits.py applies the edits; the diff entries come from here, so check mode shows the
+same thing a real run writes.
+
+Pure functions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+# Letters, digits, '.', '_' and '-': no name the tools would read differently, nothing a shell
+# or a later option line could take apart.
+SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def safe_name(name):
+    return set(name) <= SAFE_NAME_CHARS
+
+
+def directly_in(path, directories):
+    """True when path names a file directly in one of directories (not below, not elsewhere)."""
+    return os.path.dirname(os.path.normpath(path)) in [os.path.normpath(directory) for directory in directories]
+
+
+def written_by(text, header):
+    """True when text has header (without its newline) as one of its lines: a file this module wrote."""
+    return header.rstrip("\n") in text.splitlines()
+
+
+class FileEdit(namedtuple("FileEdit", ["path", "before", "after", "backup"])):
+    """One planned file change; before/after None mean the file is (or becomes) absent."""
+
+    __slots__ = ()
+
+    @property
+    def changed(self):
+        return self.before != self.after
+
+
+def diffs(edits):
+    """The diff entries (ini_file's shape: before/after text, a header naming the file) of the changed edits."""
+    return [{"before": edit.before or "", "after": edit.after or "", "before_header": edit.path, "after_header": edit.path}
+            for edit in edits if edit.changed]

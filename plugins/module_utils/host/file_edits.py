@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Apply the FileEdits a tuning module planned (config/owned_files.py), and write kernel values.
+
+I/O, through atomic_file, the one writer: each file is replaced atomically or removed, and a
+failure fails the module naming the file, with the old file untouched. The message is the
+same for every module that owns files (sunrpc_slot_table, nfsd_threads).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+
+
+def apply_edits(module, edits):
+    """Write (or remove, when after is None) each changed file in order; return the backups made.
+
+    The caller orders the edits so that a failure between two of them leaves a consistent set
+    (a value file before the drop-in that reads it).
+    """
+    backups = []
+    for edit in edits:
+        if not edit.changed:
+            continue
+        try:
+            if edit.after is None:
+                backup_file = atomic_file.remove_file(module, edit.path, backup=edit.backup)
+            else:
+                backup_file = atomic_file.write_file(module, edit.path, edit.after, backup=edit.backup, make_parent=True)
+        except OSError as exc:
+            module.fail_json(msg="could not %s %s (the old file is untouched): %s"
+                             % ("remove" if edit.after is None else "write", edit.path, atomic_file.describe_error(exc)),
+                             changed=False)
+        if backup_file:
+            backups.append(backup_file)
+    return backups
+
+
+def write_kernel_value(path, value):
+    """Write one integer to a /proc or /sys parameter file; raises OSError.
+
+    Not atomic_file.write_file: such a file cannot be replaced, only written, and the kernel
+    takes (or refuses) the value at write(2).
+    """
+    with open(path, "w") as handle:
+        handle.write("%d\n" % value)

@@ -1,0 +1,58 @@
+"""apply_edits through atomic_file: order, backups, the failure message; write_kernel_value."""
+from __future__ import annotations
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.owned_files import FileEdit
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
+
+
+class Failed(Exception):
+    pass
+
+
+@pytest.fixture
+def module(monkeypatch):
+    def fail_json(self, **kwargs):
+        raise Failed(kwargs)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    with patch_module_args({}):
+        yield basic.AnsibleModule(argument_spec={})
+
+
+def test_edits_write_new_files_remove_old_ones_and_skip_unchanged(module, tmp_path):
+    (tmp_path / "old.conf").write_text("old\n")
+    (tmp_path / "same.conf").write_text("same\n")
+    edits = [FileEdit(str(tmp_path / "sub" / "new.conf"), None, "new\n", False),
+             FileEdit(str(tmp_path / "same.conf"), "same\n", "same\n", True),
+             FileEdit(str(tmp_path / "old.conf"), "old\n", None, True)]
+    backups = file_edits.apply_edits(module, edits)
+    assert (tmp_path / "sub" / "new.conf").read_text() == "new\n"
+    assert not (tmp_path / "old.conf").exists()
+    assert len(backups) == 1 and open(backups[0]).read() == "old\n"
+
+
+def test_a_failed_write_fails_naming_the_file_and_leaves_it(module, tmp_path, monkeypatch):
+    path = tmp_path / "ckptio.conf"
+    path.write_text("old\n")
+
+    def broken_move(self, src, dest, unsafe_writes=False, keep_dest_attrs=True):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(basic.AnsibleModule, "atomic_move", broken_move)
+    with pytest.raises(Failed) as failed:
+        file_edits.apply_edits(module, [FileEdit(str(path), "old\n", "new\n", False)])
+    assert failed.value.args[0] == {"msg": "could not write %s (the old file is untouched): ENOSPC: No space left on device" % path,
+                                    "changed": False}
+    assert path.read_text() == "old\n"
+
+
+def test_write_kernel_value_writes_the_number_and_a_newline(tmp_path):
+    path = tmp_path / "threads"
+    path.write_text("8\n")
+    file_edits.write_kernel_value(str(path), 32)
+    assert path.read_text() == "32\n"
+    with pytest.raises(OSError):
+        file_edits.write_kernel_value(str(tmp_path / "missing" / "threads"), 32)
