@@ -208,6 +208,7 @@ start_at:
 
 import ctypes
 import errno
+import gc
 import json
 import mmap
 import os
@@ -370,6 +371,9 @@ def _start_rank(dir_fd, rank_plan, params, start_at, libc=None, close_fds=()):
     if pid == 0:
         status = 1
         try:
+            # No cyclic GC in a rank: a collection walks the parent's whole heap (Ansible's imports,
+            # tens of MiB) and copy-on-write copies every page it touches, on the CPU the writes need.
+            gc.disable()
             die_with_parent(libc or _libc(), parent_pid)
             os.close(read_end)
             for fd in close_fds:
@@ -442,6 +446,10 @@ def start_ranks(dir_fd, plan, params, start_at, control_fd=None):
     forked and raises CanaryError: the caller fails cleanly and the helper removes the directory.
     """
     libc = _libc()
+    # Objects so far go to the permanent generation (gc.freeze, Python 3.7+): no collection in
+    # the parent or a rank touches them, so their pages stay shared after fork.
+    gc.collect()
+    gc.freeze()
     ranks = []
     close_fds = tuple(fd for fd in (control_fd,) if fd is not None)
     try:
