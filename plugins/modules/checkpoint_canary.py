@@ -206,10 +206,13 @@ start_at:
   type: float
 """
 
+import ctypes
 import errno
+import gc
 import json
 import mmap
 import os
+import resource
 import select
 import signal
 import socket
@@ -218,6 +221,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary_limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
@@ -226,10 +230,19 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import
 
 PROC = "/proc"
 PROC_MOUNTINFO = "/proc/self/mountinfo"
+PROC_MEMINFO = "/proc/meminfo"
 SYS_CLASS_NET = "/sys/class/net"
 DSTATE_INTERVAL = 1.0
 # A helper whose ranks are stuck in D waits this long for the server before giving up.
 CLEANUP_PATIENCE = 86400.0
+# prctl(2) option and signal: the kernel sends SIGKILL to a rank when the module process dies.
+PR_SET_PDEATHSIG = 1
+# os.urandom is called in pieces so a rank never holds its block twice (bytes + mmap).
+RANDOM_CHUNK = 1024 * 1024
+
+
+class CanaryError(Exception):
+    """A clean failure found while preparing (limits, fork, pipes): the message is for the user."""
 
 
 def task_state(pid):
@@ -281,8 +294,37 @@ def _quiet_stdio():
 def random_block(block_size):
     """A page-aligned buffer of random bytes (mmap is page aligned, as O_DIRECT needs)."""
     buffer = mmap.mmap(-1, block_size)
-    buffer.write(os.urandom(block_size))
+    for start in range(0, block_size, RANDOM_CHUNK):
+        size = min(RANDOM_CHUNK, block_size - start)
+        buffer[start:start + size] = os.urandom(size)
     return buffer
+
+
+def readable(fds, timeout):
+    """The fds of `fds` ready to read within timeout seconds.
+
+    poll(2), not select(2): select cannot watch a descriptor >= FD_SETSIZE (1024), which a
+    module with more than ~1,020 ranks has (ValueError: filedescriptor out of range).
+    """
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _event in poller.poll(max(0.0, timeout) * 1000.0)]
+
+
+def _libc():
+    """libc through ctypes, loaded in the parent once so forked ranks do not pay for it."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent(libc, parent_pid):
+    """In a forked rank: get SIGKILL when the module dies (SIGKILL, async timeout), or exit now if it has.
+
+    PR_SET_PDEATHSIG covers a death after the call; the getppid check covers a parent that died
+    between fork and prctl (the rank was then re-parented already and no signal will come).
+    """
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
@@ -317,13 +359,25 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
     return result
 
 
-def _start_rank(dir_fd, rank_plan, params, start_at):
+def _start_rank(dir_fd, rank_plan, params, start_at, libc=None, close_fds=()):
+    parent_pid = os.getpid()
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        raise
     if pid == 0:
         status = 1
         try:
+            # No cyclic GC in a rank: a collection walks the parent's whole heap (Ansible's imports,
+            # tens of MiB) and copy-on-write copies every page it touches, on the CPU the writes need.
+            gc.disable()
+            die_with_parent(libc or _libc(), parent_pid)
             os.close(read_end)
+            for fd in close_fds:
+                os.close(fd)
             _quiet_stdio()
             result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at)
             os.write(write_end, json.dumps(result).encode())
@@ -385,54 +439,123 @@ def _remove_entries(parent_fd, workdir_name):
     return True
 
 
-def _remove_workdir(path, workdir_name, rank_ids, retry_interval=1.0):
-    """Body of the cleanup helper: wait for every rank to exit, then delete the work directory."""
+def start_ranks(dir_fd, plan, params, start_at, control_fd=None):
+    """Fork one rank per plan entry, telling the cleanup helper each (pid, starttime) as it goes.
+
+    A fork or pipe that fails (EAGAIN from the process limit, EMFILE) kills the ranks already
+    forked and raises CanaryError: the caller fails cleanly and the helper removes the directory.
+    """
+    libc = _libc()
+    # Objects so far go to the permanent generation (gc.freeze, Python 3.7+): no collection in
+    # the parent or a rank touches them, so their pages stay shared after fork.
+    gc.collect()
+    gc.freeze()
+    ranks = []
+    close_fds = tuple(fd for fd in (control_fd,) if fd is not None)
+    try:
+        for rank_plan in plan:
+            item = _start_rank(dir_fd, rank_plan, params, start_at, libc, close_fds)
+            ranks.append(item)
+            if control_fd is not None:
+                os.write(control_fd, ("rank %d %s\n" % (item["pid"], item["starttime"])).encode())
+    except OSError as exc:
+        for item in ranks:
+            _kill(item["pid"])
+            os.close(item["fd"])
+        for item in ranks:
+            os.waitpid(item["pid"], 0)
+        raise CanaryError("could not start rank %d of ranks=%d: %s" % (len(ranks), len(plan), atomic_file.describe_error(exc)))
+    return ranks
+
+
+def _read_control(control_fd):
+    """The helper's view of the module: work directory names and (pid, starttime) of the ranks.
+
+    Read until EOF, which comes when the module is done with the directory or has died.
+    """
+    data = b""
+    while True:
+        try:
+            chunk = os.read(control_fd, 65536)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    os.close(control_fd)
+    names, rank_ids = [], []
+    for line in data.decode(errors="replace").splitlines():
+        fields = line.split(" ")
+        if fields[0] == "dir" and len(fields) == 2:
+            names.append(fields[1])
+        elif fields[0] == "rank" and len(fields) == 3 and fields[1].isdigit():
+            rank_ids.append((int(fields[1]), int(fields[2]) if fields[2].isdigit() else None))
+    return names, rank_ids
+
+
+def _remove_workdir(parent_fd, workdir_name, rank_ids, retry_interval=1.0):
+    """Body of the cleanup helper: wait for every rank to exit, then delete the work directory.
+
+    Relative to parent_fd, the directory fd the module validated (inherited over fork): a path
+    swapped for a symlink since cannot redirect the removal.
+    """
     deadline = time.time() + CLEANUP_PATIENCE
     while not all(_rank_gone(pid, start) for pid, start in rank_ids):
         if time.time() > deadline:
             return "ranks still alive after %ds" % CLEANUP_PATIENCE
         time.sleep(0.2)
-    parent_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         while not _remove_entries(parent_fd, workdir_name):
             if time.time() > deadline:
                 return "%s still not empty after %ds" % (workdir_name, CLEANUP_PATIENCE)
             time.sleep(retry_interval)
-    finally:
-        os.close(parent_fd)
+    except FileNotFoundError:
+        # Never created (the module died before mkdir) or already gone.
+        pass
     return "ok"
 
 
-def start_cleanup(path, workdir_name, rank_ids):
-    """Fork a detached helper that removes the work directory; return (pid, read fd).
+def start_cleanup(parent_fd):
+    """Fork a detached helper that removes the work directory; return (control fd, report fd).
 
+    Started before the work directory exists, so a module killed at any later point (SIGKILL,
+    Ansible's async timeout) still leaves nothing behind: the module writes `dir NAME` and
+    `rank PID STARTTIME` lines to the control fd and closes it when it is done with the
+    directory; at EOF (the module done, or dead: its ranks then die by PR_SET_PDEATHSIG) the
+    helper waits for the ranks and removes the named directories relative to parent_fd.
     Detached (double fork, new session, no stdio) so that if the server is gone it outlives the
     module and finishes when the ranks are finally released, instead of holding the play.
     """
-    read_end, write_end = os.pipe()
+    control_read, control_write = os.pipe()
+    report_read, report_write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(read_end)
+            os.close(report_read)
+            os.close(control_write)
             os.setsid()
             _quiet_stdio()
             if os.fork() == 0:
                 message = "failed"
                 try:
-                    os.write(write_end, ("%d\n" % os.getpid()).encode())
-                    message = _remove_workdir(path, workdir_name, rank_ids)
+                    os.write(report_write, ("%d\n" % os.getpid()).encode())
+                    names, rank_ids = _read_control(control_read)
+                    for name in names:
+                        message = _remove_workdir(parent_fd, name, rank_ids)
+                    message = message if names else "ok"
                 except OSError as exc:
                     message = str(exc)
                 finally:
                     try:
-                        os.write(write_end, message.encode())
+                        os.write(report_write, message.encode())
                     finally:
                         os._exit(0)
         finally:
             os._exit(0)
-    os.close(write_end)
+    os.close(report_write)
+    os.close(control_read)
     os.waitpid(pid, 0)
-    return read_end
+    return control_write, report_read
 
 
 def wait_cleanup(read_end, seconds):
@@ -443,8 +566,7 @@ def wait_cleanup(read_end, seconds):
         remaining = deadline - time.time()
         if remaining <= 0:
             break
-        ready, _w, _x = select.select([read_end], [], [], remaining)
-        if not ready:
+        if not readable([read_end], remaining):
             break
         chunk = os.read(read_end, 4096)
         if not chunk:
@@ -456,11 +578,42 @@ def wait_cleanup(read_end, seconds):
     return message == "ok", message, helper_pid
 
 
+def open_directory(real):
+    """An O_RDONLY fd of the absolute path `real`, walked one component at a time with O_NOFOLLOW.
+
+    O_NOFOLLOW alone guards only the last component: a parent directory swapped for a symlink
+    after validation would still be followed. Walking with openat(O_PATH|O_NOFOLLOW) makes any
+    symlink on the way fail with ELOOP or ENOTDIR instead.
+    """
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY)
+    try:
+        for part in [p for p in real.split("/") if p]:
+            next_fd = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        final = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return final
+
+
+def _open_fd_count():
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 16
+
+
 class Canary:
     def __init__(self, module):
         self.module = module
         self.params = module.params
         self.servers = []
+        # The validated directory, opened once: everything is created and removed relative to it.
+        self.parent_fd = None
+        # Pipes to the cleanup helper (started before the work directory exists), when keep=false.
+        self.cleanup_control = None
+        self.cleanup_report = None
 
     def fail(self, msg, **extra):
         self.module.fail_json(msg=msg, **extra)
@@ -469,6 +622,7 @@ class Canary:
         params = self.params
         errors = canary.validate_plan(params["ranks"], params["bytes_per_rank"], params["block_size"],
                                       params["layout"], params["files_per_rank"], params["direct"])
+        errors += [e for e in (canary_limits.block_size_error(params["block_size"]),) if e]
         if params["timeout"] <= 0:
             errors.append("timeout must be greater than 0, got %s" % params["timeout"])
         if params["kill_grace"] < 0:
@@ -478,38 +632,105 @@ class Canary:
         path = params["path"]
         if not os.path.isabs(path):
             self.fail("path must be absolute, got %r" % path)
+        # Resolved once; from here on only self.parent_fd is used, never the name.
         real = os.path.realpath(path)
         if real != os.path.normpath(path):
             self.fail("path %s passes through a symbolic link (it resolves to %s); give the real path" % (path, real))
         if not os.path.isdir(real):
             self.fail("path %s is not an existing directory" % path)
-        mount = canary.mount_for_path(parse_mountinfo(atomic_file.read_optional(PROC_MOUNTINFO) or ""), real)
-        # The server the ranks' traffic goes to (mountinfo addr=): its route names the NFS link.
-        self.servers = [nfs_server_of(mount)] if mount and mount["fstype"] in NFS_FSTYPES else []
-        # Shown with undecodable bytes escaped (an export named caf\xe9): results must be valid UTF-8.
-        mount = proc_text.json_safe({key: mount[key] for key in ("mount_point", "fstype", "source")}) if mount else {}
-        if mount.get("fstype") not in NFS_FSTYPES and not params["allow_local"]:
-            self.fail("path %s is on %s (%s), not NFS; set allow_local=true to test a local file system"
-                      % (path, mount.get("mount_point", "an unknown mount"), mount.get("fstype", "unknown type")),
-                      mount=mount)
+        try:
+            self.parent_fd = open_directory(real)
+        except OSError as exc:
+            self.fail("path %s cannot be opened without following a symbolic link (%s); give the real path"
+                      % (path, atomic_file.describe_error(exc)))
+        mount = self.check_mount(path, real)
+        self.check_limits(real)
         return real, mount
 
+    def check_mount(self, path, real):
+        """The mount holding real; fails unless it is NFS and the opened directory is on it (or allow_local).
+
+        The mount is found by path in mountinfo, then the opened fd must be on that mount's device
+        (os.fstat(fd).st_dev against mountinfo's MAJ:MIN): a path swapped between the checks
+        opens something else, and that is refused instead of written.
+        """
+        mounts = parse_mountinfo(atomic_file.read_optional(PROC_MOUNTINFO) or "")
+        st_dev = os.fstat(self.parent_fd).st_dev
+        device = (os.major(st_dev), os.minor(st_dev))
+        by_path = canary.mount_for_path(mounts, real)
+        mount = by_path if by_path and by_path["fstype"] in NFS_FSTYPES else None
+        on_nfs = mount is not None and device in canary_limits.device_numbers([mount], NFS_FSTYPES)
+        shown = canary_limits.mount_of_device(mounts, device, by_path) or by_path
+        # The server the ranks' traffic goes to (mountinfo addr=): its route names the NFS link.
+        self.servers = [nfs_server_of(mount)] if on_nfs else []
+        # Shown with undecodable bytes escaped (an export named caf\xe9): results must be valid UTF-8.
+        shown = proc_text.json_safe({key: shown[key] for key in ("mount_point", "fstype", "source")}) if shown else {}
+        if on_nfs or self.params["allow_local"]:
+            return shown
+        if mount is not None:
+            self.fail("path %s is on the NFS mount %s (device %s) but the directory opened is on device %d:%d:"
+                      " the path changed while it was checked; refusing to write"
+                      % (path, mount["mount_point"], mount.get("device"), device[0], device[1]), mount=shown)
+        self.fail("path %s is on %s (%s), not NFS; set allow_local=true to test a local file system"
+                  % (path, shown.get("mount_point", "an unknown mount"), shown.get("fstype", "unknown type")),
+                  mount=shown)
+
+    def check_limits(self, real):
+        """Memory, open files and free space for the whole run, before the first fork or byte."""
+        params = self.params
+        ranks = params["ranks"]
+        errors = []
+        available = canary_limits.mem_available(atomic_file.read_optional(PROC_MEMINFO))
+        errors.append(canary_limits.memory_error(ranks, params["block_size"], available))
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        new_soft, error = canary_limits.fd_limit_plan(ranks, _open_fd_count(), soft, hard)
+        errors.append(error)
+        if new_soft is not None and not self.module.check_mode:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+        vfs = os.fstatvfs(self.parent_fd)
+        errors.append(canary_limits.space_error(real, ranks, params["bytes_per_rank"],
+                                                vfs.f_bavail * vfs.f_frsize, vfs.f_blocks * vfs.f_frsize))
+        errors = [e for e in errors if e]
+        if errors:
+            self.fail("; ".join(errors))
+
     def make_workdir(self, real):
-        name = "%s%s-%d-%s" % (canary.WORKDIR_PREFIX, socket.gethostname().split(".")[0] or "host",
-                               os.getpid(), os.urandom(4).hex())
-        parent_fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        try:
-            # mkdir fails on any existing entry, a planted symlink included.
-            os.mkdir(name, 0o700, dir_fd=parent_fd)
-            dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
-        finally:
-            os.close(parent_fd)
+        """Create the 0700 work directory inside the opened path; a taken name is retried, bounded."""
+        if not self.params["keep"]:
+            self.cleanup_control, self.cleanup_report = start_cleanup(self.parent_fd)
+        host = socket.gethostname().split(".")[0] or "host"
+        for _attempt in range(canary_limits.WORKDIR_ATTEMPTS):
+            name = "%s%s-%d-%s" % (canary.WORKDIR_PREFIX, host, os.getpid(), os.urandom(4).hex())
+            try:
+                # mkdir fails on any existing entry, a planted symlink included.
+                os.mkdir(name, 0o700, dir_fd=self.parent_fd)
+                break
+            except FileExistsError:
+                continue
+        else:
+            self.seal_cleanup()
+            self.fail("could not create a work directory in %s: %d random names %s<host>-<pid>-<token> were all taken"
+                      % (real, canary_limits.WORKDIR_ATTEMPTS, canary.WORKDIR_PREFIX))
+        if self.cleanup_control is not None:
+            os.write(self.cleanup_control, ("dir %s\n" % name).encode())
+        dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.parent_fd)
         os.fchmod(dir_fd, 0o700)
-        # Belt and braces: the directory must resolve inside path (no symlink swapped in).
-        if not canary.is_inside(os.path.realpath(os.path.join(real, name)), real):
-            os.close(dir_fd)
-            self.fail("work directory %s resolves outside path %s; refusing to write" % (name, real))
         return name, dir_fd
+
+    def start_ranks(self, dir_fd, plan, start_at):
+        """Fork the ranks, telling the helper each one; a fork that fails is a clean failure."""
+        try:
+            return start_ranks(dir_fd, plan, self.params, start_at, self.cleanup_control)
+        except CanaryError as exc:
+            self.seal_cleanup()
+            cleaned = self.cleanup_report is not None and wait_cleanup(self.cleanup_report, 30.0)[0]
+            self.fail(str(exc), cleaned_up=cleaned)
+
+    def seal_cleanup(self):
+        """Close the control pipe: EOF tells the helper the module is done with the directory."""
+        if self.cleanup_control is not None:
+            os.close(self.cleanup_control)
+            self.cleanup_control = None
 
     def run(self):
         params = self.params
@@ -535,8 +756,7 @@ class Canary:
             if params["layout"] == "shared_file":
                 os.close(os.open(canary.SHARED_FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                                  dir_fd=dir_fd))
-            for rank_plan in plan:
-                ranks.append(_start_rank(dir_fd, rank_plan, params, start_at))
+            ranks = self.start_ranks(dir_fd, plan, start_at)
             results, stalled, samples, host_samples = self.monitor(
                 ranks, max(start_at, time.time()) + params["timeout"], start_at, self.servers)
         finally:
@@ -568,9 +788,12 @@ class Canary:
         self.module.exit_json(**result)
 
     def finish_cleanup(self, real, name, workdir, rank_ids, stalled):
+        """Wait for the helper started by make_workdir (it knows the ranks from the control pipe)."""
+        os.close(self.parent_fd)
+        self.seal_cleanup()
         if self.params["keep"]:
             return {"cleaned_up": False}
-        read_end = start_cleanup(real, name, rank_ids)
+        read_end = self.cleanup_report
         # After a stall the ranks may never exit soon: give the helper only the grace period.
         wait = self.params["kill_grace"] if stalled else max(self.params["timeout"], 30.0)
         done, message, helper_pid = wait_cleanup(read_end, wait)
@@ -603,7 +826,7 @@ class Canary:
                 next_sample = now + DSTATE_INTERVAL
             wake = min(next_sample, deadline) if "start" in host_samples else min(next_sample, deadline, start_at)
             wait = max(0.0, wake - time.time())
-            ready, _w, _x = select.select(list(pending), [], [], wait)
+            ready = readable(list(pending), wait)
             for fd in ready:
                 chunk = os.read(fd, 65536)
                 if chunk:

@@ -27,12 +27,12 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_canary(directory, jobs, size, block):
+def run_canary(directory, jobs, size, block, direct=False):
     """The real module (a separate process, as Ansible runs it) with file_per_rank, fsync."""
     # start_at a moment ahead, as the playbook sets it: every rank is forked and waiting, so the
     # measured span is the write, not Python's fork loop.
     args = {"ANSIBLE_MODULE_ARGS": {"path": directory, "ranks": jobs, "bytes_per_rank": size, "block_size": block,
-                                    "layout": "file_per_rank", "fsync": True, "allow_local": True, "timeout": 3600,
+                                    "layout": "file_per_rank", "fsync": True, "allow_local": True, "timeout": 3600, "direct": direct,
                                     "start_at": time.time() + 1.5}}
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_collections_root(), env.get("PYTHONPATH")]))
@@ -54,7 +54,7 @@ def _collections_root():
     return stage
 
 
-def run_fio(directory, jobs, size, block):
+def run_fio(directory, jobs, size, block, direct=False):
     """fio doing the same: JOBS processes, one file each, sequential writes, fsync at close.
 
     Throughput is fio's group bandwidth: total bytes over the group's runtime (the slowest job,
@@ -64,7 +64,7 @@ def run_fio(directory, jobs, size, block):
     proc = subprocess.run(["fio", "--name=ckpt", "--directory=%s" % directory, "--rw=write", "--bs=%d" % block,
                            "--size=%d" % size, "--numjobs=%d" % jobs, "--ioengine=psync", "--end_fsync=1",
                            "--fsync_on_close=1", "--group_reporting", "--output-format=json", "--unlink=1",
-                           "--fallocate=none"],
+                           "--fallocate=none", "--direct=%d" % int(direct)],
                           capture_output=True, text=True, check=True)
     write = json.loads(proc.stdout)["jobs"][0]["write"]
     # With group_reporting, write.runtime (ms) is the group's wall time; job_runtime is the sum
@@ -79,6 +79,7 @@ def main():
     parser.add_argument("--size-mib", type=int, default=256, help="MiB per job")
     parser.add_argument("--block-kib", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--direct", action="store_true", help="O_DIRECT on both (not on tmpfs: use a disk)")
     options = parser.parse_args()
     if not shutil.which("fio"):
         raise SystemExit("fio is not installed (Debian: apt-get install fio)")
@@ -90,11 +91,11 @@ def main():
         for round_number in range(1, options.rounds + 1):
             # Alternate who goes first: writeback left over from one run must not favour the other.
             if round_number % 2:
-                canary_bps = run_canary(base, options.jobs, size, block)
-                fio_bps = run_fio(base, options.jobs, size, block)
+                canary_bps = run_canary(base, options.jobs, size, block, options.direct)
+                fio_bps = run_fio(base, options.jobs, size, block, options.direct)
             else:
-                fio_bps = run_fio(base, options.jobs, size, block)
-                canary_bps = run_canary(base, options.jobs, size, block)
+                fio_bps = run_fio(base, options.jobs, size, block, options.direct)
+                canary_bps = run_canary(base, options.jobs, size, block, options.direct)
             ratios.append(canary_bps / fio_bps)
             print("round %d: canary %.1f MB/s, fio %.1f MB/s, ratio %.3f"
                   % (round_number, canary_bps / 1e6, fio_bps / 1e6, ratios[-1]))
@@ -102,10 +103,11 @@ def main():
         if not options.dir:
             shutil.rmtree(base, ignore_errors=True)
     median = statistics.median(ratios)
-    print("median ratio canary/fio: %.3f (goal >= 0.9) over %d rounds of %d jobs x %d MiB, %d KiB blocks, fsync"
-          % (median, len(ratios), options.jobs, options.size_mib, options.block_kib))
-    print("rerun: python tests/bench/bench_canary_vs_fio.py --jobs %d --size-mib %d --block-kib %d --rounds %d%s"
-          % (options.jobs, options.size_mib, options.block_kib, options.rounds, " --dir %s" % options.dir if options.dir else ""))
+    print("median ratio canary/fio: %.3f (goal >= 0.9) over %d rounds of %d jobs x %d MiB, %d KiB blocks, fsync%s"
+          % (median, len(ratios), options.jobs, options.size_mib, options.block_kib, ", O_DIRECT" if options.direct else ""))
+    print("rerun: python tests/bench/bench_canary_vs_fio.py --jobs %d --size-mib %d --block-kib %d --rounds %d%s%s"
+          % (options.jobs, options.size_mib, options.block_kib, options.rounds, " --dir %s" % options.dir if options.dir else "",
+             " --direct" if options.direct else ""))
     return 0 if median >= 0.9 else 1
 
 

@@ -105,10 +105,13 @@ def build_world(root, monkeypatch):
         write(world.path("proc/sys/sunrpc", name), value + "\n")
         write(world.path("sys/module/sunrpc/parameters", name), value + "\n")
     write(world.path("sys/module/nfs/parameters/max_session_slots"), "64\n")
+    # The NFS mount's MAJ:MIN is the real device of the tree: checkpoint_canary checks the
+    # device of the directory it opened against the NFS mounts' devices.
+    st_dev = os.stat(world.root).st_dev
     write(world.path("proc/self/mountinfo"),
           "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,errors=remount-ro\n"
-          "40 22 0:36 / %s rw,relatime shared:80 - nfs4 10.0.0.1:/srv/nfs %s\n"
-          % (escape_path(world.mount_point), LIVE_NFS_OPTIONS))
+          "40 22 %d:%d / %s rw,relatime shared:80 - nfs4 10.0.0.1:/srv/nfs %s\n"
+          % (os.major(st_dev), os.minor(st_dev), escape_path(world.mount_point), LIVE_NFS_OPTIONS))
     write(world.path("proc/self/mountstats"),
           "device /dev/vda mounted on / with fstype ext4\n"
           + read_sample("mountstats-v41-nconnect4-after-2GiB-write.txt").replace(" /mnt/nfs ", " %s " % world.mount_point))

@@ -29,6 +29,12 @@ def _args(path, **extra):
     return args
 
 
+def _device(path):
+    """MAJ:MIN of the file system holding path, as mountinfo shows it (the canary checks the opened fd's)."""
+    st_dev = os.stat(path).st_dev
+    return "%d:%d" % (os.major(st_dev), os.minor(st_dev))
+
+
 def _workdirs(path):
     return [name for name in os.listdir(path) if name.startswith("ckptio-canary-")]
 
@@ -98,7 +104,7 @@ def test_non_nfs_path_is_refused_unless_allowed(target):
 def test_nfs_mount_is_accepted_without_allow_local(tmp_path, target, monkeypatch):
     mountinfo = tmp_path / "mountinfo"
     mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 0:50 / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % target)
+                         "40 22 %s / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % (_device(target), target))
     monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
     result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
     assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv"}
@@ -108,7 +114,7 @@ def test_host_samples_at_start_and_end_name_the_nfs_server(tmp_path, target, mon
     """The canary samples CPU, disks and links over the ranks' own window, routed to the mount's server."""
     mountinfo = tmp_path / "mountinfo"
     mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 0:50 / %s rw - nfs4 nfs1:/srv rw,vers=4.1,addr=10.0.0.1\n" % target)
+                         "40 22 %s / %s rw - nfs4 nfs1:/srv rw,vers=4.1,addr=10.0.0.1\n" % (_device(target), target))
     monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
     result = run_module(checkpoint_canary, {"path": str(target), "ranks": 2, "bytes_per_rank": 65536, "block_size": 65536})
     samples = result["host_samples"]
@@ -124,7 +130,7 @@ def test_nfs_path_is_accepted_with_a_non_utf8_mount_point_elsewhere(tmp_path, ta
     mountinfo = tmp_path / "mountinfo"
     mountinfo.write_bytes(b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
                           b"31 22 8:17 / /data/caf\xe9 rw - ext4 /dev/sdb1 rw\n"
-                          b"40 22 0:50 / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
+                          b"40 22 " + _device(target).encode() + b" / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
     monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
     result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
     # The export's name is shown with the kernel's octal escape: results must be valid UTF-8.
@@ -255,7 +261,11 @@ def test_cleanup_waits_out_a_silly_renamed_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(checkpoint_canary.os, "unlink", unlink)
     monkeypatch.setattr(checkpoint_canary.os, "rmdir", rmdir)
-    assert checkpoint_canary._remove_workdir(str(tmp_path), workdir.name, [], retry_interval=0.01) == "ok"
+    parent_fd = os.open(str(tmp_path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert checkpoint_canary._remove_workdir(parent_fd, workdir.name, [], retry_interval=0.01) == "ok"
+    finally:
+        os.close(parent_fd)
     assert not workdir.exists()
     assert attempts["rmdir"] == 4  # three refusals (ENOTEMPTY), then the file was gone
 
@@ -271,3 +281,207 @@ def test_dstate_samples_use_the_bundle_format(target, monkeypatch, tmp_path):
     assert result["dstate_peak"] == 1
     first = result["dstate_text"].splitlines()[0].split(" ")
     assert first[1:] == ["1", "rpc_wait_bit_killable"]
+
+
+# --- resource bounds (issue 14): each is a clean error before the first byte, or works ---
+
+MIB = 1024 * KIB
+
+
+def test_block_size_above_the_bound_is_refused(tmp_path, target):
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, _args(target, ranks=1, block_size=128 * MIB, bytes_per_rank=128 * MIB))
+    assert result["msg"].startswith("block_size must be at most 67108864")
+    assert tree_checksums(str(tmp_path)) == before
+
+
+def test_ranks_times_memory_above_mem_available_is_refused(tmp_path, target, monkeypatch):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 2097152 kB\nMemAvailable: 65536 kB\n")
+    monkeypatch.setattr(checkpoint_canary, "PROC_MEMINFO", str(meminfo))
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, _args(target, ranks=8, block_size=MIB, bytes_per_rank=MIB))
+    assert result["msg"].startswith("ranks x block_size needs %d bytes (8 ranks" % (8 * 9 * MIB))
+    assert "MemAvailable (%d of %d bytes)" % (32 * MIB, 64 * MIB) in result["msg"]
+    assert tree_checksums(str(tmp_path)) == before
+
+
+def test_bytes_that_do_not_fit_the_file_system_are_refused_naming_the_figures(tmp_path, target):
+    vfs = os.statvfs(str(target))
+    free = vfs.f_bavail * vfs.f_frsize
+    bytes_per_rank = free // 2 + MIB
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, _args(target, ranks=2, bytes_per_rank=bytes_per_rank, block_size=MIB))
+    assert result["msg"].startswith("ranks x bytes_per_rank is %d bytes (2 x %d)" % (2 * bytes_per_rank, bytes_per_rank))
+    assert "bytes free on the file system of %s" % target in result["msg"]
+    assert tree_checksums(str(tmp_path)) == before
+
+
+@pytest.fixture
+def low_nofile():
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (40, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_low_soft_nofile_is_raised_to_what_the_ranks_need(target, low_nofile):
+    import resource
+    result = run_module(checkpoint_canary, _args(target, ranks=8))
+    assert result["summary"]["finished_ranks"] == 8 and result["cleaned_up"] is True
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 8 + 64
+
+
+def test_nofile_hard_limit_below_the_need_fails_naming_ranks(tmp_path, target, monkeypatch):
+    monkeypatch.setattr(checkpoint_canary.resource, "getrlimit", lambda which: (40, 40))
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, _args(target, ranks=8))
+    assert result["msg"].startswith("ranks=8 needs ") and "nofile hard limit 40" in result["msg"]
+    assert tree_checksums(str(tmp_path)) == before
+
+
+def test_readable_watches_descriptors_above_fd_setsize():
+    read_end, write_end = os.pipe()
+    high = 1500
+    try:
+        os.dup2(read_end, high)
+        os.write(write_end, b"x")
+        assert checkpoint_canary.readable([high], 1.0) == [high]
+    finally:
+        for fd in (read_end, write_end, high):
+            os.close(fd)
+
+
+def test_more_ranks_than_fd_setsize_run(target):
+    """1,100 ranks: each one's pipe fd is above 1024 for the last ones (select() crashed there)."""
+    result = run_module(checkpoint_canary, _args(target, ranks=1100, bytes_per_rank=4 * KIB, block_size=4 * KIB,
+                                                 layout="file_per_rank", fsync=False))
+    assert result["summary"]["finished_ranks"] == 1100
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+
+
+def test_a_rank_whose_parent_is_already_gone_exits():
+    pid = os.fork()
+    if pid == 0:
+        # A parent pid that is not ours: as if the module died between fork and prctl.
+        checkpoint_canary.die_with_parent(checkpoint_canary._libc(), os.getppid() + 1)
+        os._exit(0)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 1
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as handle:
+            return [int(child) for child in handle.read().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_sigkill_of_the_module_kills_the_ranks_and_removes_the_workdir(target):
+    """The module as Ansible runs it (its own process); kill -9 while the ranks wait for start_at."""
+    import subprocess
+    import sys
+    root = os.path.dirname(checkpoint_canary.__file__)
+    for _level in range(5):  # plugins/modules -> nfs -> ckptio -> ansible_collections -> root
+        root = os.path.dirname(root)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    args = {"ANSIBLE_MODULE_ARGS": _args(target, ranks=4, start_at=time.time() + 60)}
+    proc = subprocess.Popen([sys.executable, "-m", "ansible_collections.ckptio.nfs.plugins.modules.checkpoint_canary"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc.stdin.write(json.dumps(args).encode())
+    proc.stdin.close()
+    ranks = []
+    for _attempt in range(300):
+        ranks = _children(proc.pid)
+        if len(ranks) == 4 and _workdirs(target):
+            break
+        time.sleep(0.05)
+    assert len(ranks) == 4 and _workdirs(target)
+    proc.kill()
+    proc.wait()
+    for _attempt in range(100):
+        if not any(_alive(pid) for pid in ranks) and not _workdirs(target):
+            break
+        time.sleep(0.1)
+    assert [pid for pid in ranks if _alive(pid)] == []
+    assert _workdirs(target) == []
+
+
+def test_a_parent_swapped_for_a_symlink_after_validation_is_not_followed(tmp_path, target, monkeypatch):
+    """realpath passed (the swap came after it): the walk with O_NOFOLLOW refuses the link."""
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (target / "link").symlink_to(outside)
+    monkeypatch.setattr(checkpoint_canary.os.path, "realpath", os.path.normpath)
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, _args(target / "link" / "sub"))
+    # O_PATH|O_DIRECTORY|O_NOFOLLOW on a symlink is ENOTDIR (ELOOP without O_DIRECTORY).
+    assert "cannot be opened without following a symbolic link (ENOTDIR" in result["msg"]
+    assert tree_checksums(str(tmp_path)) == before
+
+
+def test_path_swapped_after_it_was_opened_writes_into_the_opened_directory(tmp_path, target, monkeypatch):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real_make_workdir = checkpoint_canary.Canary.make_workdir
+
+    def swap_then_make(self, real):
+        os.rename(str(target), str(tmp_path / "opened"))
+        os.symlink(str(outside), str(target))
+        return real_make_workdir(self, real)
+
+    monkeypatch.setattr(checkpoint_canary.Canary, "make_workdir", swap_then_make)
+    result = run_module(checkpoint_canary, _args(target, keep=True))
+    assert os.listdir(str(outside)) == []
+    assert _workdirs(tmp_path / "opened") == [os.path.basename(result["workdir"])]
+
+
+def test_nfs_path_whose_opened_directory_is_on_another_device_is_refused(tmp_path, target, monkeypatch):
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                         "40 22 0:4095 / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % target)
+    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+    result = fail_module(checkpoint_canary, _args(target, allow_local=False))
+    assert "the path changed while it was checked" in result["msg"] and "0:4095" in result["msg"]
+    assert _workdirs(target) == []
+
+
+def _tokens(monkeypatch, tokens):
+    real_urandom = os.urandom
+    queue = list(tokens)
+
+    def urandom(size):
+        if size == 4 and queue:
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+        return real_urandom(size)
+
+    monkeypatch.setattr(checkpoint_canary.os, "urandom", urandom)
+
+
+def test_taken_workdir_names_are_retried_and_left_alone(target, monkeypatch):
+    host = checkpoint_canary.socket.gethostname().split(".")[0] or "host"
+    taken = ["ckptio-canary-%s-%d-%s" % (host, os.getpid(), token) for token in ("00000000", "11111111")]
+    (target / taken[0]).write_text("someone's file\n")
+    (target / taken[1]).symlink_to("/etc")
+    _tokens(monkeypatch, [b"\0\0\0\0", b"\x11\x11\x11\x11", b"\x22\x22\x22\x22"])
+    result = run_module(checkpoint_canary, _args(target))
+    assert result["workdir"].endswith("-22222222") and result["cleaned_up"] is True
+    assert (target / taken[0]).read_text() == "someone's file\n" and os.readlink(str(target / taken[1])) == "/etc"
+
+
+def test_a_workdir_name_taken_every_time_fails_cleanly(target, monkeypatch):
+    host = checkpoint_canary.socket.gethostname().split(".")[0] or "host"
+    (target / ("ckptio-canary-%s-%d-00000000" % (host, os.getpid()))).mkdir()
+    _tokens(monkeypatch, [b"\0\0\0\0"])
+    result = fail_module(checkpoint_canary, _args(target))
+    assert result["msg"].startswith("could not create a work directory in %s: 8 random names" % target)
