@@ -14,18 +14,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CKPTIO_CACHE=${CKPTIO_CACHE:-$HOME/.cache/ckptio}
 mkdir -p "$CKPTIO_CACHE"
 
-log() { printf '[setup] %s\n' "$*" >&2; }
-# pip's output is noise when it works and essential when it does not: keep it, show it on failure.
-quiet() {
-  local out
-  out=$(mktemp)
-  if ! "$@" >"$out" 2>&1; then
-    cat "$out" >&2
-    rm -f "$out"
-    return 1
-  fi
-  rm -f "$out"
-}
+# shellcheck source=scripts/lib.sh
+source "$REPO/scripts/lib.sh"  # log, quiet, make_venv, ansible_test_pip_bootstrap
 
 # --- Debian packages -------------------------------------------------------------------------
 # podman/runc/mmdebstrap: molecule containers; qemu*/e2fsprogs/openssh-client: the real-kernel
@@ -56,17 +46,7 @@ fi
 
 # --- Python virtual environment --------------------------------------------------------------
 PYTHON=${CKPTIO_PYTHON:-python3}
-py_version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-venv_key=$(cat "$REPO/requirements-dev.txt" "$REPO/requirements-constraints.txt" | sha256sum | cut -c1-12)
-VENV="$CKPTIO_CACHE/venv-py$py_version-$venv_key"
-if [ ! -f "$VENV/.ckptio-complete" ]; then
-  log "creating virtual environment $VENV"
-  rm -rf "$VENV"
-  "$PYTHON" -m venv "$VENV"
-  quiet "$VENV/bin/pip" install -q --disable-pip-version-check \
-    -r "$REPO/requirements-dev.txt" -c "$REPO/requirements-constraints.txt"
-  touch "$VENV/.ckptio-complete"
-fi
+VENV=$(make_venv venv "$REPO/requirements-dev.txt" "$REPO/requirements-constraints.txt")
 
 # --- Collections we depend on for tests (Galaxy is unreachable: take them from the wheel) ----
 ANSIBLE_WHEEL_VERSION=12.3.0
@@ -84,26 +64,6 @@ with zipfile.ZipFile(wheel) as zf:
 PY
   rm -rf "$DEPS" "$tmp"
   mv "$DEPS.tmp" "$DEPS"
-fi
-
-# --- ansible-test's pip bootstrap, which would otherwise be downloaded from the internet ------
-pip_bootstrap_version=$("$VENV/bin/python" - <<'PY'
-from ansible_test._internal.python_requirements import get_venv_packages
-class P:  # only .version is read
-    version = "3.11"
-print(get_venv_packages(P())["pip"])
-PY
-)
-bootstrap="$HOME/.ansible/test/cache/get_pip_${pip_bootstrap_version//./_}.py"
-if [ ! -f "$bootstrap" ]; then
-  mkdir -p "$(dirname "$bootstrap")"
-  cat > "$bootstrap" <<PY
-"""Local stand-in for get-pip.py: seed pip from ensurepip, then pin it like get-pip would."""
-import subprocess, sys
-subprocess.check_call([sys.executable, "-m", "ensurepip", "--upgrade", "--default-pip"])
-args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
-subprocess.check_call([sys.executable, "-m", "pip", "install", "pip==$pip_bootstrap_version"] + args)
-PY
 fi
 
 # --- Put this checkout where Ansible and ansible-test expect a collection -------------------

@@ -34,12 +34,12 @@ from ansible.module_utils import basic
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar, trust_as_template
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
-    AnsibleExitJson, AnsibleFailJson, _invoke, fail_module, read_sample, sample_path, tree_checksums,
+    AnsibleExitJson, AnsibleFailJson, Templar, _invoke, fail_module, read_sample, sample_path, tree_checksums,
+    trust_as_template,
 )
 
 COLLECTION = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -63,7 +63,7 @@ def test_nfs_mount_has_no_reader_of_its_own():
 # ---- 2. concurrent runs lose nothing ------------------------------------------------------------
 RUNNER = textwrap.dedent("""
     import os, sys, time
-    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.ckptio.nfs.tests.unit.utils import patch_module_args
     from ansible_collections.ckptio.nfs.plugins.modules import nfs_mount
     proc, start, path, fstab = sys.argv[1:5]
     nfs_mount.PROC_ROOT = proc

@@ -6,7 +6,9 @@ the failure dict (and a test fails if the other one happens).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import re
 
@@ -15,7 +17,59 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+
+# One harness for every supported ansible-core (meta/runtime.yml requires_ansible; the compat
+# stage of scripts/test.sh runs these tests on the oldest). 2.19 added patch_module_args and data
+# tagging (a string is a template only when trusted); older releases read module arguments from
+# basic._ANSIBLE_ARGS and template every string, and evaluate `when` with playbook.Conditional.
+try:
+    from ansible.module_utils.testing import patch_module_args  # pylint: disable=unused-import
+except ImportError:  # ansible-core < 2.19
+    @contextlib.contextmanager
+    def patch_module_args(args=None):
+        """Expose args to AnsibleModule instances created within this context (as 2.19's does)."""
+        if not isinstance(args, (dict, type(None))):
+            raise TypeError("The `args` arg must be a dict or None.")
+        payload = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", payload):
+            yield
+
+try:
+    from ansible.template import Templar, trust_as_template  # pylint: disable=unused-import
+except ImportError:  # ansible-core < 2.19
+    from ansible.playbook.conditional import Conditional
+    from ansible.template import Templar as _Templar
+
+    def trust_as_template(value):
+        """Before data tagging every string is a template: nothing to mark."""
+        return value
+
+    # What VariableManager gives a play as `omit`; the task executor then drops the arguments
+    # that rendered to it (2.19's Templar drops them from dicts and lists itself).
+    _OMIT = "__omit_place_holder__ckptio_unit"
+
+    def _drop_omitted(value):
+        if isinstance(value, dict):
+            return dict((key, _drop_omitted(item)) for key, item in value.items() if item != _OMIT)
+        if isinstance(value, list):
+            return [_drop_omitted(item) for item in value if item != _OMIT]
+        return value
+
+    class Templar(_Templar):
+        """The old Templar with 2.19's `omit` handling and evaluate_conditional (done as `when` was)."""
+
+        def __init__(self, loader, variables=None, **kwargs):
+            variables = dict(variables or {})
+            variables.setdefault("omit", _OMIT)
+            super(Templar, self).__init__(loader=loader, variables=variables, **kwargs)
+
+        def template(self, variable, *args, **kwargs):
+            return _drop_omitted(super(Templar, self).template(variable, *args, **kwargs))
+
+        def evaluate_conditional(self, conditional):
+            check = Conditional(loader=self._loader)
+            check.when = [conditional]
+            return check.evaluate_conditional(self, self.available_variables)
 
 
 class AnsibleExitJson(Exception):

@@ -7,9 +7,9 @@ import stat
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.tests.unit.utils import patch_module_args
 
 
 @pytest.fixture
