@@ -107,7 +107,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
-            "(pip install matplotlib, or use the collection venv from scripts/setup.sh) and run again.")
+            "(pip install -r requirements.txt from the installed collection: it lists matplotlib) and run again.")
 
 
 def load_bundle(path):
