@@ -95,9 +95,22 @@ def load_bundle(directory):
 
 
 def canary_ranks(bundle):
-    """Every client's canary ranks, each tagged with its host."""
-    return canary.combine_hosts(dict((host, files["canary"].get("ranks") or []) for host, files in bundle["clients"].items()
-                                     if isinstance(files.get("canary"), dict)))
+    """Every client's canary ranks, each tagged with its host, start/end on the controller's clock.
+
+    canary.json's `clock` (the ckptio.nfs.clock_offset result the role measured before the launch)
+    gives each host's offset; a bundle written before clocks were measured has none, and its ranks
+    keep their host's times with clock_offset_seconds None (the report then says so).
+    """
+    canaries = dict((host, files["canary"]) for host, files in bundle["clients"].items()
+                    if isinstance(files.get("canary"), dict))
+    return canary.combine_hosts(dict((host, result.get("ranks") or []) for host, result in canaries.items()),
+                                dict((host, result.get("clock")) for host, result in canaries.items()))
+
+
+def canary_harness(bundle):
+    """{host: canary.json's `harness` block} (the harness's own CPU during the ranks); {} for old bundles."""
+    return dict((host, files["canary"]["harness"]) for host, files in bundle["clients"].items()
+                if isinstance(files.get("canary"), dict) and isinstance(files["canary"].get("harness"), dict))
 
 
 def file_names(kind):
