@@ -140,3 +140,44 @@ def spread(starts, go_at=None, bound=SPREAD_BOUND_SECONDS):
         result["message"] = ("start spread %.3f s exceeds %.1f s: the aggregate is not a synchronized checkpoint "
                              "(the first ranks wrote alone for part of it)" % (value, bound))
     return result
+
+
+# /proc/stat counts USER_HZ ticks, which is 100 on every Linux ABI (proc(5), sysconf(_SC_CLK_TCK)).
+USER_HZ = 100.0
+
+
+def _busy_ticks(proc_stat_text):
+    """Busy ticks of the `cpu` line (every state but idle and iowait), or None."""
+    for line in (proc_stat_text or "").splitlines():
+        words = line.split()
+        if words and words[0] == "cpu":
+            try:
+                counts = [int(word) for word in words[1:9]]
+            except ValueError:
+                return None
+            if len(counts) < 5:
+                return None
+            return sum(counts) - counts[3] - counts[4]
+    return None
+
+
+def harness_cost(canary_cpu_seconds, ranks_cpu_seconds, start_sample, end_sample):
+    """What the harness itself cost this host while the ranks ran.
+
+    canary_cpu_seconds: the canary parent's own CPU (getrusage RUSAGE_SELF) from go to the last
+    rank's end; ranks_cpu_seconds: the ranks' CPU (RUSAGE_CHILDREN once they are reaped);
+    start_sample/end_sample: the host samples at go and at the end (their proc_stat text).
+    other_cpu_seconds is the host's busy CPU in that window that was neither the ranks nor the
+    canary: Ansible (its launch, async_status polls, a wait_for), and anything else on the host.
+    Why: in the lab the clients were 75-100 % CPU busy while the ranks only slept, from Ansible's
+    launch and a 2 s async_status poll (issue 14); the report states this figure so a loaded
+    host is seen, not guessed.
+    """
+    start = _busy_ticks((start_sample or {}).get("proc_stat"))
+    end = _busy_ticks((end_sample or {}).get("proc_stat"))
+    host = (end - start) / USER_HZ if start is not None and end is not None and end >= start else None
+    other = None
+    if host is not None:
+        other = round(max(0.0, host - ranks_cpu_seconds - canary_cpu_seconds), 3)
+    return {"canary_cpu_seconds": round(canary_cpu_seconds, 3), "ranks_cpu_seconds": round(ranks_cpu_seconds, 3),
+            "host_busy_cpu_seconds": None if host is None else round(host, 3), "other_cpu_seconds": other}
