@@ -20,6 +20,7 @@ import json
 import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 
 try:
@@ -45,7 +46,10 @@ SERVER_FILES = {
     "host_start": "host_start.json", "host_end": "host_end.json",
 }
 JSON_SUFFIX = ".json"
-FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES}
+# Not bundle files: the canary's two-phase start on each client's tmpfs (barrier.py), named here
+# so the role takes every file name it writes from one table.
+BARRIER_FILES = {"ready": barrier.READY_FILE, "go": barrier.GO_FILE, "abort": barrier.ABORT_FILE, "done": barrier.DONE_FILE}
+FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES, "barrier": BARRIER_FILES}
 
 
 class BundleError(ValueError):
@@ -114,9 +118,10 @@ def canary_harness(bundle):
 
 
 def file_names(kind):
-    """{key: file name} of the files in clients/<host>/ (kind "clients") or servers/<host>/ ("servers")."""
+    """{key: file name} of the files in clients/<host>/ (kind "clients"), servers/<host>/ ("servers") or
+    the canary's barrier directory ("barrier")."""
     if kind not in FILE_TABLES:
-        raise ValueError("bundle files are \"clients\" or \"servers\", not %r" % (kind,))
+        raise ValueError("bundle files are \"clients\", \"servers\" or \"barrier\", not %r" % (kind,))
     return dict(FILE_TABLES[kind])
 
 
