@@ -30,7 +30,7 @@ def client_results(loaded):
 
 
 def test_all_filters_exposed():
-    assert sorted(FILTERS) == ["bundle_files", "canary_context", "canary_failures", "canary_server_samples", "canary_start_lead"]
+    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_server_samples", "canary_start_lead"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)
