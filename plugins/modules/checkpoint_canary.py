@@ -17,7 +17,7 @@ description:
     MLPerf Storage pattern), then C(fsync) and close, as a real checkpoint does.
   - Two-phase start with O(barrier_dir) (what roles/canary_validation uses) - the canary prepares (its
     directory and files, the ranks forked and blocked), writes C(ready.json) in O(barrier_dir), and waits
-    for the controller's C(go.json) (C({"go_at": epoch on this host's clock})) or C(abort.json). Every rank
+    for the controller's C(go.json) (key C(go_at), the epoch on this host's clock) or C(abort.json). Every rank
     receives the go time through its pipe and sleeps until it, so ranks on many hosts begin together
     whatever the launch took. The module writes C(done.json) there when it ends.
   - Without O(barrier_dir) every rank waits for O(start_at) (direct use), and reports its own
