@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier, bundle, canary
 
 
 def _results(value, name):
@@ -41,9 +41,16 @@ def _number(value, name, option, kind=float):
 
 
 def canary_context(results, mount_point, label, layout, target_window_seconds, target_checkpoint_bytes=0, network=None,
-                   start_at=None):
+                   start_at=None, clocks=None, hosts=None):
     results = _results(results, "canary_context")
-    block = canary.context_block(results, layout, None if start_at is None else _number(start_at, "canary_context", "start_at"))
+    if clocks is not None:
+        clocks = [clock if isinstance(clock, Mapping) else None for clock in clocks]
+        hosts = list(hosts or [])
+        if len(clocks) != len(results) or len(hosts) != len(results):
+            raise AnsibleFilterError("canary_context: %d results, %d clocks and %d hosts must match"
+                                     % (len(results), len(clocks), len(hosts)))
+    block = canary.context_block(results, layout, None if start_at is None else _number(start_at, "canary_context", "start_at"),
+                                 clocks, hosts)
     return bundle.context_document(mount_point, label, _number(target_checkpoint_bytes, "canary_context", "target_checkpoint_bytes", int),
                                    _number(target_window_seconds, "canary_context", "target_window_seconds"),
                                    dict(network) if network else {}, block)
@@ -63,6 +70,22 @@ def canary_start_lead(hosts, forks=5, start_lead=0):
     if forks < 1:
         raise AnsibleFilterError("canary_start_lead: forks must be at least 1, got %d" % forks)
     return canary.start_lead(count, forks, _number(start_lead or 0, "canary_start_lead", "start_lead"))
+
+
+def canary_barrier(hosts, ready_results, clocks, launch_at, now):
+    """The go plan (barrier.plan_go) from the wait for every client's ready.json."""
+    hosts = list(hosts or [])
+    ready_results = _results(ready_results, "canary_barrier")
+    clocks = list(clocks or [])
+    if len(ready_results) != len(hosts) or len(clocks) != len(hosts):
+        raise AnsibleFilterError("canary_barrier: %d hosts, %d ready results and %d clocks must match"
+                                 % (len(hosts), len(ready_results), len(clocks)))
+    ready = dict((host, bool(result) and not result.get("failed") and result.get("state") in ("file", "present"))
+                 for host, result in zip(hosts, ready_results))
+    offsets = dict((host, clock.get("offset_seconds") if isinstance(clock, Mapping) else None)
+                   for host, clock in zip(hosts, clocks))
+    now = _number(now, "canary_barrier", "now")
+    return barrier.plan_go(ready, offsets, now - _number(launch_at, "canary_barrier", "launch_at"), now)
 
 
 def canary_server_samples(start_results, end_results):
@@ -97,6 +120,7 @@ class FilterModule:
             "canary_context": canary_context,
             "canary_failures": canary_failures,
             "canary_start_lead": canary_start_lead,
+            "canary_barrier": canary_barrier,
             "canary_server_samples": canary_server_samples,
             "bundle_files": bundle_files,
         }

@@ -15,7 +15,12 @@ description:
     into disjoint ranges of one shared file with C(pwrite) (O(layout=shared_file), the pattern of a
     single-file checkpoint) or into files of their own (O(layout=file_per_rank), the PyTorch DCP and
     MLPerf Storage pattern), then C(fsync) and close, as a real checkpoint does.
-  - Every rank waits for O(start_at) so ranks on many hosts begin together, and reports its own
+  - Two-phase start with O(barrier_dir) (what roles/canary_validation uses) - the canary prepares (its
+    directory and files, the ranks forked and blocked), writes C(ready.json) in O(barrier_dir), and waits
+    for the controller's C(go.json) (key C(go_at), the epoch on this host's clock) or C(abort.json). Every rank
+    receives the go time through its pipe and sleeps until it, so ranks on many hosts begin together
+    whatever the launch took. The module writes C(done.json) there when it ends.
+  - Without O(barrier_dir) every rank waits for O(start_at) (direct use), and reports its own
     start, end, bytes and error. The aggregate follows MLPerf Storage's rule
     (total bytes / (latest end - earliest start)).
   - Samples the tasks in D state and their C(wchan) once a second while the ranks run.
@@ -87,6 +92,20 @@ options:
       - Unix epoch (seconds, may have a fraction) at which every rank starts writing. Set it once on
         the controller a few seconds ahead so all hosts start together. Omitted means now.
     type: float
+  barrier_dir:
+    description:
+      - Directory on a local file system (tmpfs such as C(/dev/shm) or C(/run), never the NFS mount under
+        test) for the two-phase start. The canary creates it (mode 0700; an existing one must be a real
+        directory of this user), writes C(ready.json) when prepared, waits for C(go.json) or C(abort.json)
+        and writes C(done.json) at the end. O(start_at) is then ignored.
+      - Omitted means no barrier - the ranks start at O(start_at).
+    type: path
+  barrier_timeout:
+    description:
+      - Seconds the prepared canary waits for C(go.json) before it gives up, cleans up and fails, so a
+        controller that died does not leave ranks waiting.
+    type: float
+    default: 600
   timeout:
     description: Seconds from the start until every rank must have finished.
     type: float
@@ -201,9 +220,22 @@ cleanup_deferred_pid:
   returned: when removal could not finish in time
   type: int
 start_at:
-  description: The start epoch the ranks waited for.
+  description: The start epoch the ranks waited for (the go time on this host's clock with O(barrier_dir)).
   returned: always
   type: float
+barrier:
+  description:
+    - With O(barrier_dir) - C(ready_at) (when the canary was prepared), C(signal) (C(go) or C(abort)), C(go_at),
+      C(go_late_seconds) (how long after go the go file was read; 0 when it came in time), C(abort) (the reason).
+  returned: when O(barrier_dir) is set and the canary got that far
+  type: dict
+harness:
+  description:
+    - The harness's own CPU while the ranks ran - C(canary_cpu_seconds) (this module's process, getrusage),
+      C(ranks_cpu_seconds), C(host_busy_cpu_seconds) (from the host samples at go and at the end) and
+      C(other_cpu_seconds) (the host's busy CPU that was neither, such as Ansible's own processes).
+  returned: when the ranks ran
+  type: dict
 """
 
 import ctypes
@@ -216,10 +248,12 @@ import resource
 import select
 import signal
 import socket
+from stat import S_ISDIR
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary_limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
@@ -233,6 +267,7 @@ PROC_MOUNTINFO = "/proc/self/mountinfo"
 PROC_MEMINFO = "/proc/meminfo"
 SYS_CLASS_NET = "/sys/class/net"
 DSTATE_INTERVAL = 1.0
+BARRIER_POLL_SECONDS = 0.02
 # A helper whose ranks are stuck in D waits this long for the server before giving up.
 CLEANUP_PATIENCE = 86400.0
 # prctl(2) option and signal: the kernel sends SIGKILL to a rank when the module process dies.
@@ -359,14 +394,42 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
     return result
 
 
-def _start_rank(dir_fd, rank_plan, params, start_at, libc=None, close_fds=()):
+def _receive_go(go_read):
+    """The go epoch the parent sends through the rank's go pipe (one line); None on "abort" or when
+    the parent is gone. The rank blocks here, prepared, until the barrier releases it.
+
+    A line, not EOF: ranks forked later inherit the write ends of earlier ranks' go pipes, so an
+    EOF would never come while any later rank lives.
+    """
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(go_read, 64)
+        if not chunk:
+            break
+        data += chunk
+    os.close(go_read)
+    try:
+        return float(data.decode())
+    except ValueError:
+        return None
+
+
+def _start_rank(dir_fd, rank_plan, params, libc=None, close_fds=()):
     parent_pid = os.getpid()
     read_end, write_end = os.pipe()
     try:
-        pid = os.fork()
+        # The go time comes through its own pipe after the fork (barrier.py): the rank is forked
+        # and waiting before the controller even knows the host is ready.
+        go_read, go_write = os.pipe()
     except OSError:
         os.close(read_end)
         os.close(write_end)
+        raise
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (read_end, write_end, go_read, go_write):
+            os.close(fd)
         raise
     if pid == 0:
         status = 1
@@ -378,14 +441,36 @@ def _start_rank(dir_fd, rank_plan, params, start_at, libc=None, close_fds=()):
             os.close(read_end)
             for fd in close_fds:
                 os.close(fd)
+            os.close(go_write)
             _quiet_stdio()
+            start_at = _receive_go(go_read)
+            if start_at is None:
+                status = 0
+                os._exit(0)
             result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at)
             os.write(write_end, json.dumps(result).encode())
             status = 0
         finally:
             os._exit(status)
     os.close(write_end)
-    return {"rank": rank_plan["rank"], "pid": pid, "fd": read_end, "buffer": b"", "starttime": task_state(pid)[2]}
+    os.close(go_read)
+    return {"rank": rank_plan["rank"], "pid": pid, "fd": read_end, "buffer": b"", "starttime": task_state(pid)[2],
+            "go_fd": go_write}
+
+
+def send_go(ranks, go_at):
+    """Release every rank: write go (None = abort) into each go pipe and close it."""
+    message = b"abort\n" if go_at is None else (repr(float(go_at)) + "\n").encode()
+    for item in ranks:
+        fd = item.pop("go_fd", None)
+        if fd is None:
+            continue
+        try:
+            os.write(fd, message)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _kill(pid):
@@ -439,7 +524,7 @@ def _remove_entries(parent_fd, workdir_name):
     return True
 
 
-def start_ranks(dir_fd, plan, params, start_at, control_fd=None):
+def start_ranks(dir_fd, plan, params, control_fd=None):
     """Fork one rank per plan entry, telling the cleanup helper each (pid, starttime) as it goes.
 
     A fork or pipe that fails (EAGAIN from the process limit, EMFILE) kills the ranks already
@@ -454,7 +539,7 @@ def start_ranks(dir_fd, plan, params, start_at, control_fd=None):
     close_fds = tuple(fd for fd in (control_fd,) if fd is not None)
     try:
         for rank_plan in plan:
-            item = _start_rank(dir_fd, rank_plan, params, start_at, libc, close_fds)
+            item = _start_rank(dir_fd, rank_plan, params, libc, close_fds)
             ranks.append(item)
             if control_fd is not None:
                 os.write(control_fd, ("rank %d %s\n" % (item["pid"], item["starttime"])).encode())
@@ -462,6 +547,7 @@ def start_ranks(dir_fd, plan, params, start_at, control_fd=None):
         for item in ranks:
             _kill(item["pid"])
             os.close(item["fd"])
+            os.close(item.pop("go_fd"))
         for item in ranks:
             os.waitpid(item["pid"], 0)
         raise CanaryError("could not start rank %d of ranks=%d: %s" % (len(ranks), len(plan), atomic_file.describe_error(exc)))
@@ -717,10 +803,10 @@ class Canary:
         os.fchmod(dir_fd, 0o700)
         return name, dir_fd
 
-    def start_ranks(self, dir_fd, plan, start_at):
+    def start_ranks(self, dir_fd, plan):
         """Fork the ranks, telling the helper each one; a fork that fails is a clean failure."""
         try:
-            return start_ranks(dir_fd, plan, self.params, start_at, self.cleanup_control)
+            return start_ranks(dir_fd, plan, self.params, self.cleanup_control)
         except CanaryError as exc:
             self.seal_cleanup()
             cleaned = self.cleanup_report is not None and wait_cleanup(self.cleanup_report, 30.0)[0]
@@ -738,39 +824,59 @@ class Canary:
         plan = canary.plan_ranks(params["ranks"], params["bytes_per_rank"], params["block_size"],
                                  params["layout"], params["files_per_rank"])
         now = time.time()
-        start_at = params["start_at"] if params["start_at"] is not None else now
+        use_barrier = params["barrier_dir"] is not None
+        start_at = params["start_at"] if params["start_at"] is not None and not use_barrier else now
         result = {"changed": bool(params["keep"]), "mount": mount, "plan": plan, "start_at": start_at,
                   "stalled": [], "dstate_text": "", "dstate_peak": 0, "cleaned_up": False,
                   "workdir": os.path.join(real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>")}
-        if params["start_at"] is not None and start_at < now:
+        if use_barrier and not os.path.isabs(params["barrier_dir"]):
+            self.fail("barrier_dir must be absolute, got %r" % params["barrier_dir"])
+        if params["barrier_timeout"] <= 0:
+            self.fail("barrier_timeout must be greater than 0, got %s" % params["barrier_timeout"])
+        if params["start_at"] is not None and not use_barrier and start_at < now:
             self.module.warn("start_at is %.1f s in the past: ranks start late and max_start_delay_seconds shows it"
                              % (now - start_at))
         if self.module.check_mode:
             self.module.exit_json(**result)
+        if use_barrier:
+            # Before the work directory: a refused barrier_dir leaves nothing behind.
+            self.make_barrier_dir()
 
         name, dir_fd = self.make_workdir(real)
         workdir = os.path.join(real, name)
         result["workdir"] = workdir
         ranks = []
+        outcome = None
         try:
             if params["layout"] == "shared_file":
                 os.close(os.open(canary.SHARED_FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                                  dir_fd=dir_fd))
-            ranks = self.start_ranks(dir_fd, plan, start_at)
-            results, stalled, samples, host_samples = self.monitor(
-                ranks, max(start_at, time.time()) + params["timeout"], start_at, self.servers)
+            children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            ranks = self.start_ranks(dir_fd, plan)
+            go_at, signal_info = self.wait_for_go(workdir, len(ranks), start_at)
+            if signal_info is not None:
+                result["barrier"] = signal_info
+            if go_at is not None:
+                result["start_at"] = go_at
+                outcome = self.run_ranks(ranks, go_at, children_before)
         finally:
+            # Any rank not released yet (abort, or an error before go) is told to exit unwritten.
+            send_go(ranks, None)
             os.close(dir_fd)
         rank_ids = [(item["pid"], item["starttime"]) for item in ranks]
+        if outcome is None:
+            self.abort(ranks, result, real, name, workdir, rank_ids)
+        results, stalled, samples, host_samples, harness = outcome
 
         result.update(self.finish_cleanup(real, name, workdir, rank_ids, bool(stalled)))
         for item in ranks:
             _reap(item["pid"])
         result["ranks"] = results
         result["stalled"] = stalled
-        result["summary"] = canary.aggregate(results, start_at if params["start_at"] is not None else None)
+        result["summary"] = canary.aggregate(results, go_at if params["start_at"] is not None or use_barrier else None)
         result["dstate_samples"] = samples
         result["host_samples"] = host_samples
+        result["harness"] = harness
         result["dstate_text"] = "".join(dstate.format_sample(s["epoch"], s["wchans"]) + "\n" for s in samples)
         result["dstate_summary"] = dstate.summarize_dstate(samples)
         result["dstate_peak"] = result["dstate_summary"]["max_count"]
@@ -780,11 +886,99 @@ class Canary:
                                "before_header": workdir + " (absent)", "after_header": workdir}]
 
         if stalled:
-            self.fail(canary.stall_message(stalled, params["timeout"], workdir, result.get("cleanup_deferred_pid")),
-                      **result)
+            self.finish(result, canary.stall_message(stalled, params["timeout"], workdir, result.get("cleanup_deferred_pid")))
         errors = ["rank %d: %s" % (r["rank"], r["error"]) for r in results if r["error"]]
         if errors:
-            self.fail("canary ranks failed: %s" % "; ".join(errors), **result)
+            self.finish(result, "canary ranks failed: %s" % "; ".join(errors))
+        self.finish(result)
+
+    def run_ranks(self, ranks, go_at, children_before):
+        """Release the ranks at go and monitor them; the harness's own CPU over the ranks' run."""
+        send_go(ranks, go_at)
+        own_before = resource.getrusage(resource.RUSAGE_SELF)
+        results, stalled, samples, host_samples = self.monitor(
+            ranks, max(go_at, time.time()) + self.params["timeout"], go_at, self.servers)
+        own_after = resource.getrusage(resource.RUSAGE_SELF)
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        harness = barrier.harness_cost(
+            (own_after.ru_utime + own_after.ru_stime) - (own_before.ru_utime + own_before.ru_stime),
+            (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime),
+            host_samples.get("start"), host_samples.get("end"))
+        return results, stalled, samples, host_samples, harness
+
+    def barrier_path(self, name):
+        return os.path.join(self.params["barrier_dir"], name)
+
+    def make_barrier_dir(self):
+        """The per-run barrier directory: created 0700, or an existing real directory of this user
+        (the controller may have created it to put an abort file in)."""
+        directory = self.params["barrier_dir"]
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            self.fail("cannot create barrier_dir %s: %s" % (directory, exc))
+        info = os.lstat(directory)
+        if not S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            self.fail("barrier_dir %s is not a directory owned by this user; refusing to use it" % directory)
+        if os.path.lexists(self.barrier_path(barrier.READY_FILE)):
+            self.fail("barrier_dir %s already holds %s: give every run its own directory" % (directory, barrier.READY_FILE))
+
+    def wait_for_go(self, workdir, rank_count, start_at):
+        """(go epoch on this host's clock or None to abort, barrier record or None without a barrier)."""
+        if self.params["barrier_dir"] is None:
+            return start_at, None
+        ready_at = time.time()
+        atomic_file.write_file(self.module, self.barrier_path(barrier.READY_FILE),
+                               json.dumps(barrier.ready_document(ready_at, os.getpid(), rank_count, workdir)) + "\n",
+                               mode=0o600)
+        deadline = ready_at + self.params["barrier_timeout"]
+        info = {"ready_at": round(ready_at, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None}
+        while True:
+            kind, value = barrier.parse_signal(atomic_file.read_optional(self.barrier_path(barrier.GO_FILE)),
+                                               atomic_file.read_optional(self.barrier_path(barrier.ABORT_FILE)))
+            if kind == "go":
+                late = time.time() - value
+                info.update(signal="go", go_at=value, go_late_seconds=round(max(0.0, late), 6))
+                if late > barrier.LATE_GO_SECONDS:
+                    self.module.warn("go arrived %.2f s after the go time: this host's ranks start late "
+                                     "(the report's start spread shows by how much)" % late)
+                return value, info
+            if kind == "abort":
+                info.update(signal="abort", abort=value)
+                return None, info
+            if time.time() >= deadline:
+                info.update(signal="abort", abort="no go within barrier_timeout=%ss" % self.params["barrier_timeout"])
+                return None, info
+            # A stat and an open every 20 ms in this one process: no new process on the host, and
+            # go is read within 20 ms of being written (it is written a margin ahead of go).
+            time.sleep(BARRIER_POLL_SECONDS)
+
+    def abort(self, ranks, result, real, name, workdir, rank_ids):
+        """The controller (or barrier_timeout) called the run off: ranks exit unwritten, the
+        directory goes, and the module fails naming why."""
+        for item in ranks:
+            os.close(item["fd"])
+        for item in ranks:
+            deadline = time.time() + self.params["kill_grace"]
+            while not _reap(item["pid"]) and time.time() < deadline:
+                time.sleep(0.01)
+        result.update(self.finish_cleanup(real, name, workdir, rank_ids, True))
+        result["ranks"] = []
+        reason = (result.get("barrier") or {}).get("abort") or "aborted"
+        self.finish(result, "canary aborted before any rank wrote: %s" % reason)
+
+    def finish(self, result, failure=None):
+        """Write done.json (the role's one wait after go returns on it), then exit or fail."""
+        if self.params["barrier_dir"] is not None:
+            done = {"done_at": round(time.time(), 6), "failed": failure is not None}
+            try:
+                atomic_file.write_file(self.module, self.barrier_path(barrier.DONE_FILE), json.dumps(done) + "\n", mode=0o600)
+            except OSError as exc:
+                self.module.warn("could not write %s: %s" % (self.barrier_path(barrier.DONE_FILE), exc))
+        if failure is not None:
+            self.fail(failure, **result)
         self.module.exit_json(**result)
 
     def finish_cleanup(self, real, name, workdir, rank_ids, stalled):
@@ -901,6 +1095,8 @@ def main():
             fsync=dict(type="bool", default=True),
             direct=dict(type="bool", default=False),
             start_at=dict(type="float"),
+            barrier_dir=dict(type="path"),
+            barrier_timeout=dict(type="float", default=600.0),
             timeout=dict(type="float", default=600.0),
             kill_grace=dict(type="float", default=5.0),
             allow_local=dict(type="bool", default=False),

@@ -135,7 +135,8 @@ def bundle_metrics(path, label, warnings):
                                            files["mountstats_before"].splitlines() if "mountstats_before" in files else None,
                                            mount_points=[mount_point] if mount_point else None))
     run_label = label or context.get("label") or os.path.basename(os.path.normpath(path))
-    return report.bundle_metrics(context, diagnosis, deltas, ranks if ranks else None, run_label)
+    return report.bundle_metrics(context, diagnosis, deltas, ranks if ranks else None, run_label,
+                                 bundle_files.canary_harness(loaded))
 
 
 def draw_png(series):

@@ -20,6 +20,7 @@ import json
 import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 
 try:
@@ -45,7 +46,10 @@ SERVER_FILES = {
     "host_start": "host_start.json", "host_end": "host_end.json",
 }
 JSON_SUFFIX = ".json"
-FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES}
+# Not bundle files: the canary's two-phase start on each client's tmpfs (barrier.py), named here
+# so the role takes every file name it writes from one table.
+BARRIER_FILES = {"ready": barrier.READY_FILE, "go": barrier.GO_FILE, "abort": barrier.ABORT_FILE, "done": barrier.DONE_FILE}
+FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES, "barrier": BARRIER_FILES}
 
 
 class BundleError(ValueError):
@@ -95,15 +99,29 @@ def load_bundle(directory):
 
 
 def canary_ranks(bundle):
-    """Every client's canary ranks, each tagged with its host."""
-    return canary.combine_hosts(dict((host, files["canary"].get("ranks") or []) for host, files in bundle["clients"].items()
-                                     if isinstance(files.get("canary"), dict)))
+    """Every client's canary ranks, each tagged with its host, start/end on the controller's clock.
+
+    canary.json's `clock` (the ckptio.nfs.clock_offset result the role measured before the launch)
+    gives each host's offset; a bundle written before clocks were measured has none, and its ranks
+    keep their host's times with clock_offset_seconds None (the report then says so).
+    """
+    canaries = dict((host, files["canary"]) for host, files in bundle["clients"].items()
+                    if isinstance(files.get("canary"), dict))
+    return canary.combine_hosts(dict((host, result.get("ranks") or []) for host, result in canaries.items()),
+                                dict((host, result.get("clock")) for host, result in canaries.items()))
+
+
+def canary_harness(bundle):
+    """{host: canary.json's `harness` block} (the harness's own CPU during the ranks); {} for old bundles."""
+    return dict((host, files["canary"]["harness"]) for host, files in bundle["clients"].items()
+                if isinstance(files.get("canary"), dict) and isinstance(files["canary"].get("harness"), dict))
 
 
 def file_names(kind):
-    """{key: file name} of the files in clients/<host>/ (kind "clients") or servers/<host>/ ("servers")."""
+    """{key: file name} of the files in clients/<host>/ (kind "clients"), servers/<host>/ ("servers") or
+    the canary's barrier directory ("barrier")."""
     if kind not in FILE_TABLES:
-        raise ValueError("bundle files are \"clients\" or \"servers\", not %r" % (kind,))
+        raise ValueError("bundle files are \"clients\", \"servers\" or \"barrier\", not %r" % (kind,))
     return dict(FILE_TABLES[kind])
 
 

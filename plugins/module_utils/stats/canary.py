@@ -15,6 +15,9 @@ from __future__ import annotations
 import math
 import os
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+
 LAYOUTS = ("shared_file", "file_per_rank")
 SHARED_FILE_NAME = "shared.ckpt"
 # O_DIRECT needs buffer, offset and length aligned to the logical block size of the device;
@@ -128,29 +131,84 @@ def aggregate(results, start_at=None):
     return summary
 
 
-def combine_hosts(host_summaries):
-    """Cluster-wide aggregate from per-host results lists: the same rule over every rank."""
+def _offset_of(value):
+    """A host's offset in seconds from a clock_offset result (or a bare number); None when unmeasured."""
+    if isinstance(value, dict):
+        value = value.get("offset_seconds")
+    return None if value is None else float(value)
+
+
+def combine_hosts(host_summaries, offsets=None):
+    """Every rank of every host, tagged with its host, its start/end on the controller's clock.
+
+    host_summaries: {host: [rank results]}; offsets: {host: clock_offset result or seconds}, None
+    (or a host missing from it) when the clock was not measured: its times stay as the host read
+    them and the rank says clock_offset_seconds None. Each host's own clock is only right against
+    itself: the lab's nfs2 ran 1.27 s behind, so its ranks' times mixed with nfs3's made a 1.23 s
+    spread look like 0.02 s (issue 14).
+    """
+    offsets = offsets or {}
     every_rank = []
     for host, results in sorted(host_summaries.items()):
+        offset = _offset_of(offsets.get(host))
         for result in results:
-            every_rank.append(dict(result, host=host))
+            every_rank.append(dict(result, host=host, clock_offset_seconds=offset,
+                                   start=clock.to_controller_time(result.get("start"), offset),
+                                   end=clock.to_controller_time(result.get("end"), offset)))
     return every_rank
 
 
-def context_block(results, layout, start_at=None):
+def cluster_aggregate(every_rank, go_at=None):
+    """The one cross-host aggregate: MLPerf's rule over ranks from combine_hosts(), plus the start
+    spread against SPREAD_BOUND_SECONDS and which hosts' clocks were measured.
+
+    go_at is the go time on the controller's clock. Adds synchronized (False: the spread exceeds
+    the bound, so this is not one synchronized checkpoint; flagged, never averaged away),
+    spread_bound_seconds, spread_message, clocks_measured (False when any host's clock was not
+    measured: the spread and the aggregate then mix clocks) and unmeasured_clocks.
+    """
+    summary = aggregate(every_rank, go_at)
+    finished = [r["start"] for r in every_rank
+                if r.get("start") is not None and r.get("end") is not None and not r.get("error")]
+    verdict = barrier.spread(finished, go_at)
+    hosts = sorted({r.get("host", "-") for r in every_rank})
+    unmeasured = sorted({r.get("host", "-") for r in every_rank if r.get("clock_offset_seconds") is None})
+    summary.update({
+        "synchronized": verdict["synchronized"], "spread_bound_seconds": verdict["bound_seconds"],
+        "spread_message": verdict["message"], "clocks_measured": bool(hosts) and not unmeasured,
+        "unmeasured_clocks": unmeasured,
+    })
+    if unmeasured:
+        summary["spread_message"] += ("; clocks not measured on %s: times are each host's own clock"
+                                      % ", ".join(unmeasured))
+    return summary
+
+
+def context_block(results, layout, start_at=None, clocks=None, hosts=None):
     """The `canary` block of context.yml from every client's canary result (what the module returned).
 
-    bytes and seconds are the aggregate() of every rank of every client (seconds to the
-    millisecond, as context.yml has always carried it); start_at is the one start the controller
-    set for all clients, or None when no client returned a result.
+    bytes and seconds are the cluster_aggregate() of every rank of every client (seconds to the
+    millisecond, as context.yml has always carried it); start_at is the one start (go) the
+    controller set for all clients, or None when no client returned a result. With clocks (one
+    clock_offset result per result, None where unmeasured) and hosts (the clients' names), rank
+    times are put on the controller's clock first and the block also carries start_spread_seconds,
+    synchronized and clocks_measured; without them (old callers) the block is as it always was.
     """
-    ranks = [rank for result in results for rank in ((result or {}).get("ranks") or [])]
-    summary = aggregate(ranks)
+    results = list(results)
+    names = list(hosts) if hosts is not None else ["client%d" % index for index in range(len(results))]
+    offsets = dict(zip(names, clocks)) if clocks is not None else {}
+    ranks = combine_hosts(dict((name, (result or {}).get("ranks") or []) for name, result in zip(names, results)),
+                          offsets)
+    summary = cluster_aggregate(ranks, start_at)
     seconds = None
     if summary["latest_end"] is not None:
         seconds = round(summary["latest_end"] - summary["earliest_start"], 3)
-    return {"layout": layout, "ranks": len(ranks), "clients": len(results), "bytes": int(summary["total_bytes"]),
-            "seconds": seconds, "start_at": float(start_at) if results and start_at is not None else None}
+    block = {"layout": layout, "ranks": len(ranks), "clients": len(results), "bytes": int(summary["total_bytes"]),
+             "seconds": seconds, "start_at": float(start_at) if results and start_at is not None else None}
+    if clocks is not None:
+        block.update({"start_spread_seconds": summary["start_spread_seconds"], "synchronized": summary["synchronized"],
+                      "clocks_measured": summary["clocks_measured"]})
+    return block
 
 
 def context_throughput(block):

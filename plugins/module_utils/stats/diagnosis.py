@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import BundleError  # noqa: F401 (re-exported)
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -1000,11 +1001,33 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "evidence": evidence.items,
         "recommendations": recommendations,
         "capacity": run["capacity"],
-        "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"]),
+        "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"])
+        + _start_note(run["canary"]),
+        "start": _start_block(run["canary"]),
         "clients": dict((client["host"], _client_summary(client)) for client in run["clients"]),
         "excluded_clients": run["excluded_clients"],
         "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
     }
+
+
+def _start_block(canary_block):
+    """The canary's start as context.yml records it: spread (controller clock), whether it is one
+    synchronized checkpoint (barrier.SPREAD_BOUND_SECONDS), whether clocks were measured; all None
+    for a bundle written before the barrier."""
+    return {"start_spread_seconds": canary_block.get("start_spread_seconds"),
+            "synchronized": canary_block.get("synchronized"),
+            "clocks_measured": canary_block.get("clocks_measured")}
+
+
+def _start_note(canary_block):
+    """What the summary adds when the start was not synchronized, or the clocks were not measured."""
+    if canary_block.get("synchronized") is False:
+        return (" The ranks' start spread was %.3g s (> %.1f s): the aggregate is not a synchronized checkpoint, "
+                "so the throughput above understates the path." % (
+                    float(canary_block.get("start_spread_seconds") or 0.0), barrier.SPREAD_BOUND_SECONDS))
+    if canary_block.get("clocks_measured") is False:
+        return " The clients' clocks were not all measured: the start spread and the aggregate mix host clocks."
+    return ""
 
 
 def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met):

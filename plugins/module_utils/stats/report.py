@@ -72,12 +72,14 @@ def _slot_cap(client_summary):
     return _int(sunrpc.get(name)), name
 
 
-def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None, label=None):
+def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None, label=None, harness=None):
     """Headline numbers of one bundle.
 
     context: context.yml; diagnosis: diagnosis.diagnose() result or None; mount_deltas: list of
     stats_delta.mount_delta() results over every client; canary_ranks: every rank result of
-    every host (dicts with host, rank, start, end, bytes, error) or None.
+    every host on the controller's clock (canary.combine_hosts: dicts with host, rank, start, end,
+    bytes, error, clock_offset_seconds) or None; harness: {host: the canary's `harness` block (its
+    own CPU and the host's other CPU during the ranks)} or None.
     """
     context = context or {}
     diagnosis = diagnosis or {}
@@ -115,8 +117,8 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
     })
     metrics.update(_host_metrics(diagnosis))
     if canary_ranks is not None:
-        metrics["canary_aggregate"] = canary.aggregate(canary_ranks, canary_context.get("start_at"))
-        metrics["canary_hosts"] = host_rows(canary_ranks)
+        metrics["canary_aggregate"] = canary.cluster_aggregate(canary_ranks, canary_context.get("start_at"))
+        metrics["canary_hosts"] = host_rows(canary_ranks, harness)
     return metrics
 
 
@@ -168,18 +170,51 @@ def _host_metrics(diagnosis):
     }
 
 
-def host_rows(canary_ranks):
-    """Per-host canary lines: ranks, bytes, slowest rank, errors."""
+def host_rows(canary_ranks, harness=None):
+    """Per-host canary lines: ranks, bytes, slowest rank, errors, first start (controller clock),
+    the clock offset used and the harness's CPU during the ranks."""
+    harness = harness or {}
     by_host = {}
     for rank in canary_ranks:
         by_host.setdefault(rank.get("host", "-"), []).append(rank)
     rows = []
     for host in sorted(by_host):
         summary = canary.aggregate(by_host[host])
+        cost = harness.get(host) or {}
         rows.append({"host": host, "ranks": summary["ranks"], "bytes": summary["total_bytes"],
                      "seconds": summary["seconds"], "throughput_bytes_per_second": summary["throughput_bytes_per_second"],
-                     "incomplete_ranks": summary["incomplete_ranks"]})
+                     "incomplete_ranks": summary["incomplete_ranks"], "earliest_start": summary["earliest_start"],
+                     "clock_offset_seconds": by_host[host][0].get("clock_offset_seconds"),
+                     "harness_cpu_seconds": cost.get("canary_cpu_seconds"),
+                     "other_cpu_seconds": cost.get("other_cpu_seconds")})
     return rows
+
+
+def _canary_lines(metrics):
+    """The report's canary section: the aggregate, the spread verdict, the clocks, one row per host."""
+    aggregate = metrics["canary_aggregate"]
+    lines = ["", "## Canary ranks", "",
+             "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start)): %s bytes in %s s = %s MB/s; "
+             "start spread %s s; largest distance from start_at %s s." % (
+                 aggregate["total_bytes"], _fmt(aggregate["seconds"]),
+                 _fmt(aggregate["throughput_bytes_per_second"] / MB if aggregate["throughput_bytes_per_second"] else None),
+                 _fmt(aggregate["start_spread_seconds"]), _fmt(aggregate["max_start_delay_seconds"])), ""]
+    if aggregate.get("synchronized") is False:
+        lines += ["**Not a synchronized checkpoint: %s.**" % aggregate["spread_message"], ""]
+    elif aggregate.get("spread_message"):
+        lines += ["Start: %s (times on the controller's clock)." % aggregate["spread_message"], ""]
+    if aggregate.get("unmeasured_clocks"):
+        lines += ["Clocks were not measured on %s (a bundle from before clock offsets): the spread and the aggregate "
+                  "mix each host's own clock." % ", ".join(aggregate["unmeasured_clocks"]), ""]
+    lines += _table(["host", "ranks", "bytes", "seconds", "MB/s", "incomplete ranks", "first start (controller clock)",
+                     "clock offset s", "harness CPU s / other CPU s"],
+                    [[row["host"], row["ranks"], row["bytes"], row["seconds"],
+                      row["throughput_bytes_per_second"] / MB if row["throughput_bytes_per_second"] else None,
+                      row["incomplete_ranks"], "%.3f" % row["earliest_start"] if row.get("earliest_start") else None,
+                      row.get("clock_offset_seconds"),
+                      "%s / %s" % (_fmt(row.get("harness_cpu_seconds")), _fmt(row.get("other_cpu_seconds")))]
+                     for row in metrics.get("canary_hosts", [])])
+    return lines
 
 
 def _op_field(metrics, op, field):
@@ -289,18 +324,8 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
         lines += _table(["op", "ops", "avg queue", "avg RTT", "avg exe"],
                         [[name, ops[name]["ops"], ops[name]["avg_queue_ms"], ops[name]["avg_rtt_ms"], ops[name]["avg_exe_ms"]]
                          for name in sorted(ops, key=lambda n: (n not in REPORT_OPS, n))])
-    aggregate = metrics.get("canary_aggregate")
-    if aggregate:
-        lines += ["", "## Canary ranks", "",
-                  "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start)): %s bytes in %s s = %s MB/s; "
-                  "start spread %s s; largest distance from start_at %s s." % (
-                      aggregate["total_bytes"], _fmt(aggregate["seconds"]),
-                      _fmt(aggregate["throughput_bytes_per_second"] / MB if aggregate["throughput_bytes_per_second"] else None),
-                      _fmt(aggregate["start_spread_seconds"]), _fmt(aggregate["max_start_delay_seconds"])), ""]
-        lines += _table(["host", "ranks", "bytes", "seconds", "MB/s", "incomplete ranks"],
-                        [[row["host"], row["ranks"], row["bytes"], row["seconds"],
-                          row["throughput_bytes_per_second"] / MB if row["throughput_bytes_per_second"] else None,
-                          row["incomplete_ranks"]] for row in metrics.get("canary_hosts", [])])
+    if metrics.get("canary_aggregate"):
+        lines += _canary_lines(metrics)
     if before is not None and rows:
         lines += ["", "## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
                   "Limiting layer before: %s (%s); after: %s (%s)." % (

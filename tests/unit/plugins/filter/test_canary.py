@@ -30,7 +30,7 @@ def client_results(loaded):
 
 
 def test_all_filters_exposed():
-    assert sorted(FILTERS) == ["bundle_files", "canary_context", "canary_failures", "canary_server_samples", "canary_start_lead"]
+    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_server_samples", "canary_start_lead"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -141,3 +141,16 @@ def test_the_role_takes_bundle_file_names_from_the_table():
             text = handle.read()
         quoted = [name for name in names if re.search(r"""['"]%s['"]""" % re.escape(name), text)]
         assert not quoted, "%s spells bundle file names itself: %s" % (os.path.basename(path), quoted)
+
+
+def test_canary_barrier_splits_ready_from_not_ready_from_the_wait_results():
+    plan = FILTERS["canary_barrier"](["a", "b"], [{"state": "file"}, {"failed": True, "msg": "Timeout"}],
+                                     [{"offset_seconds": 0.5}, None], launch_at=100.0, now=104.0)
+    assert plan["ready"] == ["a"] and plan["not_ready"] == ["b"]
+    assert plan["fanout_seconds"] == 4.0 and plan["go_at"] == 104.0 + plan["margin_seconds"]
+    assert plan["go"]["a"]["go_at"] == plan["go_at"] + 0.5
+
+
+def test_canary_barrier_refuses_lists_that_do_not_match():
+    with pytest.raises(AnsibleFilterError):
+        FILTERS["canary_barrier"](["a"], [], [None], 1.0, 2.0)

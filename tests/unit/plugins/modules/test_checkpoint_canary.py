@@ -485,3 +485,95 @@ def test_a_workdir_name_taken_every_time_fails_cleanly(target, monkeypatch):
     _tokens(monkeypatch, [b"\0\0\0\0"])
     result = fail_module(checkpoint_canary, _args(target))
     assert result["msg"].startswith("could not create a work directory in %s: 8 random names" % target)
+# --- two-phase start (barrier_dir) -------------------------------------------------------------
+
+def _controller(barrier_dir, write, delay=0.0):
+    """A thread playing the controller: waits for ready.json, then writes go/abort via write(dir)."""
+    import threading
+
+    def play():
+        deadline = time.time() + 30
+        while not (barrier_dir / "ready.json").exists() and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(delay)
+        write(barrier_dir)
+
+    thread = threading.Thread(target=play, daemon=True)
+    thread.start()
+    return thread
+
+
+def _write_json(path, document):
+    temp = path.with_name("." + path.name + ".tmp")
+    temp.write_text(json.dumps(document))
+    os.rename(str(temp), str(path))
+
+
+def test_barrier_ranks_start_at_go_written_after_ready(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    seen = {}
+
+    def go(directory):
+        seen["ready"] = json.loads((directory / "ready.json").read_text())
+        seen["go"] = time.time() + 0.5
+        _write_json(directory / "go.json", {"go_at": seen["go"]})
+
+    _controller(barrier_dir, go)
+    result = run_module(checkpoint_canary, _args(target, barrier_dir=str(barrier_dir), start_at=1.0))
+    # Ready came after the ranks were forked (the workdir exists then), and ranks waited for go.
+    assert seen["ready"]["ranks"] == 3 and seen["ready"]["workdir"] == result["workdir"]
+    assert result["start_at"] == seen["go"] and result["barrier"]["signal"] == "go"
+    assert result["barrier"]["go_late_seconds"] == 0.0
+    assert all(seen["go"] <= r["start"] < seen["go"] + 0.3 for r in result["ranks"])
+    assert result["summary"]["max_start_delay_seconds"] < 0.3
+    assert json.loads((barrier_dir / "done.json").read_text())["failed"] is False
+    assert result["cleaned_up"] and _workdirs(target) == []
+    assert set(result["harness"]) == {"canary_cpu_seconds", "ranks_cpu_seconds", "host_busy_cpu_seconds",
+                                      "other_cpu_seconds"}
+
+
+def test_barrier_go_arriving_late_starts_at_once_and_says_so(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    stamp = {}
+
+    def late(directory):
+        stamp["go"] = time.time() - 2.0
+        _write_json(directory / "go.json", {"go_at": stamp["go"]})
+
+    _controller(barrier_dir, late)
+    result = run_module(checkpoint_canary, _args(target, barrier_dir=str(barrier_dir)))
+    assert result["barrier"]["go_late_seconds"] >= 2.0
+    assert any("go arrived" in w for w in result.get("warnings", []))
+    assert result["summary"]["max_start_delay_seconds"] >= 2.0
+
+
+def test_barrier_abort_cleans_up_writes_nothing_and_fails_naming_it(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    _controller(barrier_dir, lambda d: _write_json(d / "abort.json", {"abort": "not ready within 30 s"}))
+    result = fail_module(checkpoint_canary, _args(target, barrier_dir=str(barrier_dir)))
+    assert "aborted" in result["msg"] and "not ready within 30 s" in result["msg"]
+    assert result["ranks"] == [] and result["cleaned_up"]
+    assert _workdirs(target) == []
+    assert json.loads((barrier_dir / "done.json").read_text())["failed"] is True
+
+
+def test_barrier_without_go_gives_up_after_barrier_timeout(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    began = time.time()
+    result = fail_module(checkpoint_canary, _args(target, barrier_dir=str(barrier_dir), barrier_timeout=0.5))
+    assert time.time() - began < 10
+    assert "barrier_timeout" in result["msg"] and _workdirs(target) == []
+
+
+def test_barrier_check_mode_creates_no_barrier_dir(tmp_path, target):
+    before = tree_checksums(str(tmp_path))
+    run_module(checkpoint_canary, _args(target, barrier_dir=str(tmp_path / "barrier")), check_mode=True)
+    assert tree_checksums(str(tmp_path)) == before and not (tmp_path / "barrier").exists()
+
+
+def test_barrier_dir_reused_from_an_earlier_run_is_refused(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    barrier_dir.mkdir(mode=0o700)
+    (barrier_dir / "ready.json").write_text("{}")
+    result = fail_module(checkpoint_canary, _args(target, barrier_dir=str(barrier_dir)))
+    assert "already holds ready.json" in result["msg"] and _workdirs(target) == []

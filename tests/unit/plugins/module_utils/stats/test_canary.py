@@ -155,3 +155,41 @@ def test_is_inside():
     assert canary.is_inside("/a/b/c", "/a/b")
     assert canary.is_inside("/a/b", "/a/b")
     assert not canary.is_inside("/a/bc", "/a/b")
+
+
+def _lab_hosts():
+    # The lab's case (issue 14): nfs2's clock 1.27 s behind the controller, nfs3's 0.04 s behind.
+    # On the controller's clock both started at 100.0; nfs2 wrote 4 s, nfs3 5 s.
+    return ({"nfs2": [{"rank": 0, "start": 100.0 - 1.27, "end": 104.0 - 1.27, "bytes": 400, "error": None}],
+             "nfs3": [{"rank": 0, "start": 100.0 - 0.04, "end": 105.0 - 0.04, "bytes": 500, "error": None}]},
+            {"nfs2": {"offset_seconds": -1.27}, "nfs3": {"offset_seconds": -0.04}})
+
+
+def test_cluster_aggregate_puts_every_host_on_the_controller_clock():
+    ranks, offsets = _lab_hosts()
+    summary = canary.cluster_aggregate(canary.combine_hosts(ranks, offsets), go_at=100.0)
+    assert summary["seconds"] == pytest.approx(5.0)
+    assert summary["throughput_bytes_per_second"] == pytest.approx(900 / 5.0)
+    assert summary["start_spread_seconds"] == pytest.approx(0.0, abs=1e-6)
+    assert summary["synchronized"] is True and summary["clocks_measured"] is True
+    # Mixed clocks (no offsets) would have said 1.23 s of spread and 6.23 s of checkpoint.
+    mixed = canary.cluster_aggregate(canary.combine_hosts(ranks))
+    assert mixed["seconds"] == pytest.approx(6.23) and mixed["clocks_measured"] is False
+    assert mixed["unmeasured_clocks"] == ["nfs2", "nfs3"] and "not measured" in mixed["spread_message"]
+
+
+def test_cluster_aggregate_flags_a_spread_over_the_bound():
+    ranks = canary.combine_hosts({"a": [{"rank": 0, "start": 10.0, "end": 12.0, "bytes": 1, "error": None}],
+                                  "b": [{"rank": 0, "start": 19.35, "end": 21.0, "bytes": 1, "error": None}]},
+                                 {"a": 0.0, "b": 0.0})
+    summary = canary.cluster_aggregate(ranks, go_at=10.0)
+    assert summary["synchronized"] is False and "not a synchronized checkpoint" in summary["spread_message"]
+    assert summary["max_start_delay_seconds"] == pytest.approx(9.35)
+
+
+def test_context_block_with_clocks_carries_the_spread_verdict():
+    ranks, offsets = _lab_hosts()
+    results = [{"ranks": ranks["nfs2"]}, {"ranks": ranks["nfs3"]}]
+    block = canary.context_block(results, "shared_file", 100.0, [offsets["nfs2"], offsets["nfs3"]], ["nfs2", "nfs3"])
+    assert block["seconds"] == 5.0 and block["synchronized"] is True and block["clocks_measured"] is True
+    assert "synchronized" not in canary.context_block(results, "shared_file", 100.0)

@@ -390,3 +390,13 @@ def test_server_samples_at_the_ranks_start_and_end_replace_the_scaled_window():
     assert explanation.startswith(row["measured_over"])
     server_link = [link for link in result["network"]["links"] if link["side"] == "server"][0]
     assert server_link["measured_over"].startswith(row["measured_over"])
+
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as _diagnosis  # noqa: E402
+
+
+def test_start_note_flags_an_unsynchronized_start_and_unmeasured_clocks():
+    assert "not a synchronized checkpoint" in _diagnosis._start_note({"synchronized": False, "start_spread_seconds": 9.35})
+    assert "not all measured" in _diagnosis._start_note({"synchronized": True, "clocks_measured": False})
+    assert _diagnosis._start_note({}) == ""
+    assert _diagnosis._start_block({"synchronized": False, "start_spread_seconds": 2.0})["synchronized"] is False

@@ -113,3 +113,23 @@ def test_figure_series_splits_exe_into_queue_rtt_rest():
     # exe below queue + RTT (counter rounding) never draws a negative segment.
     assert bars[("WRITE", "a")]["other_ms"] == 0.0
     assert bars[("COMMIT", "a")]["queue_ms"] == 0.0
+
+
+def test_report_says_when_the_aggregate_is_not_a_synchronized_checkpoint():
+    ranks = [{"host": "a", "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None, "clock_offset_seconds": 0.0},
+             {"host": "b", "rank": 0, "start": 19.35, "end": 20.0, "bytes": 300, "error": None, "clock_offset_seconds": -1.27}]
+    harness = {"a": {"canary_cpu_seconds": 0.05, "other_cpu_seconds": 0.4}}
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks,
+                                    harness=harness)
+    assert metrics["canary_aggregate"]["synchronized"] is False
+    text = report.render_markdown(metrics)
+    assert "**Not a synchronized checkpoint: start spread 9.350 s exceeds 1.0 s" in text
+    rows = dict((row["host"], row) for row in metrics["canary_hosts"])
+    assert rows["b"]["clock_offset_seconds"] == -1.27 and rows["a"]["harness_cpu_seconds"] == 0.05
+    assert "| a | 1 | 100 | 4 | 2.5e-05 | - | 10.000 | 0 | 0.05 / 0.4 |" in text
+
+
+def test_report_of_an_old_bundle_says_the_clocks_were_not_measured():
+    ranks = [{"host": "a", "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None}]
+    text = report.render_markdown(report.bundle_metrics(CONTEXT, None, [], ranks))
+    assert "Clocks were not measured on a" in text
