@@ -485,6 +485,8 @@ def test_a_workdir_name_taken_every_time_fails_cleanly(target, monkeypatch):
     _tokens(monkeypatch, [b"\0\0\0\0"])
     result = fail_module(checkpoint_canary, _args(target))
     assert result["msg"].startswith("could not create a work directory in %s: 8 random names" % target)
+
+
 # --- two-phase start (barrier_dir) -------------------------------------------------------------
 
 def _controller(barrier_dir, write, delay=0.0):
