@@ -107,10 +107,31 @@ run_package() {
   (cd "$dest" && PATH="$venv/bin:$PATH" antsibull-docs lint-collection-docs --plugin-docs .) || rc=1
   ANSIBLE_COLLECTIONS_PATH="$dist/collections" ansible-galaxy collection install --force -p "$dist/collections" \
     "$tarball" >/dev/null || return 1
+  run_installed "$dist" || rc=1
   out=$("$venv/bin/ansible-builder" introspect --sanitize "$dist/collections" 2>&1)
   printf '%s\n' "$out"
   printf '%s\n' "$out" | grep -q "^- 'matplotlib.*# from collection ckptio.nfs'" \
     || { echo "ansible-builder introspect did not find requirements.txt's packages" >&2; rc=1; }
+  return $rc
+}
+
+# What a user of the installed tarball runs, with nothing else: from an empty project directory,
+# only the installed collection on the collections path (no checkout, no ansible.posix), every
+# playbook by its FQCN with --syntax-check, and ckptio.nfs.diagnose for real on a sample bundle.
+run_installed() {
+  local dist=$1 project="$1/project" pb rc=0
+  rm -rf "$project" && mkdir -p "$project"
+  cp -r "$REPO/tests/fixtures/captures/healthy" "$project/bundle"
+  printf 'localhost ansible_connection=local\n[nfs_clients]\n[nfs_servers]\n' > "$project/hosts.ini"
+  for pb in audit diagnose tune_clients tune_servers validate_checkpoint; do
+    (cd "$project" && env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$dist/collections" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
+      ansible-playbook -i hosts.ini "ckptio.nfs.$pb" --syntax-check >/dev/null) \
+      || { echo "ckptio.nfs.$pb: --syntax-check failed from the installed collection" >&2; rc=1; }
+  done
+  (cd "$project" && env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$dist/collections" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
+    ansible-playbook -i hosts.ini ckptio.nfs.diagnose -e ckptio_bundle=bundle) \
+    || { echo "ckptio.nfs.diagnose failed from the installed collection" >&2; rc=1; }
+  [ -s "$project/bundle/diagnosis.md" ] || { echo "ckptio.nfs.diagnose wrote no diagnosis.md" >&2; rc=1; }
   return $rc
 }
 

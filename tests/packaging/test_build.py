@@ -50,14 +50,21 @@ DEV_FILES = {
     "ckptio-nfs-0.0.1.tar.gz": "not a tarball",
     "scripts/lab-state/disk.qcow2": "x",
 }
+# A checkout's hyphenated playbook names only import the real plays (tune_clients.yml, ...):
+# a collection playbook must be a valid identifier to be called as ckptio.nfs.<name>.
+CHECKOUT_PLAYBOOKS = ("playbooks/tune-clients.yml", "playbooks/tune-servers.yml", "playbooks/validate-checkpoint.yml")
+
+
 # Tracked development files that must stay out (checked by name, not only by the rule above).
 DEV_PATHS = ("scripts/", "molecule/", "tests/bench/", "tests/packaging/", "inventories/lab/", ".ci/",
              "changelogs/fragments/", "requirements-dev.txt", "requirements-constraints.txt",
              "requirements-compat.txt", "requirements-package.txt", "CONTRIBUTING.md", "pytest.ini",
-             ".ansible-lint", ".gitignore", "galaxy.yml")
+             ".ansible-lint", ".gitignore", "galaxy.yml") + CHECKOUT_PLAYBOOKS
 
 
 def is_runtime(path):
+    if path in CHECKOUT_PLAYBOOKS:
+        return False
     return path in RUNTIME_FILES or path.startswith(RUNTIME_DIRS)
 
 
@@ -130,7 +137,9 @@ def test_the_parts_a_user_needs_are_there(built):
     for role in os.listdir(os.path.join(COLLECTION, "roles")):
         assert "roles/%s/meta/main.yml" % role in shipped
         assert "roles/%s/README.md" % role in shipped, "galaxy-importer rejects a role without a README"
-    assert [path for path in shipped if path.startswith("playbooks/") and path.endswith(".yml")]
+    playbooks = sorted(path for path in shipped if path.startswith("playbooks/") and path.count("/") == 1)
+    assert playbooks == ["playbooks/audit.yml", "playbooks/diagnose.yml", "playbooks/tune_clients.yml",
+                         "playbooks/tune_servers.yml", "playbooks/validate_checkpoint.yml"]
     assert [path for path in shipped if path.startswith("docs/") and path.endswith(".md")]
     assert manifest["collection_info"]["license"] == ["GPL-3.0-or-later"]
 
