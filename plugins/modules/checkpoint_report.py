@@ -42,11 +42,17 @@ attributes:
     platforms: posix
 options:
   bundle:
-    description: The capture bundle directory of this run.
+    description:
+      - The capture bundle directory of this run.
+      - A relative path is taken from the directory the module runs in, which is not where
+        C(ansible-playbook) was started; pass an absolute path, for example through the
+        C(ansible.builtin.realpath) filter as the examples do (relative to where C(ansible-playbook) was started).
     type: path
     required: true
   compare_to:
-    description: An earlier bundle (for example the baseline) to compare with.
+    description:
+      - An earlier bundle (for example the baseline) to compare with.
+      - Relative paths as for O(bundle).
     type: path
   label:
     description: Name of this run in the report; default C(label) from C(context.yml), else the directory name.
@@ -60,8 +66,15 @@ options:
 EXAMPLES = r"""
 - name: Report on the tuned run, compared with the baseline
   ckptio.nfs.checkpoint_report:
-    bundle: reports/20260101T120000-tuned
-    compare_to: reports/20260101T110000-baseline
+    # realpath: relative to where ansible-playbook was started, not to the module's directory.
+    bundle: "{{ 'reports/20260101T120000-tuned' | ansible.builtin.realpath }}"
+    compare_to: "{{ 'reports/20260101T110000-baseline' | ansible.builtin.realpath }}"
+  delegate_to: localhost
+
+- name: Report from a bundle under the playbook's directory, no picture
+  ckptio.nfs.checkpoint_report:
+    bundle: "{{ playbook_dir }}/reports/20260101T120000-tuned"
+    png: false
   delegate_to: localhost
 """
 
@@ -107,7 +120,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
-            "(pip install -r requirements.txt from the installed collection: it lists matplotlib) and run again.")
+            "(pip install matplotlib, or pip install -r requirements.txt from the installed collection) and run again.")
 
 
 def load_bundle(path):
@@ -237,7 +250,8 @@ def main():
         changed = atomic_file.write_if_changed(module, os.path.join(bundle, "report.png"), png) or changed
     files = [os.path.join(bundle, name) for name in ("report.md", "report.json", "report.png")
              if os.path.exists(os.path.join(bundle, name))]
-    msg = "wrote report.md, report.json%s in %s" % (", report.png" if png is not None else "", bundle)
+    msg = "%s report.md, report.json%s in %s" % ("would write" if module.check_mode else "wrote",
+                                                 ", report.png" if png is not None else "", bundle)
     if note:
         msg += ". " + note
     for warning in warnings:

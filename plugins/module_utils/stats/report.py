@@ -256,19 +256,53 @@ def metric_value(metrics, key):
     return value
 
 
+# A time is only better or worse between runs that wrote the same bytes; a rate stays comparable.
+SAME_BYTES_ONLY = ("canary_seconds", "duration_vs_window")
+
+
+def slot_cap_scope(setting):
+    """What the slot cap bounds: max_session_slots one NFSv4.1+ session (shared by its nconnect
+    connections, fs/nfs/nfs4session.c); the slot table entries one transport. mountstats'
+    max_slots is always per transport (xprt)."""
+    return "per session" if setting == "max_session_slots" else "per connection"
+
+
+def _bytes_warning(before, after):
+    old, new = before.get("canary_bytes"), after.get("canary_bytes")
+    if old is not None and new is not None and old != new:
+        return "the bundles wrote different bytes (%s vs %s)" % (old, new)
+    return None
+
+
 def comparison_rows(before, after):
-    """Rows {metric, unit, before, after, ratio, better, improved} for the comparison table."""
+    """Rows {metric, unit, before, after, ratio, better, improved, warning} for the comparison table.
+
+    warning (None or a sentence) says why improved is None although both values exist: a duration
+    of bundles that wrote different bytes is neither better nor worse.
+    """
     rows = []
+    bytes_warning = _bytes_warning(before, after)
     for key, name, unit, better in COMPARISON:
         old = metric_value(before, key)
         new = metric_value(after, key)
         ratio = round(float(new) / old, 3) if old not in (None, 0) and new is not None else None
         improved = None
-        if better and old is not None and new is not None and new != old:
+        warning = bytes_warning if key in SAME_BYTES_ONLY else None
+        if better and old is not None and new is not None and new != old and warning is None:
             improved = (new > old) if better == "higher" else (new < old)
+        if key == "max_slots_reached":
+            unit = "per connection"
+        elif key == "slot_cap":
+            unit = slot_cap_scope(after.get("slot_cap_setting") or before.get("slot_cap_setting"))
         rows.append({"metric": name, "unit": unit, "before": old, "after": new, "ratio": ratio,
-                     "better": better, "improved": improved})
+                     "better": better, "improved": improved, "warning": warning})
     return rows
+
+
+def _better_cell(row):
+    if row.get("warning"):
+        return "not comparable: different bytes"
+    return {True: "improved", False: "worse", None: "-"}[row["improved"]]
 
 
 def _fmt(value, digits=3):
@@ -307,8 +341,9 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
         ["canary", "%s x %s ranks, %s bytes" % (metrics.get("canary_layout"), metrics.get("canary_ranks"), metrics.get("canary_bytes"))],
         ["duration s (window s)", "%s (%s)" % (_fmt(metrics.get("canary_seconds")), _fmt(metrics.get("window_seconds")))],
         ["backlog per send", metrics.get("backlog_per_send")],
-        ["max_slots reached / cap", "%s / %s (%s)" % (_fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
-                                                      metrics.get("slot_cap_setting") or "-")],
+        ["max_slots reached / slot cap", "%s per connection / %s %s (%s)" % (
+            _fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
+            slot_cap_scope(metrics.get("slot_cap_setting")), metrics.get("slot_cap_setting") or "-")],
         ["D-state peak (tasks)", metrics.get("dstate_peak")],
         ["server threads", metrics.get("server_threads")],
         ["sockets-enqueued", metrics.get("sockets_enqueued")],
@@ -330,9 +365,12 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
         lines += ["", "## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
                   "Limiting layer before: %s (%s); after: %s (%s)." % (
                       before.get("limiting_layer"), before.get("verdict"), metrics.get("limiting_layer"), metrics.get("verdict")), ""]
+        warning = _bytes_warning(before, metrics)
+        if warning:
+            lines += ["**Warning: %s: compare throughput, not duration.**" % warning, ""]
         lines += _table(["metric", "unit", "before", "after", "after/before", "better"],
                         [[row["metric"], row["unit"] or "-", row["before"], row["after"], row["ratio"],
-                          {True: "improved", False: "worse", None: "-"}[row["improved"]]] for row in rows])
+                          _better_cell(row)] for row in rows])
     if figure_note:
         lines += ["", figure_note]
     return "\n".join(lines) + "\n"

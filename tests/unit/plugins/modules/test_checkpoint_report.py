@@ -102,6 +102,8 @@ def test_check_mode_writes_nothing(baseline):
     assert result["changed"] is True
     assert tree_checksums(str(baseline)) == before
     assert "# Checkpoint validation" in result["diff"][0]["after"]
+    # Nothing was written: the message says what a real run would write.
+    assert result["msg"].startswith("would write report.md, report.json, report.png in "), result["msg"]
 
 
 def test_missing_bundle_and_non_bundle_fail_naming_the_option(tmp_path):

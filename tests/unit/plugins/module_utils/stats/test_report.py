@@ -96,7 +96,8 @@ def test_markdown_has_verdict_tables_and_comparison():
     text = report.render_markdown(after, before, report.comparison_rows(before, after))
     assert text.startswith("# Checkpoint validation: tuned\n")
     assert "| verdict | meets_target |" in text
-    assert "| max_slots reached / cap | 2 / 2 (tcp_max_slot_table_entries) |" in text
+    assert ("| max_slots reached / slot cap | 2 per connection / 2 per connection (tcp_max_slot_table_entries) |"
+            in text)
     assert "| WRITE | 100 | 2 | 8 | 12 |" in text
     assert "Limiting layer before: client_rpc_slots (rearchitect); after: none (meets_target)." in text
     assert "| throughput | MB/s | 10 | 10 | 1 | - |" in text
@@ -133,3 +134,32 @@ def test_report_of_an_old_bundle_says_the_clocks_were_not_measured():
     ranks = [{"host": "a", "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None}]
     text = report.render_markdown(report.bundle_metrics(CONTEXT, None, [], ranks))
     assert "Clocks were not measured on a" in text
+
+
+def test_slot_cap_of_a_v41_session_is_labelled_per_session_next_to_the_per_connection_peak():
+    # max_slots is per transport (xprt) in mountstats; max_session_slots bounds the whole session.
+    diagnosis = {"clients": {"a": {"nfs_version": "4.1", "proto": "tcp", "max_slots": [128],
+                                   "sunrpc": {"tcp_max_slot_table_entries": 65536, "max_session_slots": 64}}}}
+    metrics = report.bundle_metrics(CONTEXT, diagnosis, [])
+    text = report.render_markdown(metrics)
+    assert "| max_slots reached / slot cap | 128 per connection / 64 per session (max_session_slots) |" in text
+    rows = {row["metric"]: row for row in report.comparison_rows(metrics, metrics)}
+    assert rows["max_slots reached"]["unit"] == "per connection"
+    assert rows["slot cap"]["unit"] == "per session"
+
+
+def test_duration_of_bundles_that_wrote_different_bytes_is_a_warning_not_worse():
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [], label="b")
+    after = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], bytes=400000000, seconds=30.0)),
+                                  dict(DIAGNOSIS, achieved_bytes_per_second=1.3e7), [], label="a")
+    rows = {row["metric"]: row for row in report.comparison_rows(before, after)}
+    for name in ("duration", "duration / window"):
+        assert rows[name]["improved"] is None, name
+        assert rows[name]["warning"] == "the bundles wrote different bytes (200000000 vs 400000000)"
+    # A rate stays comparable.
+    assert rows["throughput"]["improved"] is True and rows["throughput"].get("warning") is None
+    text = report.render_markdown(after, before, report.comparison_rows(before, after))
+    assert "| duration | s | 20 | 30 | 1.5 | not comparable: different bytes |" in text
+    assert ("**Warning: the bundles wrote different bytes (200000000 vs 400000000): compare throughput, "
+            "not duration.**") in text
+    assert "worse" not in text.split("## Compared with", 1)[1].split("| duration")[1].split("\n")[0]
