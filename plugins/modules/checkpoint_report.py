@@ -44,9 +44,10 @@ options:
   bundle:
     description:
       - The capture bundle directory of this run.
-      - A relative path is taken from the directory the module runs in, which is not where
-        C(ansible-playbook) was started; pass an absolute path, for example through the
-        C(ansible.builtin.realpath) filter as the examples do (relative to where C(ansible-playbook) was started).
+      - A relative path is taken from the module's working directory: under C(delegate_to) V(localhost)
+        (the local connection) that is the playbook's directory, not where C(ansible-playbook) was started.
+        Pass an absolute path; the C(ansible.builtin.realpath) filter, as in the examples, resolves a path
+        relative to where C(ansible-playbook) was started.
     type: path
     required: true
   compare_to:
@@ -66,7 +67,8 @@ options:
 EXAMPLES = r"""
 - name: Report on the tuned run, compared with the baseline
   ckptio.nfs.checkpoint_report:
-    # realpath: relative to where ansible-playbook was started, not to the module's directory.
+    # realpath resolves on the controller, from where ansible-playbook was started; a bare relative
+    # path would be taken from the playbook's directory (the local connection's working directory).
     bundle: "{{ 'reports/20260101T120000-tuned' | ansible.builtin.realpath }}"
     compare_to: "{{ 'reports/20260101T110000-baseline' | ansible.builtin.realpath }}"
   delegate_to: localhost
@@ -152,8 +154,178 @@ def bundle_metrics(path, label, warnings):
                                  bundle_files.canary_harness(loaded))
 
 
+# Colours: the earlier run grey, this run blue, in every panel; the WRITE split keeps its own
+# three (queue, RTT, rest) and the timeline its three phases.
+RUN_COLOURS = ("#9e9e9e", "#1f77b4")
+SPLIT_COLOURS = (("queue_ms", "queue (waiting for a slot)", "#ff7f0e"), ("rtt_ms", "RTT (wire + server)", "#2ca02c"),
+                 ("other_ms", "rest of exe (client work)", "#c7c7c7"))
+PHASE_COLOURS = (("first_start", "last_start", "ranks starting", "#ff7f0e"),
+                 ("last_start", "first_end", "every rank writing", "#1f77b4"),
+                 ("first_end", "last_end", "ranks finishing", "#aec7e8"))
+
+
+def _wrap(label, width=20):
+    """A bundle name on lines of at most width characters, broken after '_', '-' or '.' where it can."""
+    lines, line = [], ""
+    for part in label.replace("_", "_\0").replace("-", "-\0").replace(".", ".\0").split("\0"):
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        while len(part) > width:
+            lines.append(part[:width])
+            part = part[width:]
+        line += part
+    return "\n".join(lines + [line] if line else lines)
+
+
+def _ms(value):
+    return "{:,.0f}".format(value) if value >= 100 else "%.3g" % value
+
+
+def _run_colour(index, count):
+    return RUN_COLOURS[1] if index == count - 1 else RUN_COLOURS[0]
+
+
+def _draw_throughput(axes, series):
+    runs = series["throughput"]
+    target = series["target_mb_per_second"]
+    values = [run["mb_per_second"] for run in runs]
+    positions = list(range(len(runs)))[::-1]
+    axes.barh(positions, values, color=[_run_colour(i, len(runs)) for i in range(len(runs))], height=0.5)
+    axes.set_yticks(positions)
+    axes.set_yticklabels([_wrap(run["label"]) for run in runs], fontsize=8)
+    top = max(values + [target or 0]) or 1.0
+    for position, run in zip(positions, runs):
+        text = "%.3g MB/s" % run["mb_per_second"]
+        if target:
+            text += " = %.2fx target" % (run["mb_per_second"] / target)
+        if run.get("limiting_layer"):
+            text += "\nlimit: %s" % run["limiting_layer"]
+        axes.text(run["mb_per_second"] + top * 0.02, position, text, va="center", fontsize=8)
+    if target:
+        axes.axvline(target, color="#d62728", linestyle="--", label="target %.3g MB/s" % target)
+        axes.legend(loc="lower right", fontsize=8)
+    axes.set_xlim(0, top * 1.7)
+    axes.set_ylim(-0.6, len(runs) - 0.4)
+    axes.set_xlabel("MB/s (total bytes / (latest end - earliest start))", fontsize=8)
+    axes.set_title("Throughput against the target", fontsize=10)
+
+
+def _draw_write_split(axes, series):
+    data = [item for item in series["latency"] if item["op"] in report.REPORT_OPS]
+    if not data:
+        axes.text(0.5, 0.5, "no WRITE/COMMIT statistics in this bundle", ha="center", va="center", transform=axes.transAxes)
+        axes.set_axis_off()
+        return
+    positions = list(range(len(data)))[::-1]
+    left = [0.0] * len(data)
+    for key, name, colour in SPLIT_COLOURS:
+        widths = [item[key] for item in data]
+        axes.barh(positions, widths, left=left, color=colour, label=name, height=0.6)
+        left = [a + b for a, b in zip(left, widths)]
+    top = max(left) or 1.0
+    for position, item, total in zip(positions, data, left):
+        share = item["queue_ms"] / total if total else 0.0
+        axes.text(total + top * 0.02, position, "%s ms (%.0f %% queue)" % (_ms(total), 100 * share), va="center", fontsize=8)
+    axes.set_yticks(positions)
+    axes.set_yticklabels(["%s\n%s" % (item["op"], _wrap(item["label"])) for item in data], fontsize=8)
+    axes.set_xlim(0, top * 1.45)
+    # A free row on top for the legend, clear of the bars and their labels.
+    axes.set_ylim(-0.6, len(data) + 0.2)
+    axes.set_xlabel("ms per op (avg exe = queue + RTT + rest), all clients", fontsize=8)
+    axes.legend(loc="upper right", fontsize=7, ncol=3)
+    axes.set_title("Where WRITE and COMMIT time goes", fontsize=10)
+
+
+def _draw_metadata(axes, series):
+    data = series.get("metadata") or []
+    if not data:
+        axes.text(0.5, 0.5, "no metadata ops in this bundle", ha="center", va="center", transform=axes.transAxes)
+        axes.set_axis_off()
+        return
+    ops = [name for name in report.FIGURE_OPS if any(item["op"] == name for item in data)]
+    labels = [run["label"] for run in series["throughput"]]
+    height = 0.8 / len(labels)
+    top = max(item["exe_ms"] for item in data) or 1.0
+    for index, label in enumerate(labels):
+        rows = dict((item["op"], item) for item in data if item["label"] == label)
+        positions = [len(ops) - 1 - n + 0.4 - height * (index + 0.5) for n in range(len(ops))]
+        values = [rows[name]["exe_ms"] if name in rows else 0.0 for name in ops]
+        axes.barh(positions, values, height=height * 0.9, color=_run_colour(index, len(labels)), label=label[:40])
+        for position, name, value in zip(positions, ops, values):
+            if name in rows:
+                count = rows[name]["ops"]
+                axes.text(value + top * 0.02, position, "%s ms, %s op%s" % (_ms(value), count, "" if count == 1 else "s"),
+                          va="center", fontsize=7)
+    axes.set_yticks(list(range(len(ops)))[::-1])
+    axes.set_yticklabels(ops, fontsize=8)
+    axes.set_xlim(0, top * 1.5)
+    axes.set_xlabel("avg exe, ms per op (own scale)", fontsize=8)
+    if len(labels) > 1:
+        axes.set_ylim(-0.6, len(ops) + 0.2)
+        axes.legend(loc="upper right", fontsize=7, ncol=2)
+    axes.set_title("Metadata ops", fontsize=10)
+
+
+def _draw_timeline(axes, series):
+    runs = series.get("timeline") or []
+    if not runs:
+        axes.text(0.5, 0.5, "no per-rank canary results in this bundle", ha="center", va="center", transform=axes.transAxes)
+        axes.set_axis_off()
+        return
+    rows, notes = [], []
+    for run in runs:
+        rows += [(run, host) for host in run["hosts"]]
+        spread = run.get("start_spread_seconds")
+        note = "%s: start spread %s s" % (run["label"][:30], "-" if spread is None else "%.3g" % spread)
+        if run.get("synchronized") is False:
+            note += " > %.3g s: not synchronized" % run["spread_bound_seconds"]
+        notes.append(note)
+    unmeasured = sorted(set(host for run in runs for host in run.get("unmeasured_clocks") or []))
+    if unmeasured:
+        notes.append("clocks not measured on %s%s: each host's own clock" % (
+            ", ".join(unmeasured[:4]), " and %d more" % (len(unmeasured) - 4) if len(unmeasured) > 4 else ""))
+    positions = list(range(len(rows)))[::-1]
+    for first, last, name, colour in PHASE_COLOURS:
+        starts = [host[first] if host[first] is not None else 0.0 for _run, host in rows]
+        widths = [max(0.0, (host[last] or 0.0) - (host[first] or 0.0)) for _run, host in rows]
+        axes.barh(positions, widths, left=starts, color=colour, height=0.7, label=name)
+    if len(rows) <= 24:
+        for position, (_run, host) in zip(positions, rows):
+            axes.text(host["first_start"], position + 0.42, "start +%.2f s" % host["first_start"], fontsize=7, va="bottom")
+    zero = runs[-1]["zero"]
+    axes.axvline(0.0, color="#d62728", linestyle="--", linewidth=1, label=zero)
+    # The start spread of this run, shaded: the band a synchronized checkpoint keeps under the bound.
+    last = runs[-1]["hosts"]
+    axes.axvspan(min(host["first_start"] for host in last), max(host["last_start"] or host["first_start"] for host in last),
+                 color="#ff7f0e", alpha=0.15, linewidth=0)
+    # Past 24 rows, a label every few rows, and always the latest starter and the latest end.
+    step = max(1, len(rows) // 24)
+    latest_end = max(range(len(rows)), key=lambda index: rows[index][1]["last_end"] or 0.0)
+    shown = sorted(set(list(range(0, len(rows), step)) + [len(rows) - 1, latest_end]))
+    shown = [index for index in shown if index in (len(rows) - 1, latest_end)
+             or all(abs(index - other) >= step for other in (len(rows) - 1, latest_end))]
+    prefix = len(runs) > 1
+    axes.set_yticks([positions[index] for index in shown])
+    axes.set_yticklabels([("%s: " % rows[index][0]["label"][:16] if prefix else "") + rows[index][1]["host"][:24]
+                          for index in shown], fontsize=7)
+    ends = [host["last_end"] or 0.0 for _run, host in rows]
+    axes.set_xlim(min(0.0, min(host["first_start"] for _run, host in rows)) - 1, max(ends) * 1.05 + 1)
+    # A free band on top for the legend, clear of the hosts' bars.
+    axes.set_ylim(-0.6, len(rows) - 0.4 + max(0.6, 0.06 * len(rows)))
+    clock = "each host's clock" if any(run.get("unmeasured_clocks") for run in runs) else "controller clock"
+    axes.set_xlabel("s after the %s (%s)" % (zero, clock), fontsize=8)
+    axes.legend(loc="upper right", fontsize=7, ncol=4)
+    axes.set_title("Ranks per host, sorted by first start\n" + "\n".join(notes), fontsize=8)
+
+
 def draw_png(series):
-    """PNG bytes of the report figure, or None without matplotlib."""
+    """PNG bytes of the report figure, or None without matplotlib.
+
+    Four panels, each on its own scale: throughput against the target, where WRITE/COMMIT time
+    goes, the metadata ops (ms where WRITE takes seconds: on WRITE's scale they vanished), and
+    the ranks' timeline per host (a late start shows as an orange bar).
+    """
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -162,44 +334,16 @@ def draw_png(series):
         return None
     import io
 
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 2]})
-    labels = [item["label"] + ("\nlimit: %s" % item["limiting_layer"] if item.get("limiting_layer") else "")
-              for item in series["throughput"]]
-    values = [item["mb_per_second"] for item in series["throughput"]]
-    colors = ["#9e9e9e"] * (len(values) - 1) + ["#1f77b4"]
-    bars = left.bar(labels, values, color=colors)
-    for patch, value in zip(bars, values):
-        left.annotate("%.3g" % value, (patch.get_x() + patch.get_width() / 2, value), ha="center", va="bottom", fontsize=9)
-    if series["target_mb_per_second"]:
-        left.axhline(series["target_mb_per_second"], color="#d62728", linestyle="--",
-                     label="target %.3g MB/s" % series["target_mb_per_second"])
-        left.legend(loc="upper left", fontsize=8)
-        left.set_ylim(0, max(values + [series["target_mb_per_second"]]) * 1.2)
-    left.set_ylabel("MB/s (total bytes / slowest rank)")
-    left.set_title("Checkpoint throughput")
-
-    latency = series["latency"]
-    if latency:
-        names = ["%s\n%s" % (item["op"], item["label"]) for item in latency]
-        positions = range(len(latency))
-        queue = [item["queue_ms"] for item in latency]
-        rtt = [item["rtt_ms"] for item in latency]
-        other = [item["other_ms"] for item in latency]
-        right.bar(positions, queue, color="#ff7f0e", label="queue (waiting for a slot)")
-        right.bar(positions, rtt, bottom=queue, color="#2ca02c", label="RTT (on the wire + server)")
-        right.bar(positions, other, bottom=[q + r for q, r in zip(queue, rtt)], color="#c7c7c7", label="rest of exe")
-        right.set_xticks(list(positions))
-        right.set_xticklabels(names, fontsize=8)
-        right.legend(fontsize=8)
-    else:
-        right.text(0.5, 0.5, "no NFS per-op statistics in this bundle", ha="center", va="center")
-    right.set_ylabel("ms per op")
-    right.set_title("Per-op latency: queue / RTT / rest of exe")
-    # What the network verdict rests on, one line per run (the diagnosis's headline).
     links = series.get("links") or []
+    figure, grid = pyplot.subplots(2, 2, figsize=(13, 8.5))
+    _draw_throughput(grid[0][0], series)
+    _draw_write_split(grid[0][1], series)
+    _draw_metadata(grid[1][0], series)
+    _draw_timeline(grid[1][1], series)
+    # What the network verdict rests on, one line per run (the diagnosis's headline).
     for index, line in enumerate(links):
-        figure.text(0.01, 0.015 + 0.04 * (len(links) - 1 - index), line[:160], fontsize=8, ha="left", va="bottom")
-    figure.tight_layout(rect=(0, 0.04 * len(links) + 0.01, 1, 1))
+        figure.text(0.01, 0.008 + 0.022 * (len(links) - 1 - index), line[:180], fontsize=8, ha="left", va="bottom")
+    figure.tight_layout(rect=(0, 0.022 * len(links) + 0.01, 1, 1))
     buffer = io.BytesIO()
     # No Software/date metadata: the same numbers give the same bytes (idempotent reruns).
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
