@@ -201,7 +201,9 @@ def _draw_throughput(axes, series):
             text += " = %.2fx target" % (run["mb_per_second"] / target)
         if run.get("limiting_layer"):
             text += "\nlimit: %s" % run["limiting_layer"]
-        axes.text(run["mb_per_second"] + top * 0.02, position, text, va="center", fontsize=8)
+        # On a white box: the target line may run through the text.
+        axes.text(run["mb_per_second"] + top * 0.02, position, text, va="center", fontsize=8,
+                  bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
     if target:
         axes.axvline(target, color="#d62728", linestyle="--", label="target %.3g MB/s" % target)
         axes.legend(loc="lower right", fontsize=8)
@@ -212,6 +214,7 @@ def _draw_throughput(axes, series):
 
 
 def _draw_write_split(axes, series):
+    axes.set_title("Where WRITE and COMMIT time goes", fontsize=10)
     data = [item for item in series["latency"] if item["op"] in report.REPORT_OPS]
     if not data:
         axes.text(0.5, 0.5, "no WRITE/COMMIT statistics in this bundle", ha="center", va="center", transform=axes.transAxes)
@@ -234,10 +237,10 @@ def _draw_write_split(axes, series):
     axes.set_ylim(-0.6, len(data) + 0.2)
     axes.set_xlabel("ms per op (avg exe = queue + RTT + rest), all clients", fontsize=8)
     axes.legend(loc="upper right", fontsize=7, ncol=3)
-    axes.set_title("Where WRITE and COMMIT time goes", fontsize=10)
 
 
 def _draw_metadata(axes, series):
+    axes.set_title("Metadata ops", fontsize=10)
     data = series.get("metadata") or []
     if not data:
         axes.text(0.5, 0.5, "no metadata ops in this bundle", ha="center", va="center", transform=axes.transAxes)
@@ -264,10 +267,10 @@ def _draw_metadata(axes, series):
     if len(labels) > 1:
         axes.set_ylim(-0.6, len(ops) + 0.2)
         axes.legend(loc="upper right", fontsize=7, ncol=2)
-    axes.set_title("Metadata ops", fontsize=10)
 
 
 def _draw_timeline(axes, series):
+    axes.set_title("Ranks per host, sorted by first start", fontsize=10)
     runs = series.get("timeline") or []
     if not runs:
         axes.text(0.5, 0.5, "no per-rank canary results in this bundle", ha="center", va="center", transform=axes.transAxes)
@@ -298,7 +301,7 @@ def _draw_timeline(axes, series):
     # The start spread of this run, shaded: the band a synchronized checkpoint keeps under the bound.
     last = runs[-1]["hosts"]
     axes.axvspan(min(host["first_start"] for host in last), max(host["last_start"] or host["first_start"] for host in last),
-                 color="#ff7f0e", alpha=0.15, linewidth=0)
+                 color="#ff7f0e", alpha=0.15, linewidth=0, zorder=0, label="start spread")
     # Past 24 rows, a label every few rows, and always the latest starter and the latest end.
     step = max(1, len(rows) // 24)
     latest_end = max(range(len(rows)), key=lambda index: rows[index][1]["last_end"] or 0.0)
@@ -315,25 +318,15 @@ def _draw_timeline(axes, series):
     axes.set_ylim(-0.6, len(rows) - 0.4 + max(0.6, 0.06 * len(rows)))
     clock = "each host's clock" if any(run.get("unmeasured_clocks") for run in runs) else "controller clock"
     axes.set_xlabel("s after the %s (%s)" % (zero, clock), fontsize=8)
-    axes.legend(loc="upper right", fontsize=7, ncol=4)
+    axes.legend(loc="upper right", fontsize=7, ncol=3)
     axes.set_title("Ranks per host, sorted by first start\n" + "\n".join(notes), fontsize=8)
 
 
-def draw_png(series):
-    """PNG bytes of the report figure, or None without matplotlib.
-
-    Four panels, each on its own scale: throughput against the target, where WRITE/COMMIT time
-    goes, the metadata ops (ms where WRITE takes seconds: on WRITE's scale they vanished), and
-    the ranks' timeline per host (a late start shows as an orange bar).
-    """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-    except ImportError:
-        return None
-    import io
-
+def draw_figure(pyplot, series):
+    """The report figure (a matplotlib Figure): four panels, each on its own scale - throughput
+    against the target, where WRITE/COMMIT time goes, the metadata ops (ms where WRITE takes
+    seconds: on WRITE's scale they vanished), and the ranks' timeline per host (a late start shows
+    as an orange bar inside the shaded start spread)."""
     links = series.get("links") or []
     figure, grid = pyplot.subplots(2, 2, figsize=(13, 8.5))
     _draw_throughput(grid[0][0], series)
@@ -344,6 +337,20 @@ def draw_png(series):
     for index, line in enumerate(links):
         figure.text(0.01, 0.008 + 0.022 * (len(links) - 1 - index), line[:180], fontsize=8, ha="left", va="bottom")
     figure.tight_layout(rect=(0, 0.022 * len(links) + 0.01, 1, 1))
+    return figure
+
+
+def draw_png(series):
+    """PNG bytes of the report figure, or None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        return None
+    import io
+
+    figure = draw_figure(pyplot, series)
     buffer = io.BytesIO()
     # No Software/date metadata: the same numbers give the same bytes (idempotent reruns).
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
