@@ -14,8 +14,12 @@ description:
   - Reads a capture bundle (format in C(docs/capture-bundle.md)) written by C(playbooks/validate-checkpoint.yml),
     its C(diagnosis.json) (or runs the diagnosis itself when that file is missing), the per-op deltas of every
     client, and the per-rank canary results in C(clients/<host>/canary.json).
-  - Writes C(report.md) (tables), C(report.json) (every number) and C(report.png) (throughput against the target
-    line, per-op latency split into queue, RTT and the rest of the execution time) into the bundle.
+  - Writes C(report.md) (tables), C(report.json) (every number) and C(report.png) into the bundle. The picture
+    has four panels on their own scales - throughput of each run against the target line; WRITE and COMMIT
+    time split into queue, RTT and the rest of the execution time; the metadata ops; the ranks per host on
+    the controller's clock with the start spread shaded.
+  - From 64 canary hosts on, C(report.md) summarises the hosts (throughput distribution, slowest hosts,
+    outliers); C(report.json) keeps every host's row.
   - With O(compare_to) an earlier bundle, adds before/after rows with ratios - throughput, duration against the
     window, WRITE/COMMIT RTT, exe and queue, backlog per send, max_slots against the cap, D-state peak, server
     threads and sockets-enqueued - and names the limiting layer before and after.
@@ -44,7 +48,7 @@ options:
   bundle:
     description:
       - The capture bundle directory of this run.
-      - A relative path is taken from the module's working directory: under C(delegate_to) V(localhost)
+      - A relative path is taken from the module's working directory. Under C(delegate_to) V(localhost)
         (the local connection) that is the playbook's directory, not where C(ansible-playbook) was started.
         Pass an absolute path; the C(ansible.builtin.realpath) filter, as in the examples, resolves a path
         relative to where C(ansible-playbook) was started.
@@ -104,7 +108,8 @@ png_written:
   returned: always
   type: bool
 msg:
-  description: One line saying what was written, and how to get the picture when matplotlib is missing.
+  description: One line saying what was written (in check mode what would be written), and how to get the
+    picture when matplotlib is missing.
   returned: always
   type: str
 """
