@@ -260,9 +260,9 @@ def _host_summary_lines(rows, aggregate):
     """The canary's hosts at scale: distribution, slowest hosts, outliers; the rest is in report.json."""
     summary = host_distribution(rows, aggregate.get("spread_bound_seconds"))
     rates = summary["mb_per_second"]
+    quantiles = tuple(_fmt(rates[name]) for name in ("min", "p10", "median", "p90", "max"))
     lines = ["%d hosts; per-host MB/s: min %s, p10 %s, median %s, p90 %s, max %s. Every host's row is in "
-             "report.json (metrics.canary_hosts)." % (summary["hosts"], _fmt(rates["min"]), _fmt(rates["p10"]),
-                                                     _fmt(rates["median"]), _fmt(rates["p90"]), _fmt(rates["max"])), "",
+             "report.json (metrics.canary_hosts)." % ((summary["hosts"],) + quantiles), "",
              "Slowest %d hosts:" % len(summary["slowest"]), ""]
     by_name = dict((row["host"], row) for row in rows)
     lines += _host_table([by_name[host] for host in summary["slowest"]])
@@ -478,7 +478,7 @@ def figure_series(metrics, before=None):
     target = metrics.get("target_bytes_per_second")
     links = ["%s: %s" % (run.get("label") or "run", run.get("network_headline") or "network unmeasured") for run in runs]
     return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency,
-            "metadata": metadata, "timeline": [timeline(run) for run in runs if run.get("canary_hosts")],
+            "metadata": metadata, "timeline": [line for line in (timeline(run) for run in runs) if line["hosts"]],
             "links": links}
 
 

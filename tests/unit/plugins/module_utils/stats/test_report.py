@@ -163,3 +163,27 @@ def test_duration_of_bundles_that_wrote_different_bytes_is_a_warning_not_worse()
     assert ("**Warning: the bundles wrote different bytes (200000000 vs 400000000): compare throughput, "
             "not duration.**") in text
     assert "worse" not in text.split("## Compared with", 1)[1].split("| duration")[1].split("\n")[0]
+
+
+def test_timeline_is_per_host_after_the_go_on_the_controller_clock_sorted_by_first_start():
+    ranks = [{"host": "a", "rank": 0, "start": 10.2, "end": 14.0, "bytes": 100, "error": None, "clock_offset_seconds": 0.0},
+             {"host": "a", "rank": 1, "start": 10.4, "end": 13.0, "bytes": 100, "error": None, "clock_offset_seconds": 0.0},
+             {"host": "b", "rank": 0, "start": 10.1, "end": 20.0, "bytes": 300, "error": None, "clock_offset_seconds": -1.27},
+             {"host": "b", "rank": 1, "start": None, "end": None, "bytes": 0, "error": "stalled", "clock_offset_seconds": -1.27}]
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks, label="t")
+    line = report.figure_series(metrics)["timeline"][0]
+    assert line["zero"] == "go" and line["unmeasured_clocks"] == []
+    assert [host["host"] for host in line["hosts"]] == ["b", "a"]
+    assert line["hosts"][1] == {"host": "a", "first_start": pytest.approx(0.2), "last_start": pytest.approx(0.4),
+                                "first_end": pytest.approx(3.0), "last_end": pytest.approx(4.0), "incomplete_ranks": 0}
+    assert line["hosts"][0]["incomplete_ranks"] == 1 and line["hosts"][0]["last_end"] == pytest.approx(10.0)
+
+
+def test_timeline_without_measured_clocks_starts_at_the_earliest_start_not_the_go():
+    ranks = [{"host": "a", "rank": 0, "start": 40.0, "end": 44.0, "bytes": 100, "error": None},
+             {"host": "b", "rank": 0, "start": 42.5, "end": 45.0, "bytes": 100, "error": None}]
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks)
+    line = report.figure_series(metrics)["timeline"][0]
+    assert line["zero"] == "earliest start" and line["unmeasured_clocks"] == ["a", "b"]
+    assert [(host["host"], host["first_start"]) for host in line["hosts"]] == [("a", 0.0), ("b", 2.5)]
+    assert report.figure_series(report.bundle_metrics(CONTEXT, None, []))["timeline"] == []
