@@ -181,38 +181,3 @@ def test_report_md_below_the_scale_keeps_a_row_per_host(tmp_path):
     assert all("| c%04d | " % index in markdown for index in range(3))
     assert "per-host MB/s" not in markdown
 
-
-def _overlaps(first, second):
-    return first.x0 < second.x1 and second.x0 < first.x1 and first.y0 < second.y1 and second.y0 < first.y1
-
-
-@pytest.mark.parametrize("after, before", [(("bundles", "shared_vs_perrank_5b_per_rank"), ("bundles", "seed_like_baseline")),
-                                           (("..", "captures", "healthy"), ("..", "captures", "seed_like_v41"))])
-def test_figure_labels_do_not_collide_and_stay_in_their_panel(after, before):
-    # The first figure drew "WRITE\nseed_like_baseline" ticks into each other ("WRITEbaseline") and
-    # long bundle names across the next panel; metadata ops shared WRITE's seconds scale.
-    pyplot = pytest.importorskip("matplotlib.pyplot")
-    series = checkpoint_report.report.figure_series(checkpoint_report.bundle_metrics(sample_path(*after), None, []),
-                                                    checkpoint_report.bundle_metrics(sample_path(*before), None, []))
-    figure = checkpoint_report.draw_figure(pyplot, series)
-    try:
-        figure.canvas.draw()
-        renderer = figure.canvas.get_renderer()
-        panels = figure.axes
-        assert [axes.get_title().split("\n")[0] for axes in panels] == [
-            "Throughput against the target", "Where WRITE and COMMIT time goes", "Metadata ops",
-            "Ranks per host, sorted by first start"]
-        for index, axes in enumerate(panels):
-            labels = [label.get_window_extent(renderer) for label in axes.get_yticklabels() + axes.get_xticklabels()
-                      if label.get_text()]
-            for one in range(len(labels)):
-                for other in range(one + 1, len(labels)):
-                    assert not _overlaps(labels[one], labels[other]), (axes.get_title(), one, other)
-            for label in labels:
-                for neighbour in panels[:index] + panels[index + 1:]:
-                    assert not _overlaps(label, neighbour.get_window_extent(renderer)), axes.get_title()
-        metadata = panels[2]
-        # Metadata on its own scale: its axis ends near its own largest op, far below WRITE's ms.
-        assert metadata.get_xlim()[1] < 0.2 * panels[1].get_xlim()[1]
-    finally:
-        pyplot.close(figure)
