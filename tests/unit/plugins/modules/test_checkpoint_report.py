@@ -180,4 +180,3 @@ def test_report_md_below_the_scale_keeps_a_row_per_host(tmp_path):
     markdown = (bundle / "report.md").read_text()
     assert all("| c%04d | " % index in markdown for index in range(3))
     assert "per-host MB/s" not in markdown
-
