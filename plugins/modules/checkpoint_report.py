@@ -14,8 +14,12 @@ description:
   - Reads a capture bundle (format in C(docs/capture-bundle.md)) written by C(playbooks/validate-checkpoint.yml),
     its C(diagnosis.json) (or runs the diagnosis itself when that file is missing), the per-op deltas of every
     client, and the per-rank canary results in C(clients/<host>/canary.json).
-  - Writes C(report.md) (tables), C(report.json) (every number) and C(report.png) (throughput against the target
-    line, per-op latency split into queue, RTT and the rest of the execution time) into the bundle.
+  - Writes C(report.md) (tables), C(report.json) (every number) and C(report.png) into the bundle. The picture
+    has four panels on their own scales - throughput of each run against the target line; WRITE and COMMIT
+    time split into queue, RTT and the rest of the execution time; the metadata ops; the ranks per host on
+    the controller's clock with the start spread shaded.
+  - From 64 canary hosts on, C(report.md) summarises the hosts (throughput distribution, slowest hosts,
+    outliers); C(report.json) keeps every host's row.
   - With O(compare_to) an earlier bundle, adds before/after rows with ratios - throughput, duration against the
     window, WRITE/COMMIT RTT, exe and queue, backlog per send, max_slots against the cap, D-state peak, server
     threads and sockets-enqueued - and names the limiting layer before and after.
@@ -42,11 +46,18 @@ attributes:
     platforms: posix
 options:
   bundle:
-    description: The capture bundle directory of this run.
+    description:
+      - The capture bundle directory of this run.
+      - A relative path is taken from the module's working directory. Under C(delegate_to) V(localhost)
+        (the local connection) that is the playbook's directory, not where C(ansible-playbook) was started.
+        Pass an absolute path; the C(ansible.builtin.realpath) filter, as in the examples, resolves a path
+        relative to where C(ansible-playbook) was started.
     type: path
     required: true
   compare_to:
-    description: An earlier bundle (for example the baseline) to compare with.
+    description:
+      - An earlier bundle (for example the baseline) to compare with.
+      - Relative paths as for O(bundle).
     type: path
   label:
     description: Name of this run in the report; default C(label) from C(context.yml), else the directory name.
@@ -60,8 +71,16 @@ options:
 EXAMPLES = r"""
 - name: Report on the tuned run, compared with the baseline
   ckptio.nfs.checkpoint_report:
-    bundle: reports/20260101T120000-tuned
-    compare_to: reports/20260101T110000-baseline
+    # realpath resolves on the controller, from where ansible-playbook was started; a bare relative
+    # path would be taken from the playbook's directory (the local connection's working directory).
+    bundle: "{{ 'reports/20260101T120000-tuned' | ansible.builtin.realpath }}"
+    compare_to: "{{ 'reports/20260101T110000-baseline' | ansible.builtin.realpath }}"
+  delegate_to: localhost
+
+- name: Report from a bundle under the playbook's directory, no picture
+  ckptio.nfs.checkpoint_report:
+    bundle: "{{ playbook_dir }}/reports/20260101T120000-tuned"
+    png: false
   delegate_to: localhost
 """
 
@@ -89,7 +108,8 @@ png_written:
   returned: always
   type: bool
 msg:
-  description: One line saying what was written, and how to get the picture when matplotlib is missing.
+  description: One line saying what was written (in check mode what would be written), and how to get the
+    picture when matplotlib is missing.
   returned: always
   type: str
 """
@@ -104,10 +124,11 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
-            "(pip install -r requirements.txt from the installed collection: it lists matplotlib) and run again.")
+            "(pip install matplotlib, or pip install -r requirements.txt from the installed collection) and run again.")
 
 
 def load_bundle(path):
@@ -139,61 +160,6 @@ def bundle_metrics(path, label, warnings):
                                  bundle_files.canary_harness(loaded))
 
 
-def draw_png(series):
-    """PNG bytes of the report figure, or None without matplotlib."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-    except ImportError:
-        return None
-    import io
-
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 2]})
-    labels = [item["label"] + ("\nlimit: %s" % item["limiting_layer"] if item.get("limiting_layer") else "")
-              for item in series["throughput"]]
-    values = [item["mb_per_second"] for item in series["throughput"]]
-    colors = ["#9e9e9e"] * (len(values) - 1) + ["#1f77b4"]
-    bars = left.bar(labels, values, color=colors)
-    for patch, value in zip(bars, values):
-        left.annotate("%.3g" % value, (patch.get_x() + patch.get_width() / 2, value), ha="center", va="bottom", fontsize=9)
-    if series["target_mb_per_second"]:
-        left.axhline(series["target_mb_per_second"], color="#d62728", linestyle="--",
-                     label="target %.3g MB/s" % series["target_mb_per_second"])
-        left.legend(loc="upper left", fontsize=8)
-        left.set_ylim(0, max(values + [series["target_mb_per_second"]]) * 1.2)
-    left.set_ylabel("MB/s (total bytes / slowest rank)")
-    left.set_title("Checkpoint throughput")
-
-    latency = series["latency"]
-    if latency:
-        names = ["%s\n%s" % (item["op"], item["label"]) for item in latency]
-        positions = range(len(latency))
-        queue = [item["queue_ms"] for item in latency]
-        rtt = [item["rtt_ms"] for item in latency]
-        other = [item["other_ms"] for item in latency]
-        right.bar(positions, queue, color="#ff7f0e", label="queue (waiting for a slot)")
-        right.bar(positions, rtt, bottom=queue, color="#2ca02c", label="RTT (on the wire + server)")
-        right.bar(positions, other, bottom=[q + r for q, r in zip(queue, rtt)], color="#c7c7c7", label="rest of exe")
-        right.set_xticks(list(positions))
-        right.set_xticklabels(names, fontsize=8)
-        right.legend(fontsize=8)
-    else:
-        right.text(0.5, 0.5, "no NFS per-op statistics in this bundle", ha="center", va="center")
-    right.set_ylabel("ms per op")
-    right.set_title("Per-op latency: queue / RTT / rest of exe")
-    # What the network verdict rests on, one line per run (the diagnosis's headline).
-    links = series.get("links") or []
-    for index, line in enumerate(links):
-        figure.text(0.01, 0.015 + 0.04 * (len(links) - 1 - index), line[:160], fontsize=8, ha="left", va="bottom")
-    figure.tight_layout(rect=(0, 0.04 * len(links) + 0.01, 1, 1))
-    buffer = io.BytesIO()
-    # No Software/date metadata: the same numbers give the same bytes (idempotent reruns).
-    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    pyplot.close(figure)
-    return buffer.getvalue()
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -221,7 +187,7 @@ def main():
 
     rows = report.comparison_rows(baseline, metrics) if baseline else []
     series = report.figure_series(metrics, baseline)
-    png = draw_png(series) if module.params["png"] else None
+    png = report_figure.draw_png(series) if module.params["png"] else None
     note = None
     if png is None and module.params["png"]:
         note = PNG_HINT % sys.executable
@@ -237,7 +203,8 @@ def main():
         changed = atomic_file.write_if_changed(module, os.path.join(bundle, "report.png"), png) or changed
     files = [os.path.join(bundle, name) for name in ("report.md", "report.json", "report.png")
              if os.path.exists(os.path.join(bundle, name))]
-    msg = "wrote report.md, report.json%s in %s" % (", report.png" if png is not None else "", bundle)
+    msg = "%s report.md, report.json%s in %s" % ("would write" if module.check_mode else "wrote",
+                                                 ", report.png" if png is not None else "", bundle)
     if note:
         msg += ". " + note
     for warning in warnings:

@@ -104,6 +104,7 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "canary_seconds": canary_context.get("seconds"),
         "canary_bytes": canary_context.get("bytes"),
         "canary_layout": canary_context.get("layout"),
+        "canary_start_at": canary_context.get("start_at"),
         "canary_ranks": canary_context.get("ranks"),
         "window_seconds": window,
         "duration_vs_window": (float(canary_context["seconds"]) / float(window)
@@ -119,6 +120,8 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
     if canary_ranks is not None:
         metrics["canary_aggregate"] = canary.cluster_aggregate(canary_ranks, canary_context.get("start_at"))
         metrics["canary_hosts"] = host_rows(canary_ranks, harness)
+        metrics["canary_host_summary"] = host_distribution(metrics["canary_hosts"],
+                                                           metrics["canary_aggregate"].get("spread_bound_seconds"))
     return metrics
 
 
@@ -181,13 +184,97 @@ def host_rows(canary_ranks, harness=None):
     for host in sorted(by_host):
         summary = canary.aggregate(by_host[host])
         cost = harness.get(host) or {}
+        finished = [rank for rank in by_host[host] if rank.get("start") is not None and rank.get("end") is not None
+                    and not rank.get("error")]
         rows.append({"host": host, "ranks": summary["ranks"], "bytes": summary["total_bytes"],
+                     "last_start": max(rank["start"] for rank in finished) if finished else None,
+                     "first_end": min(rank["end"] for rank in finished) if finished else None,
+                     "latest_end": summary["latest_end"],
                      "seconds": summary["seconds"], "throughput_bytes_per_second": summary["throughput_bytes_per_second"],
                      "incomplete_ranks": summary["incomplete_ranks"], "earliest_start": summary["earliest_start"],
                      "clock_offset_seconds": by_host[host][0].get("clock_offset_seconds"),
                      "harness_cpu_seconds": cost.get("canary_cpu_seconds"),
                      "other_cpu_seconds": cost.get("other_cpu_seconds")})
     return rows
+
+
+# From this many hosts on, report.md summarises the hosts (a line per host stops being read);
+# report.json keeps every host's row (metrics.canary_hosts).
+SCALE_HOSTS = 64
+SLOWEST_SHOWN = 5
+# A host is an outlier below this share of the median host's throughput (a host that slow holds
+# the whole checkpoint back: MLPerf's aggregate ends at the latest end).
+OUTLIER_SHARE = 0.75
+
+
+def _quantile(values, share):
+    """The nearest-rank quantile of sorted values."""
+    index = min(len(values) - 1, max(0, int(round(share * (len(values) - 1)))))
+    return values[index]
+
+
+def host_distribution(rows, bound_seconds=None):
+    """What a person reads of many hosts: the per-host throughput distribution (MB/s), the slowest
+    hosts, and the outliers with why (slow against the median, a late first start beyond the spread
+    bound, or ranks that did not finish)."""
+    rates = sorted(row["throughput_bytes_per_second"] / MB for row in rows if row.get("throughput_bytes_per_second"))
+    starts = [row["earliest_start"] for row in rows if row.get("earliest_start") is not None]
+    first = min(starts) if starts else None
+    median = _quantile(rates, 0.5) if rates else None
+    outliers = []
+    for row in rows:
+        reasons = []
+        rate = (row.get("throughput_bytes_per_second") or 0.0) / MB
+        if median and rate < OUTLIER_SHARE * median:
+            reasons.append("%.3g MB/s, %.0f %% of the median host" % (rate, 100.0 * rate / median))
+        if bound_seconds is not None and first is not None and row.get("earliest_start") is not None \
+                and row["earliest_start"] - first > bound_seconds:
+            reasons.append("first start %.3f s after the earliest host" % (row["earliest_start"] - first))
+        if row.get("incomplete_ranks"):
+            reasons.append("%d rank(s) did not finish" % len(row["incomplete_ranks"]))
+        if reasons:
+            outliers.append({"host": row["host"], "reasons": reasons})
+    slowest = sorted(rows, key=lambda row: (row.get("throughput_bytes_per_second") or 0.0, row["host"]))[:SLOWEST_SHOWN]
+    return {"hosts": len(rows),
+            "mb_per_second": dict((name, round(_quantile(rates, share), 3) if rates else None) for name, share in
+                                  (("min", 0.0), ("p10", 0.1), ("median", 0.5), ("p90", 0.9), ("max", 1.0))),
+            "slowest": [row["host"] for row in slowest], "outliers": outliers}
+
+
+def _names(hosts, shown=5):
+    return ", ".join(hosts[:shown]) + (" and %d more" % (len(hosts) - shown) if len(hosts) > shown else "")
+
+
+def _host_table(rows):
+    return _table(["host", "ranks", "bytes", "seconds", "MB/s", "incomplete ranks", "first start (controller clock)",
+                   "clock offset s", "harness CPU s / other CPU s"],
+                  [[row["host"], row["ranks"], row["bytes"], row["seconds"],
+                    row["throughput_bytes_per_second"] / MB if row["throughput_bytes_per_second"] else None,
+                    row["incomplete_ranks"], "%.3f" % row["earliest_start"] if row.get("earliest_start") else None,
+                    row.get("clock_offset_seconds"),
+                    "%s / %s" % (_fmt(row.get("harness_cpu_seconds")), _fmt(row.get("other_cpu_seconds")))]
+                   for row in rows])
+
+
+def _host_summary_lines(rows, aggregate):
+    """The canary's hosts at scale: distribution, slowest hosts, outliers; the rest is in report.json."""
+    summary = host_distribution(rows, aggregate.get("spread_bound_seconds"))
+    rates = summary["mb_per_second"]
+    quantiles = tuple(_fmt(rates[name]) for name in ("min", "p10", "median", "p90", "max"))
+    lines = ["%d hosts; per-host MB/s: min %s, p10 %s, median %s, p90 %s, max %s. Every host's row is in "
+             "report.json (metrics.canary_hosts)." % ((summary["hosts"],) + quantiles), "",
+             "Slowest %d hosts:" % len(summary["slowest"]), ""]
+    by_name = dict((row["host"], row) for row in rows)
+    lines += _host_table([by_name[host] for host in summary["slowest"]])
+    lines += ["", "Outliers (below %d %% of the median host's MB/s, a first start beyond the %s s bound, or unfinished "
+              "ranks): %s." % (100 * OUTLIER_SHARE, _fmt(aggregate.get("spread_bound_seconds")),
+                               len(summary["outliers"]) or "none")]
+    if summary["outliers"]:
+        lines += [""] + _table(["host", "why"], [[item["host"], "; ".join(item["reasons"])]
+                                                 for item in summary["outliers"][:20]])
+        if len(summary["outliers"]) > 20:
+            lines += ["", "... and %d more outliers (report.json)." % (len(summary["outliers"]) - 20)]
+    return lines
 
 
 def _canary_lines(metrics):
@@ -205,16 +292,11 @@ def _canary_lines(metrics):
         lines += ["Start: %s (times on the controller's clock)." % aggregate["spread_message"], ""]
     if aggregate.get("unmeasured_clocks"):
         lines += ["Clocks were not measured on %s (a bundle from before clock offsets): the spread and the aggregate "
-                  "mix each host's own clock." % ", ".join(aggregate["unmeasured_clocks"]), ""]
-    lines += _table(["host", "ranks", "bytes", "seconds", "MB/s", "incomplete ranks", "first start (controller clock)",
-                     "clock offset s", "harness CPU s / other CPU s"],
-                    [[row["host"], row["ranks"], row["bytes"], row["seconds"],
-                      row["throughput_bytes_per_second"] / MB if row["throughput_bytes_per_second"] else None,
-                      row["incomplete_ranks"], "%.3f" % row["earliest_start"] if row.get("earliest_start") else None,
-                      row.get("clock_offset_seconds"),
-                      "%s / %s" % (_fmt(row.get("harness_cpu_seconds")), _fmt(row.get("other_cpu_seconds")))]
-                     for row in metrics.get("canary_hosts", [])])
-    return lines
+                  "mix each host's own clock." % _names(aggregate["unmeasured_clocks"]), ""]
+    rows = metrics.get("canary_hosts", [])
+    if len(rows) >= SCALE_HOSTS:
+        return lines + _host_summary_lines(rows, aggregate)
+    return lines + _host_table(rows)
 
 
 def _op_field(metrics, op, field):
@@ -256,19 +338,53 @@ def metric_value(metrics, key):
     return value
 
 
+# A time is only better or worse between runs that wrote the same bytes; a rate stays comparable.
+SAME_BYTES_ONLY = ("canary_seconds", "duration_vs_window")
+
+
+def slot_cap_scope(setting):
+    """What the slot cap bounds: max_session_slots one NFSv4.1+ session (shared by its nconnect
+    connections, fs/nfs/nfs4session.c); the slot table entries one transport. mountstats'
+    max_slots is always per transport (xprt)."""
+    return "per session" if setting == "max_session_slots" else "per connection"
+
+
+def _bytes_warning(before, after):
+    old, new = before.get("canary_bytes"), after.get("canary_bytes")
+    if old is not None and new is not None and old != new:
+        return "the bundles wrote different bytes (%s vs %s)" % (old, new)
+    return None
+
+
 def comparison_rows(before, after):
-    """Rows {metric, unit, before, after, ratio, better, improved} for the comparison table."""
+    """Rows {metric, unit, before, after, ratio, better, improved, warning} for the comparison table.
+
+    warning (None or a sentence) says why improved is None although both values exist: a duration
+    of bundles that wrote different bytes is neither better nor worse.
+    """
     rows = []
+    bytes_warning = _bytes_warning(before, after)
     for key, name, unit, better in COMPARISON:
         old = metric_value(before, key)
         new = metric_value(after, key)
         ratio = round(float(new) / old, 3) if old not in (None, 0) and new is not None else None
         improved = None
-        if better and old is not None and new is not None and new != old:
+        warning = bytes_warning if key in SAME_BYTES_ONLY else None
+        if better and old is not None and new is not None and new != old and warning is None:
             improved = (new > old) if better == "higher" else (new < old)
+        if key == "max_slots_reached":
+            unit = "per connection"
+        elif key == "slot_cap":
+            unit = slot_cap_scope(after.get("slot_cap_setting") or before.get("slot_cap_setting"))
         rows.append({"metric": name, "unit": unit, "before": old, "after": new, "ratio": ratio,
-                     "better": better, "improved": improved})
+                     "better": better, "improved": improved, "warning": warning})
     return rows
+
+
+def _better_cell(row):
+    if row.get("warning"):
+        return "not comparable: different bytes"
+    return {True: "improved", False: "worse", None: "-"}[row["improved"]]
 
 
 def _fmt(value, digits=3):
@@ -307,8 +423,9 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
         ["canary", "%s x %s ranks, %s bytes" % (metrics.get("canary_layout"), metrics.get("canary_ranks"), metrics.get("canary_bytes"))],
         ["duration s (window s)", "%s (%s)" % (_fmt(metrics.get("canary_seconds")), _fmt(metrics.get("window_seconds")))],
         ["backlog per send", metrics.get("backlog_per_send")],
-        ["max_slots reached / cap", "%s / %s (%s)" % (_fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
-                                                      metrics.get("slot_cap_setting") or "-")],
+        ["max_slots reached / slot cap", "%s per connection / %s %s (%s)" % (
+            _fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
+            slot_cap_scope(metrics.get("slot_cap_setting")), metrics.get("slot_cap_setting") or "-")],
         ["D-state peak (tasks)", metrics.get("dstate_peak")],
         ["server threads", metrics.get("server_threads")],
         ["sockets-enqueued", metrics.get("sockets_enqueued")],
@@ -330,9 +447,12 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
         lines += ["", "## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
                   "Limiting layer before: %s (%s); after: %s (%s)." % (
                       before.get("limiting_layer"), before.get("verdict"), metrics.get("limiting_layer"), metrics.get("verdict")), ""]
+        warning = _bytes_warning(before, metrics)
+        if warning:
+            lines += ["**Warning: %s: compare throughput, not duration.**" % warning, ""]
         lines += _table(["metric", "unit", "before", "after", "after/before", "better"],
                         [[row["metric"], row["unit"] or "-", row["before"], row["after"], row["ratio"],
-                          {True: "improved", False: "worse", None: "-"}[row["improved"]]] for row in rows])
+                          _better_cell(row)] for row in rows])
     if figure_note:
         lines += ["", figure_note]
     return "\n".join(lines) + "\n"
@@ -352,7 +472,37 @@ def figure_series(metrics, before=None):
             exe = _op_field(run, name, "avg_exe_ms") or 0.0
             latency.append({"op": name, "label": run.get("label") or "run", "queue_ms": queue, "rtt_ms": rtt,
                             "other_ms": max(0.0, exe - queue - rtt)})
+    metadata = [{"op": name, "label": run.get("label") or "run", "ops": _op_field(run, name, "ops") or 0,
+                 "exe_ms": _op_field(run, name, "avg_exe_ms") or 0.0}
+                for name in names if name not in REPORT_OPS for run in runs]
     target = metrics.get("target_bytes_per_second")
     links = ["%s: %s" % (run.get("label") or "run", run.get("network_headline") or "network unmeasured") for run in runs]
     return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency,
+            "metadata": metadata, "timeline": [line for line in (timeline(run) for run in runs) if line["hosts"]],
             "links": links}
+
+
+def timeline(metrics):
+    """One run's ranks per host on the controller's clock, in seconds after the go time (after the
+    earliest start when the bundle has no go time): each host's first and last start, first and
+    last end, sorted by first start so a late host stands out at the bottom."""
+    aggregate = metrics.get("canary_aggregate") or {}
+    rows = [row for row in metrics.get("canary_hosts") or [] if row.get("earliest_start") is not None]
+    go_at = metrics.get("canary_start_at")
+    unmeasured = aggregate.get("unmeasured_clocks") or []
+    if unmeasured:
+        # Host times on unmeasured clocks are not on the go time's clock (the lab's were seconds apart).
+        go_at = None
+    zero = go_at if go_at is not None else aggregate.get("earliest_start")
+
+    def since(value):
+        return None if value is None or zero is None else round(value - zero, 6)
+
+    hosts = [{"host": row["host"], "first_start": since(row["earliest_start"]), "last_start": since(row.get("last_start")),
+              "first_end": since(row.get("first_end")), "last_end": since(row.get("latest_end")),
+              "incomplete_ranks": len(row.get("incomplete_ranks") or [])}
+             for row in sorted(rows, key=lambda row: (row["earliest_start"], row["host"]))]
+    return {"label": metrics.get("label") or "run", "zero": "go" if go_at is not None else "earliest start",
+            "hosts": hosts, "start_spread_seconds": aggregate.get("start_spread_seconds"),
+            "spread_bound_seconds": aggregate.get("spread_bound_seconds"),
+            "synchronized": aggregate.get("synchronized"), "unmeasured_clocks": unmeasured}

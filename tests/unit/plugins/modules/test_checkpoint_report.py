@@ -102,6 +102,8 @@ def test_check_mode_writes_nothing(baseline):
     assert result["changed"] is True
     assert tree_checksums(str(baseline)) == before
     assert "# Checkpoint validation" in result["diff"][0]["after"]
+    # Nothing was written: the message says what a real run would write.
+    assert result["msg"].startswith("would write report.md, report.json, report.png in "), result["msg"]
 
 
 def test_missing_bundle_and_non_bundle_fail_naming_the_option(tmp_path):
@@ -132,3 +134,49 @@ def test_a_bundle_without_stats_still_reports_and_warns(baseline):
     result = run_module(checkpoint_report, {"bundle": str(baseline)})
     assert (baseline / "report.md").exists()
     assert any(warning.startswith("no diagnosis for ") for warning in result["warnings"]), result["warnings"]
+
+
+def _many_hosts(tmp_path, count):
+    """A bundle of count clients, each a copy of the healthy capture's nfs2 (canary.json with a
+    measured clock: 10 ms apart per host) - built here, not committed as a fixture."""
+    source = sample_path("..", "captures", "healthy")
+    dest = tmp_path / "many"
+    shutil.copytree(source, str(dest), ignore=shutil.ignore_patterns("nfs3"))
+    client = dest / "clients" / "nfs2"
+    canary = json.loads((client / "canary.json").read_text())
+    for index in range(count):
+        copy = dict(canary, clock={"offset_seconds": 0.01 * index})
+        if index == 7:
+            # One host three times as slow as the others.
+            copy["ranks"] = [dict(rank, end=rank["start"] + 3 * (rank["end"] - rank["start"])) for rank in canary["ranks"]]
+        host = dest / "clients" / ("c%04d" % index)
+        shutil.copytree(str(client), str(host))
+        (host / "canary.json").write_text(json.dumps(copy))
+    shutil.rmtree(str(client))
+    return dest
+
+
+def test_report_md_summarises_many_hosts_and_keeps_every_host_in_the_json(tmp_path):
+    bundle = _many_hosts(tmp_path, 80)
+    result = run_module(checkpoint_report, {"bundle": str(bundle)})
+    markdown = (bundle / "report.md").read_text()
+    document = json.loads((bundle / "report.json").read_text())
+    assert len(document["metrics"]["canary_hosts"]) == 80
+    # No line per host: the slowest five and the outliers only.
+    assert sum(1 for line in markdown.splitlines() if line.startswith("| c0")) <= 6
+    assert "80 hosts; per-host MB/s: min " in markdown and "report.json (metrics.canary_hosts)" in markdown
+    slowest = result["metrics"]["canary_host_summary"]["slowest"]
+    assert slowest[0] == "c0007" and len(slowest) == 5
+    assert "Slowest 5 hosts:" in markdown
+    outliers = result["metrics"]["canary_host_summary"]["outliers"]
+    assert [item["host"] for item in outliers] == ["c0007"]
+    assert "| c0007 | " in markdown and "% of the median host" in markdown
+    assert result["png_written"] is True
+
+
+def test_report_md_below_the_scale_keeps_a_row_per_host(tmp_path):
+    bundle = _many_hosts(tmp_path, 3)
+    run_module(checkpoint_report, {"bundle": str(bundle)})
+    markdown = (bundle / "report.md").read_text()
+    assert all("| c%04d | " % index in markdown for index in range(3))
+    assert "per-host MB/s" not in markdown

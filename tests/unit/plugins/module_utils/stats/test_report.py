@@ -96,7 +96,8 @@ def test_markdown_has_verdict_tables_and_comparison():
     text = report.render_markdown(after, before, report.comparison_rows(before, after))
     assert text.startswith("# Checkpoint validation: tuned\n")
     assert "| verdict | meets_target |" in text
-    assert "| max_slots reached / cap | 2 / 2 (tcp_max_slot_table_entries) |" in text
+    assert ("| max_slots reached / slot cap | 2 per connection / 2 per connection (tcp_max_slot_table_entries) |"
+            in text)
     assert "| WRITE | 100 | 2 | 8 | 12 |" in text
     assert "Limiting layer before: client_rpc_slots (rearchitect); after: none (meets_target)." in text
     assert "| throughput | MB/s | 10 | 10 | 1 | - |" in text
@@ -133,3 +134,56 @@ def test_report_of_an_old_bundle_says_the_clocks_were_not_measured():
     ranks = [{"host": "a", "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None}]
     text = report.render_markdown(report.bundle_metrics(CONTEXT, None, [], ranks))
     assert "Clocks were not measured on a" in text
+
+
+def test_slot_cap_of_a_v41_session_is_labelled_per_session_next_to_the_per_connection_peak():
+    # max_slots is per transport (xprt) in mountstats; max_session_slots bounds the whole session.
+    diagnosis = {"clients": {"a": {"nfs_version": "4.1", "proto": "tcp", "max_slots": [128],
+                                   "sunrpc": {"tcp_max_slot_table_entries": 65536, "max_session_slots": 64}}}}
+    metrics = report.bundle_metrics(CONTEXT, diagnosis, [])
+    text = report.render_markdown(metrics)
+    assert "| max_slots reached / slot cap | 128 per connection / 64 per session (max_session_slots) |" in text
+    rows = {row["metric"]: row for row in report.comparison_rows(metrics, metrics)}
+    assert rows["max_slots reached"]["unit"] == "per connection"
+    assert rows["slot cap"]["unit"] == "per session"
+
+
+def test_duration_of_bundles_that_wrote_different_bytes_is_a_warning_not_worse():
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [], label="b")
+    after = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], bytes=400000000, seconds=30.0)),
+                                  dict(DIAGNOSIS, achieved_bytes_per_second=1.3e7), [], label="a")
+    rows = {row["metric"]: row for row in report.comparison_rows(before, after)}
+    for name in ("duration", "duration / window"):
+        assert rows[name]["improved"] is None, name
+        assert rows[name]["warning"] == "the bundles wrote different bytes (200000000 vs 400000000)"
+    # A rate stays comparable.
+    assert rows["throughput"]["improved"] is True and rows["throughput"].get("warning") is None
+    text = report.render_markdown(after, before, report.comparison_rows(before, after))
+    assert "| duration | s | 20 | 30 | 1.5 | not comparable: different bytes |" in text
+    assert ("**Warning: the bundles wrote different bytes (200000000 vs 400000000): compare throughput, "
+            "not duration.**") in text
+    assert "worse" not in text.split("## Compared with", 1)[1].split("| duration")[1].split("\n")[0]
+
+
+def test_timeline_is_per_host_after_the_go_on_the_controller_clock_sorted_by_first_start():
+    ranks = [{"host": "a", "rank": 0, "start": 10.2, "end": 14.0, "bytes": 100, "error": None, "clock_offset_seconds": 0.0},
+             {"host": "a", "rank": 1, "start": 10.4, "end": 13.0, "bytes": 100, "error": None, "clock_offset_seconds": 0.0},
+             {"host": "b", "rank": 0, "start": 10.1, "end": 20.0, "bytes": 300, "error": None, "clock_offset_seconds": -1.27},
+             {"host": "b", "rank": 1, "start": None, "end": None, "bytes": 0, "error": "stalled", "clock_offset_seconds": -1.27}]
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks, label="t")
+    line = report.figure_series(metrics)["timeline"][0]
+    assert line["zero"] == "go" and line["unmeasured_clocks"] == []
+    assert [host["host"] for host in line["hosts"]] == ["b", "a"]
+    assert line["hosts"][1] == {"host": "a", "first_start": pytest.approx(0.2), "last_start": pytest.approx(0.4),
+                                "first_end": pytest.approx(3.0), "last_end": pytest.approx(4.0), "incomplete_ranks": 0}
+    assert line["hosts"][0]["incomplete_ranks"] == 1 and line["hosts"][0]["last_end"] == pytest.approx(10.0)
+
+
+def test_timeline_without_measured_clocks_starts_at_the_earliest_start_not_the_go():
+    ranks = [{"host": "a", "rank": 0, "start": 40.0, "end": 44.0, "bytes": 100, "error": None},
+             {"host": "b", "rank": 0, "start": 42.5, "end": 45.0, "bytes": 100, "error": None}]
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks)
+    line = report.figure_series(metrics)["timeline"][0]
+    assert line["zero"] == "earliest start" and line["unmeasured_clocks"] == ["a", "b"]
+    assert [(host["host"], host["first_start"]) for host in line["hosts"]] == [("a", 0.0), ("b", 2.5)]
+    assert report.figure_series(report.bundle_metrics(CONTEXT, None, []))["timeline"] == []

@@ -1,0 +1,63 @@
+"""report.png's figure on real sample bundles: labels stay apart and in their panel, each panel on its own scale."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report, report_figure
+from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+
+
+def _overlaps(first, second):
+    return first.x0 < second.x1 and second.x0 < first.x1 and first.y0 < second.y1 and second.y0 < first.y1
+
+
+@pytest.mark.parametrize("after, before", [(("bundles", "shared_vs_perrank_5b_per_rank"), ("bundles", "seed_like_baseline")),
+                                           (("..", "captures", "healthy"), ("..", "captures", "seed_like_v41"))])
+def test_figure_labels_do_not_collide_and_stay_in_their_panel(after, before):
+    # The first figure drew "WRITE\nseed_like_baseline" ticks into each other ("WRITEbaseline") and
+    # long bundle names across the next panel; metadata ops shared WRITE's seconds scale.
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    series = report.figure_series(checkpoint_report.bundle_metrics(sample_path(*after), None, []),
+                                  checkpoint_report.bundle_metrics(sample_path(*before), None, []))
+    figure = report_figure.draw_figure(pyplot, series)
+    try:
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        panels = figure.axes
+        assert [axes.get_title().split("\n")[0] for axes in panels] == [
+            "Throughput against the target", "Where WRITE and COMMIT time goes", "Metadata ops",
+            "Ranks per host, sorted by first start"]
+        for index, axes in enumerate(panels):
+            labels = [label.get_window_extent(renderer) for label in axes.get_yticklabels() + axes.get_xticklabels()
+                      if label.get_text()]
+            for one in range(len(labels)):
+                for other in range(one + 1, len(labels)):
+                    assert not _overlaps(labels[one], labels[other]), (axes.get_title(), one, other)
+            for label in labels:
+                for neighbour in panels[:index] + panels[index + 1:]:
+                    assert not _overlaps(label, neighbour.get_window_extent(renderer)), axes.get_title()
+        metadata = panels[2]
+        # Metadata on its own scale: its axis ends near its own largest op, far below WRITE's ms.
+        assert metadata.get_xlim()[1] < 0.2 * panels[1].get_xlim()[1]
+    finally:
+        pyplot.close(figure)
+
+
+def test_timeline_of_many_hosts_marks_the_latest_start_and_the_latest_end():
+    # Past 24 rows no host reads on its own: the late starter and the slow host are named.
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    ranks = [{"host": "h%04d" % index, "rank": 0, "start": 100.0 + 0.001 * index + (2.0 if index == 12 else 0.0),
+              "end": 120.0 + (30.0 if index == 77 else 0.0), "bytes": 1000, "error": None, "clock_offset_seconds": 0.0}
+             for index in range(300)]
+    metrics = report.bundle_metrics({"canary": {"start_at": 99.5}}, None, [], ranks, label="many")
+    figure = report_figure.draw_figure(pyplot, report.figure_series(metrics))
+    try:
+        timeline = figure.axes[3]
+        texts = [text.get_text() for text in timeline.texts]
+        assert "latest start h0012 +2.51 s" in texts and "latest end h0077 50.5 s" in texts
+        labels = [label.get_text() for label in timeline.get_yticklabels()]
+        assert "h0012" in labels and "h0077" in labels and len(labels) <= 26
+        assert "start spread 2.01 s > 1 s: not synchronized" in timeline.get_title()
+    finally:
+        pyplot.close(figure)
