@@ -16,12 +16,12 @@ import json
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.json import AnsibleJSONEncoder
+
 try:
-    # ansible-core 2.19+: the encoder the to_json filter uses.
+    # ansible-core 2.19+: the encoder the to_json filter uses (before 2.19 it used AnsibleJSONEncoder).
     from ansible.module_utils.common.json import get_encoder
 except ImportError:
-    # Before 2.19 to_json used AnsibleJSONEncoder.
-    from ansible.module_utils.common.json import AnsibleJSONEncoder
     get_encoder = None
 
 # Keys Ansible's own JSON profiles give a meaning (unsafe text, vaulted values): a state file the
