@@ -1262,7 +1262,9 @@ def render_markdown(diagnosis):
                  ": " + "; ".join(diagnosis.get("confidence_reasons") or []) if diagnosis.get("confidence_reasons") else ""),
              "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
              "| contributing | %s |" % (", ".join(diagnosis["contributing"]) or "-"),
-             "| verdict | %s (tuning can plausibly give %.2fx) |" % (diagnosis["verdict"], diagnosis["tuning_headroom_factor"])]
+             "| verdict | %s (tuning the limiting layer can give up to %.2fx; the gap is %s) |" % (
+                 diagnosis["verdict"], diagnosis["tuning_headroom_factor"],
+                 "%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a")]
     capacity = diagnosis["capacity"]
     if capacity.get("raw_link_bytes_per_second"):
         lines.append("| links | %.4g B/s raw, %.4g B/s practical; observed %.1f %% of raw |" % (
