@@ -64,14 +64,6 @@ def canary_failures(results, hosts):
     return canary.failed_hosts(hosts, results)
 
 
-def canary_start_lead(hosts, forks=5, start_lead=0):
-    count = hosts if isinstance(hosts, int) else len(list(hosts or []))
-    forks = _number(forks, "canary_start_lead", "forks", int)
-    if forks < 1:
-        raise AnsibleFilterError("canary_start_lead: forks must be at least 1, got %d" % forks)
-    return canary.start_lead(count, forks, _number(start_lead or 0, "canary_start_lead", "start_lead"))
-
-
 def canary_barrier(hosts, ready_results, clocks, launch_at, now):
     """The go plan (barrier.plan_go) from the wait for every client's ready.json."""
     hosts = list(hosts or [])
@@ -119,7 +111,6 @@ class FilterModule:
         return {
             "canary_context": canary_context,
             "canary_failures": canary_failures,
-            "canary_start_lead": canary_start_lead,
             "canary_barrier": canary_barrier,
             "canary_server_samples": canary_server_samples,
             "bundle_files": bundle_files,

@@ -248,7 +248,6 @@ import resource
 import select
 import signal
 import socket
-from stat import S_ISDIR
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -258,6 +257,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary_limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
@@ -267,7 +267,6 @@ PROC_MOUNTINFO = "/proc/self/mountinfo"
 PROC_MEMINFO = "/proc/meminfo"
 SYS_CLASS_NET = "/sys/class/net"
 DSTATE_INTERVAL = 1.0
-BARRIER_POLL_SECONDS = 0.02
 # A helper whose ranks are stuck in D waits this long for the server before giving up.
 CLEANUP_PATIENCE = 86400.0
 # prctl(2) option and signal: the kernel sends SIGKILL to a rank when the module process dies.
@@ -830,6 +829,7 @@ class Canary:
                   "stalled": [], "dstate_text": "", "dstate_peak": 0, "cleaned_up": False,
                   "workdir": os.path.join(real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>")}
         if use_barrier and not os.path.isabs(params["barrier_dir"]):
+            # Validated before check mode returns; barrier_files.prepare_dir checks it again.
             self.fail("barrier_dir must be absolute, got %r" % params["barrier_dir"])
         if params["barrier_timeout"] <= 0:
             self.fail("barrier_timeout must be greater than 0, got %s" % params["barrier_timeout"])
@@ -906,54 +906,18 @@ class Canary:
             host_samples.get("start"), host_samples.get("end"))
         return results, stalled, samples, host_samples, harness
 
-    def barrier_path(self, name):
-        return os.path.join(self.params["barrier_dir"], name)
-
     def make_barrier_dir(self):
-        """The per-run barrier directory: created 0700, or an existing real directory of this user
-        (the controller may have created it to put an abort file in)."""
-        directory = self.params["barrier_dir"]
-        try:
-            os.mkdir(directory, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            self.fail("cannot create barrier_dir %s: %s" % (directory, exc))
-        info = os.lstat(directory)
-        if not S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-            self.fail("barrier_dir %s is not a directory owned by this user; refusing to use it" % directory)
-        if os.path.lexists(self.barrier_path(barrier.READY_FILE)):
-            self.fail("barrier_dir %s already holds %s: give every run its own directory" % (directory, barrier.READY_FILE))
+        error = barrier_files.prepare_dir(self.params["barrier_dir"])
+        if error:
+            self.fail(error)
 
     def wait_for_go(self, workdir, rank_count, start_at):
         """(go epoch on this host's clock or None to abort, barrier record or None without a barrier)."""
         if self.params["barrier_dir"] is None:
             return start_at, None
-        ready_at = time.time()
-        atomic_file.write_file(self.module, self.barrier_path(barrier.READY_FILE),
-                               json.dumps(barrier.ready_document(ready_at, os.getpid(), rank_count, workdir)) + "\n",
-                               mode=0o600)
-        deadline = ready_at + self.params["barrier_timeout"]
-        info = {"ready_at": round(ready_at, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None}
-        while True:
-            kind, value = barrier.parse_signal(atomic_file.read_optional(self.barrier_path(barrier.GO_FILE)),
-                                               atomic_file.read_optional(self.barrier_path(barrier.ABORT_FILE)))
-            if kind == "go":
-                late = time.time() - value
-                info.update(signal="go", go_at=value, go_late_seconds=round(max(0.0, late), 6))
-                if late > barrier.LATE_GO_SECONDS:
-                    self.module.warn("go arrived %.2f s after the go time: this host's ranks start late "
-                                     "(the report's start spread shows by how much)" % late)
-                return value, info
-            if kind == "abort":
-                info.update(signal="abort", abort=value)
-                return None, info
-            if time.time() >= deadline:
-                info.update(signal="abort", abort="no go within barrier_timeout=%ss" % self.params["barrier_timeout"])
-                return None, info
-            # A stat and an open every 20 ms in this one process: no new process on the host, and
-            # go is read within 20 ms of being written (it is written a margin ahead of go).
-            time.sleep(BARRIER_POLL_SECONDS)
+        return barrier_files.wait_for_go(
+            self.module, self.params["barrier_dir"],
+            barrier.ready_document(time.time(), os.getpid(), rank_count, workdir), self.params["barrier_timeout"])
 
     def abort(self, ranks, result, real, name, workdir, rank_ids):
         """The controller (or barrier_timeout) called the run off: ranks exit unwritten, the
@@ -972,11 +936,7 @@ class Canary:
     def finish(self, result, failure=None):
         """Write done.json (the role's one wait after go returns on it), then exit or fail."""
         if self.params["barrier_dir"] is not None:
-            done = {"done_at": round(time.time(), 6), "failed": failure is not None}
-            try:
-                atomic_file.write_file(self.module, self.barrier_path(barrier.DONE_FILE), json.dumps(done) + "\n", mode=0o600)
-            except OSError as exc:
-                self.module.warn("could not write %s: %s" % (self.barrier_path(barrier.DONE_FILE), exc))
+            barrier_files.write_done(self.module, self.params["barrier_dir"], failure is not None)
         if failure is not None:
             self.fail(failure, **result)
         self.module.exit_json(**result)

@@ -97,7 +97,23 @@ options:
     description:
       - With O(mode=send), Unix epoch (seconds, may have a fraction) to start at, so every client
         sends in the same window. Omitted means now; a time already past starts at once, with a warning.
+      - Ignored with O(barrier_dir), where the controller's go decides.
     type: float
+  barrier_dir:
+    description:
+      - With O(mode=send), the two-phase start the C(canary_validation) role uses (the canary's, see
+        M(ckptio.nfs.checkpoint_canary)) - after checking its options and finding iperf3 the module
+        writes C(ready.json) in this directory (created 0700 on the host's local tmpfs), waits for
+        the controller's C(go.json) (or C(abort.json)), sends at the go time, and writes C(done.json)
+        right before it exits. So every client sends at once whatever the launch took.
+      - Give every run its own directory; one that already holds C(ready.json) is refused.
+    type: path
+  barrier_timeout:
+    description:
+      - With O(barrier_dir), seconds to wait for go after C(ready.json); then the module fails
+        without sending.
+    type: float
+    default: 600
 notes:
   - The probe is seconds x streams of full-rate TCP on the NFS path; run it outside a training job.
   - The locality of an address is tested by binding a socket to it. With C(net.ipv4.ip_nonlocal_bind=1)
@@ -166,9 +182,21 @@ seconds:
   returned: mode is send
   type: int
 start_at:
-  description: With O(mode=send), the epoch the send waited for (null when none was given).
+  description: With O(mode=send), the epoch the send waited for (null when none was given; the go time with O(barrier_dir)).
   returned: mode is send
   type: float
+started_at:
+  description:
+    - With O(mode=send), this host's clock (Unix epoch, with a fraction) right before iperf3 started;
+      the start to compare across clients (iperf3's own RV(summary.start_epoch) has whole seconds).
+  returned: mode is send and not check mode
+  type: float
+barrier:
+  description:
+    - With O(barrier_dir), C(ready_at), C(signal) (C(go) or C(abort)), C(go_at), C(go_late_seconds)
+      and C(abort) (why), all on this host's clock.
+  returned: mode is send, O(barrier_dir) is set and not check mode
+  type: dict
 argv:
   description: With O(mode=send), the command run (or that would run in check mode).
   returned: mode is send
@@ -228,6 +256,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import tcp_probe
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import task_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import nfs_mounts, nfs_server_of, parse_mountinfo
@@ -568,6 +598,10 @@ def run_send(module):
     if params["streams"] < 0 or params["streams"] > 128:
         # iperf3 refuses -P above 128 ("number of parallel streams too large (maximum = 128)", 3.12).
         module.fail_json(msg="streams must be 0 (the mount's nconnect) to 128, got %d" % params["streams"])
+    if params["barrier_dir"] is not None and not os.path.isabs(params["barrier_dir"]):
+        module.fail_json(msg="barrier_dir must be absolute, got %r" % params["barrier_dir"])
+    if params["barrier_timeout"] <= 0:
+        module.fail_json(msg="barrier_timeout must be greater than 0, got %s" % params["barrier_timeout"])
     server, streams = params["server"], params["streams"]
     if params["mount_point"]:
         mount = mount_of(params["mount_point"].rstrip("/") or "/")
@@ -590,13 +624,43 @@ def run_send(module):
     result = dict(changed=False, server=server, port=params["port"], streams=streams, seconds=params["seconds"],
                   start_at=params["start_at"], argv=argv,
                   msg="would send %d stream(s) to %s:%d for %d s" % (streams, server, params["port"], params["seconds"]))
-    if not module.check_mode:
-        result.update(send(module, argv, params["start_at"]))
-        if result["summary"]["error"]:
-            result["msg"] = "probe to %s:%d failed: %s" % (server, params["port"], result["summary"]["error"])
-            module.fail_json(**result)
-        result["msg"] = "%.3g Gbit/s received by %s:%d" % (result["summary"]["received_bits_per_second"] / 1e9, server, params["port"])
-    return result
+    if module.check_mode:
+        return result
+    start_at = params["start_at"]
+    directory = params["barrier_dir"]
+    if directory is not None:
+        start_at = wait_for_go(module, directory, result, params["barrier_timeout"])
+    result.update(send(module, argv, start_at))
+    if result["summary"]["error"]:
+        result["msg"] = "probe to %s:%d failed: %s" % (server, params["port"], result["summary"]["error"])
+        finish(module, directory, result, failed=True)
+    result["msg"] = "%.3g Gbit/s received by %s:%d" % (result["summary"]["received_bits_per_second"] / 1e9, server, params["port"])
+    finish(module, directory, result, failed=False)
+
+
+def wait_for_go(module, directory, result, timeout):
+    """ready.json, then the controller's go (this host's clock); an abort fails without sending."""
+    error = barrier_files.prepare_dir(directory)
+    if error:
+        result["msg"] = error
+        module.fail_json(**result)
+    go_at, info = barrier_files.wait_for_go(
+        module, directory, barrier.ready_document(time.time(), os.getpid(), 1, directory), timeout)
+    result["barrier"] = info
+    if go_at is None:
+        result["msg"] = "probe aborted before sending: %s" % info["abort"]
+        finish(module, directory, result, failed=True)
+    result["start_at"] = go_at
+    return go_at
+
+
+def finish(module, directory, result, failed):
+    """done.json with a barrier (the role waits on it instead of polling), then exit or fail."""
+    if directory is not None:
+        barrier_files.write_done(module, directory, failed)
+    if failed:
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 def send(module, argv, start_at):
@@ -608,6 +672,7 @@ def send(module, argv, start_at):
         elif wait < -1:
             module.warn("start_at was %.1f s ago when the probe was ready: this client starts late and may not "
                         "overlap the others" % -wait)
+    started_at = time.time()
     # iperf3 -J exits 0 even when it cannot connect (3.12, measured): the JSON's "error" decides.
     rc, out, err = module.run_command(argv)
     try:
@@ -619,7 +684,7 @@ def send(module, argv, start_at):
         # 124: timeout(1) ended iperf3 at its hard limit.
         summary["error"] = "iperf3 printed no JSON (exit %d%s): %s" % (
             rc, ", its time limit" if rc == 124 else "", (err or out or "").strip()[-500:])
-    return dict(summary=summary, raw=out, parsed=parsed, rc=rc)
+    return dict(summary=summary, raw=out, parsed=parsed, rc=rc, started_at=round(started_at, 6))
 
 
 def main():
@@ -635,6 +700,8 @@ def main():
             port=dict(type="int", default=5201),
             streams=dict(type="int", default=0),
             start_at=dict(type="float"),
+            barrier_dir=dict(type="path"),
+            barrier_timeout=dict(type="float", default=600.0),
         ),
         supports_check_mode=True,
     )

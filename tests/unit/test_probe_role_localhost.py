@@ -92,7 +92,7 @@ def test_a_failed_send_still_stops_the_listeners_and_fails_the_run_at_the_end(tm
     run = subprocess.run(
         [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "driver.yml"),
          "-e", "canary_validation_probe_port_base=%d" % base, "-e", "canary_validation_probe_seconds=1",
-         "-e", "canary_validation_start_lead=5", "-e", "canary_validation_probe_state_dir=%s" % state],
+         "-e", "canary_validation_probe_state_dir=%s" % state],
         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300, check=False)
     output = run.stdout + run.stderr
 

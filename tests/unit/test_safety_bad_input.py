@@ -330,6 +330,12 @@ class RoleWalk:
                     self.walk(task["block"])
                 continue
             action, args = task_action(task)
+            # As Ansible does, `when` decides before the task's vars are rendered (they may name
+            # facts that only exist when the task runs); vars stay lazy templates for it.
+            if "loop" not in task and not self.applies(task, self.trusted(task.get("vars") or {})):
+                if task.get("register"):
+                    self.variables[task["register"]] = {}
+                continue
             task_vars = self.render(task.get("vars", {})) if task.get("vars") else {}
             items = self.render(task["loop"], task_vars) if "loop" in task else [None]
             loop_var = task.get("loop_control", {}).get("loop_var", "item")
@@ -675,6 +681,9 @@ for _case, _value in (("duplicate", [5201, 5201]), ("zero", [0]), ("above", [655
 for _case, _value in (("zero", 0), ("negative", -1), ("type", "soon"), ("semicolon", "1;reboot")):
     row("tcp_probe", "seconds", _case, {"seconds": _value})
 row("tcp_probe", "state_dir", "relative", {"state_dir": "run/ckptio-tcp-probe"})
+row("tcp_probe", "barrier_dir", "relative", {"barrier_dir": "run/barrier"})
+for _case, _value in (("zero", 0), ("negative", -1), ("type", "soon")):
+    row("tcp_probe", "barrier_timeout", _case, {"barrier_timeout": _value})
 for _case, _value in (("dash", "-oremount"), ("long-option", "--logfile=/etc/passwd"), ("semicolon", "nfs1;reboot"),
                       ("space", "nfs 1"), ("newline", "nfs1\nnfs2"), ("subshell", "$(reboot)"), ("backtick", "`reboot`")):
     row("tcp_probe", "server", _case, {"server": _value})

@@ -12,7 +12,6 @@ as its slowest rank, so throughput = total bytes / (latest end - earliest start)
 
 from __future__ import annotations
 
-import math
 import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
@@ -131,13 +130,6 @@ def aggregate(results, start_at=None):
     return summary
 
 
-def _offset_of(value):
-    """A host's offset in seconds from a clock_offset result (or a bare number); None when unmeasured."""
-    if isinstance(value, dict):
-        value = value.get("offset_seconds")
-    return None if value is None else float(value)
-
-
 def combine_hosts(host_summaries, offsets=None):
     """Every rank of every host, tagged with its host, its start/end on the controller's clock.
 
@@ -150,7 +142,7 @@ def combine_hosts(host_summaries, offsets=None):
     offsets = offsets or {}
     every_rank = []
     for host, results in sorted(host_summaries.items()):
-        offset = _offset_of(offsets.get(host))
+        offset = clock.offset_of(offsets.get(host))
         for result in results:
             every_rank.append(dict(result, host=host, clock_offset_seconds=offset,
                                    start=clock.to_controller_time(result.get("start"), offset),
@@ -227,23 +219,6 @@ def failed_hosts(hosts, results):
         if not ranks or any(rank.get("error") for rank in ranks):
             failed.append("%s: %s" % (host, result.get("msg", "no result")))
     return failed
-
-
-# Every client must be waiting before start_at passes. Launching the async canary took 1.5-2 s
-# for 2 local hosts and 44 s for 8 podman containers in one batch on a loaded 2-core host
-# (docs/validation.md); over ssh with pipelining it is about 1-2 s per batch of `forks`.
-START_LEAD_PER_BATCH_SECONDS = 5
-START_LEAD_MIN_SECONDS = 15
-
-
-def start_lead(hosts, forks, start_lead_seconds=0):
-    """Seconds from setting start_at on the controller to the start: start_lead_seconds when set
-    (> 0), else START_LEAD_PER_BATCH_SECONDS per batch of `forks` hosts, at least
-    START_LEAD_MIN_SECONDS. The canary and the TCP probe use the same rule."""
-    if start_lead_seconds and float(start_lead_seconds) > 0:
-        return float(start_lead_seconds)
-    batches = math.ceil(float(hosts) / max(1, int(forks)))
-    return float(max(START_LEAD_MIN_SECONDS, START_LEAD_PER_BATCH_SECONDS * batches))
 
 
 def parse_stat_starttime(text):

@@ -89,6 +89,13 @@ def offset_message(offset, uncertainty, bound, within):
     return (figure + ": the reading took too long to tell whether the clock is within %.3f s" % bound)
 
 
+def offset_of(value):
+    """A host's offset in seconds from a clock_offset result (or a bare number); None when unmeasured."""
+    if isinstance(value, dict):
+        value = value.get("offset_seconds")
+    return None if value is None else float(value)
+
+
 def to_controller_time(host_time, offset):
     """A time read on the host, on the controller's clock (None stays None)."""
     if host_time is None or offset is None:

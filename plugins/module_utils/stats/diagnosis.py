@@ -18,6 +18,7 @@ from __future__ import annotations
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import BundleError  # noqa: F401 (re-exported)
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -41,9 +42,11 @@ LINK_CLEAR_SHARE = 0.3
 # 50 % the path had room.
 PROBE_FULL_SHARE = 0.8
 PROBE_CLEAR_SHARE = 0.5
-# The probe's clients must send at once for their sum to be the server's capacity. iperf3 prints
-# its start in whole seconds and the hosts' clocks differ (lab: up to 1.3 s): 2 s, or a quarter
-# of the run, is the most the starts may differ before the sum overstates the path.
+# The probe's clients must send at once for their sum to be the server's capacity: 2 s, or a
+# quarter of the run, is the most the starts may differ before the sum overstates the path.
+# The starts compared are each client's started_at (fractional, right before iperf3) put on the
+# controller's clock with its measured offset (the lab's VMs differed by up to 1.3 s); a bundle
+# from before has only iperf3's own start, in whole seconds, on the host's clock.
 PROBE_START_SPREAD = 2.0
 PROBE_START_SPREAD_SHARE = 0.25
 # CPUs busy (all states but idle and iowait) over the checkpoint, averaged over the host's CPUs.
@@ -357,6 +360,16 @@ def _link_rows(client_files, servers, checkpoint_seconds):
     return rows
 
 
+def _probe_start(probe, summary):
+    """A client's probe start on the controller's clock when its clock was measured, else as the host read it."""
+    start = probe.get("started_at")
+    if start is None:
+        start = summary.get("start_epoch")
+    if start is None:
+        return None
+    return clock.to_controller_time(float(start), clock.offset_of(probe.get("clock")))
+
+
 def _probe_capacity(client_files, evidence):
     """Sum over clients of what raw TCP carried to the server in the same window (the probe), or None.
 
@@ -380,8 +393,9 @@ def _probe_capacity(client_files, evidence):
         total += float(summary["received_bits_per_second"]) / 8.0
         per_host[host] = float(summary["received_bits_per_second"]) / 8.0
         hosts.append("%s %.3g MB/s (%s stream(s))" % (host, float(summary["received_bits_per_second"]) / 8e6, probe.get("streams", "?")))
-        if summary.get("start_epoch") is not None:
-            starts.append(float(summary["start_epoch"]))
+        start = _probe_start(probe, summary)
+        if start is not None:
+            starts.append(start)
         if summary.get("seconds"):
             seconds.append(float(summary["seconds"]))
     if not hosts:

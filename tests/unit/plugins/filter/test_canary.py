@@ -30,7 +30,7 @@ def client_results(loaded):
 
 
 def test_all_filters_exposed():
-    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_server_samples", "canary_start_lead"]
+    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_server_samples"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -87,19 +87,6 @@ def test_failures_name_each_client_without_ranks_or_with_a_failed_rank():
         FILTERS["canary_failures"]([good, good], ["a"])
 
 
-@pytest.mark.parametrize("hosts, forks, lead, expected", [
-    (2, 5, 0, 15.0), (15, 5, 0, 15.0), (16, 5, 0, 20.0), (40, 5, 0, 40.0), (101, 50, 0, 15.0), (7, 1, 0, 35.0),
-    (40, 5, 3, 3.0), (40, 5, "7.5", 7.5), (40, 5, -1, 40.0), (40, 5, None, 40.0)])
-def test_start_lead_is_5_s_per_batch_of_forks_at_least_15_s(hosts, forks, lead, expected):
-    assert FILTERS["canary_start_lead"](["h%d" % index for index in range(hosts)], forks, lead) == expected
-    assert FILTERS["canary_start_lead"](hosts, str(forks), lead) == expected
-
-
-def test_start_lead_needs_a_fork():
-    with pytest.raises(AnsibleFilterError, match="forks"):
-        FILTERS["canary_start_lead"](3, 0)
-
-
 def test_server_samples_keep_the_servers_whose_sample_came_back():
     start = {"results": [{"item": {"item": "s1", "ansible_job_id": "j1"}, "host_sample": {"format": 1, "time": 1.0}},
                          {"item": {"item": "s2", "ansible_job_id": "j2"}, "failed": True, "msg": "timed out"}]}
@@ -122,16 +109,18 @@ def test_bundle_files_are_the_readers_table():
         FILTERS["bundle_files"]("controller")
 
 
-def test_the_role_documents_the_start_lead_the_code_uses():
+def test_the_canary_and_the_probe_start_through_the_barrier_never_a_guessed_start():
+    """A start guessed before the launch (start_at = now + lead) staggered the probe on a loaded
+    CI host ("clients not at once", the network then unmeasured): both start on the go plan."""
     with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
         specs = yaml.safe_load(handle)["argument_specs"]
-    rule = "%d s per batch of C(forks) hosts, at least %d s" % (canary.START_LEAD_PER_BATCH_SECONDS, canary.START_LEAD_MIN_SECONDS)
-    documented = [entry for entry in specs.values() if "canary_validation_start_lead" in entry["options"]]
-    assert len(documented) == len(specs) == 10
-    for entry in documented:
-        assert rule in " ".join(entry["options"]["canary_validation_start_lead"]["description"])
-    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
-        assert rule.replace("C(forks)", "`forks`") in handle.read()
+    assert all("canary_validation_start_lead" not in entry["options"] for entry in specs.values())
+    for name in ("clients.yml", "probe_clients.yml"):
+        with open(os.path.join(ROLE, "tasks", name)) as handle:
+            tasks = handle.read()
+        assert "import_tasks: barrier_ready.yml" in tasks and "import_tasks: barrier_signal.yml" in tasks, name
+        # No module option start_at: the go plan gives the start.
+        assert not re.search(r"^\s+start_at:", tasks, re.MULTILINE), name
 
 
 def test_the_role_takes_bundle_file_names_from_the_table():

@@ -18,6 +18,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import tcp_probe as probe_utils
 from ansible_collections.ckptio.nfs.plugins.modules import tcp_probe as module
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
@@ -117,12 +118,84 @@ def test_send_waits_for_start_at_and_warns_when_late(fake_host):
     assert any("start_at was" in warning and "starts late" in warning for warning in late["warnings"])
 
 
+def _release_when_ready(directory, document, delay=0.0):
+    """The controller's side in a thread: wait for ready.json, then write go.json (or abort.json)."""
+    import threading
+
+    def release():
+        deadline = time.time() + 10
+        while not (directory / barrier.READY_FILE).exists() and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(delay)
+        name = barrier.ABORT_FILE if "abort" in document else barrier.GO_FILE
+        (directory / (name + ".tmp")).write_text(json.dumps(document))
+        os.rename(str(directory / (name + ".tmp")), str(directory / name))
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread
+
+
+def test_send_with_a_barrier_says_ready_sends_at_go_and_writes_done(fake_host):
+    directory = fake_host["tmp"] / "barrier"
+    go_at = time.time() + 0.4
+    thread = _release_when_ready(directory, barrier.go_document(go_at, 0.0))
+    result = run_module(module, {"mode": "send", "mount_point": "/mnt/nfs", "barrier_dir": str(directory),
+                                 "barrier_timeout": 10, "start_at": time.time() + 100})
+    thread.join()
+    ready = json.loads((directory / barrier.READY_FILE).read_text())
+    done = json.loads((directory / barrier.DONE_FILE).read_text())
+    assert ready["ranks"] == 1 and ready["ready_at"] <= go_at
+    # Sent at go (not at the ignored start_at), after ready; done after the send.
+    assert result["start_at"] == pytest.approx(go_at, abs=1e-6)
+    assert go_at <= result["started_at"] < go_at + 1.0
+    assert result["barrier"]["signal"] == "go" and done["failed"] is False and done["done_at"] >= result["started_at"]
+    assert len(fake_host["run"].calls) == 1
+    assert (directory.stat().st_mode & 0o777) == 0o700
+
+
+def test_send_aborted_by_the_controller_sends_nothing_and_fails_naming_why(fake_host):
+    directory = fake_host["tmp"] / "barrier"
+    thread = _release_when_ready(directory, barrier.abort_document("not ready within the barrier bound"))
+    result = fail_module(module, {"mode": "send", "server": "10.0.0.1", "barrier_dir": str(directory), "barrier_timeout": 10})
+    thread.join()
+    assert fake_host["run"].calls == []
+    assert result["msg"] == "probe aborted before sending: not ready within the barrier bound"
+    assert json.loads((directory / barrier.DONE_FILE).read_text())["failed"] is True
+
+
+def test_send_without_go_within_the_barrier_timeout_sends_nothing(fake_host):
+    directory = fake_host["tmp"] / "barrier"
+    started = time.time()
+    result = fail_module(module, {"mode": "send", "server": "10.0.0.1", "barrier_dir": str(directory), "barrier_timeout": 0.3})
+    assert 0.3 <= time.time() - started < 5
+    assert fake_host["run"].calls == []
+    assert result["msg"] == "probe aborted before sending: no go within barrier_timeout=0.3s"
+
+
+def test_send_refuses_a_barrier_dir_that_already_holds_a_ready_file(fake_host):
+    directory = fake_host["tmp"] / "barrier"
+    directory.mkdir(mode=0o700)
+    (directory / barrier.READY_FILE).write_text("{}")
+    result = fail_module(module, {"mode": "send", "server": "10.0.0.1", "barrier_dir": str(directory)})
+    assert "already holds ready.json: give every run its own directory" in result["msg"]
+    assert fake_host["run"].calls == []
+
+
+def test_send_check_mode_with_a_barrier_writes_nothing(fake_host):
+    directory = fake_host["tmp"] / "barrier"
+    result = run_module(module, {"mode": "send", "server": "10.0.0.1", "barrier_dir": str(directory)}, check_mode=True)
+    assert not directory.exists() and fake_host["run"].calls == [] and "barrier" not in result
+
+
 @pytest.mark.parametrize("args, message", [
     ({"mode": "send"}, "server or mount_point is required with mode=send"),
     ({"mode": "send", "mount_point": "/mnt/none"}, "mount_point /mnt/none is not an NFS mount on "),
     ({"mode": "send", "server": "10.0.0.1", "streams": 129}, "streams must be 0 (the mount's nconnect) to 128, got 129"),
     ({"mode": "send", "server": "10.0.0.1", "port": 0}, "port must be 1..65535, got 0"),
     ({"mode": "send", "server": "10.0.0.1", "seconds": 0}, "seconds must be 1 or more, got 0"),
+    ({"mode": "send", "server": "10.0.0.1", "barrier_dir": "run/b"}, "barrier_dir must be absolute, got 'run/b'"),
+    ({"mode": "send", "server": "10.0.0.1", "barrier_timeout": 0}, "barrier_timeout must be greater than 0, got 0.0"),
     ({"mode": "stop", "state_dir": "relative/dir"}, "state_dir must be an absolute path, got relative/dir"),
     ({"mode": "listen", "ports": [5201]}, "addresses: give the addresses the clients mount (mode=listen)"),
     ({"mode": "listen", "addresses": ["127.0.0.1"]}, "ports: give one port per client (mode=listen)"),

@@ -377,6 +377,26 @@ def test_probes_that_did_not_run_at_once_are_flagged_not_summed():
     assert failed["crossed"] and "connection refused" in failed["explanation"]
 
 
+@pytest.mark.parametrize("offsets, host_starts, together", [
+    # The lab's drift: nfs2's clock 1.27 s behind. Its host-clock start looks 1.3 s early but, on
+    # the controller's clock, both sent within 0.03 s of each other.
+    ((-1.27, -0.04), (0.0, 1.3), True),
+    # The same host-clock starts 0.1 s apart, but the clocks are 2.6 s apart: not at once.
+    ((2.5, -0.1), (0.0, 0.1), False),
+])
+def test_probe_starts_are_compared_on_the_controllers_clock(offsets, host_starts, together):
+    bundle = load_capture("seed_like_v41")
+    for host, offset, start in zip(sorted(bundle["clients"]), offsets, host_starts):
+        bundle["clients"][host]["probe"] = {
+            "streams": 1, "started_at": 1796112500.0 + start, "clock": {"offset_seconds": offset},
+            # iperf3's own whole-second start is only the fallback.
+            "summary": {"received_bits_per_second": 1e9, "start_epoch": 1796112000, "seconds": 10.0, "error": None}}
+    result = diagnose(bundle)
+    spread = [item for item in result["evidence"] if item["signal"] == "TCP probe start spread"]
+    assert (not spread) is together
+    assert ("network" in result["unmeasured"]) is (not together)
+
+
 def test_server_samples_at_the_ranks_start_and_end_replace_the_scaled_window():
     bundle = load_capture("seed_like_v41")
     server = bundle["servers"]["nfs1"]

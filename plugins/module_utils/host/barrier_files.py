@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host's side of the two-phase start: the per-run directory, ready.json, the wait for go, done.json.
+
+One implementation for every module that starts on the controller's go (checkpoint_canary's
+ranks, tcp_probe's senders). The formats and the go plan are pure and live in
+module_utils/stats/barrier.py; the files are read and written through host/atomic_file.py (a go
+file is renamed into place, so a half-written go is never read).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+
+# A stat and an open every 20 ms in the module's own process: nothing new starts on the host,
+# and go is read within 20 ms of being written (it is written a margin ahead of go).
+POLL_SECONDS = 0.02
+
+
+def path(directory, name):
+    return os.path.join(directory, name)
+
+
+def prepare_dir(directory):
+    """Create the per-run directory 0700 (or accept an existing real directory of this user, which
+    the controller may have created to put an abort file in). Returns an error message or None."""
+    if not os.path.isabs(directory):
+        return "barrier_dir must be absolute, got %r" % directory
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return "cannot create barrier_dir %s: %s" % (directory, exc)
+    info = os.lstat(directory)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        return "barrier_dir %s is not a directory owned by this user; refusing to use it" % directory
+    if os.path.lexists(path(directory, barrier.READY_FILE)):
+        return "barrier_dir %s already holds %s: give every run its own directory" % (directory, barrier.READY_FILE)
+    return None
+
+
+def write_json(module, directory, name, document):
+    atomic_file.write_file(module, path(directory, name), json.dumps(document) + "\n", mode=0o600)
+
+
+def wait_for_go(module, directory, ready_document, timeout):
+    """Write ready.json, then wait for go.json or abort.json (abort wins) at most `timeout` seconds.
+
+    Returns (go epoch on this host's clock, or None to abort; the barrier record: ready_at,
+    signal, go_at, go_late_seconds, abort). A go that arrives after its time is warned about: the
+    host starts late, and the start spread shows by how much.
+    """
+    write_json(module, directory, barrier.READY_FILE, ready_document)
+    ready_at = float(ready_document["ready_at"])
+    deadline = ready_at + timeout
+    info = {"ready_at": round(ready_at, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None}
+    while True:
+        kind, value = barrier.parse_signal(atomic_file.read_optional(path(directory, barrier.GO_FILE)),
+                                           atomic_file.read_optional(path(directory, barrier.ABORT_FILE)))
+        if kind == "go":
+            late = time.time() - value
+            info.update(signal="go", go_at=value, go_late_seconds=round(max(0.0, late), 6))
+            if late > barrier.LATE_GO_SECONDS:
+                module.warn("go arrived %.2f s after the go time: this host starts late "
+                            "(the report's start spread shows by how much)" % late)
+            return value, info
+        if kind == "abort":
+            info.update(signal="abort", abort=value)
+            return None, info
+        if time.time() >= deadline:
+            info.update(signal="abort", abort="no go within barrier_timeout=%ss" % timeout)
+            return None, info
+        time.sleep(POLL_SECONDS)
+
+
+def write_done(module, directory, failed):
+    """done.json, right before the module exits: the role's one wait after go returns on it."""
+    try:
+        write_json(module, directory, barrier.DONE_FILE, {"done_at": round(time.time(), 6), "failed": bool(failed)})
+    except OSError as exc:
+        module.warn("could not write %s: %s" % (path(directory, barrier.DONE_FILE), exc))
