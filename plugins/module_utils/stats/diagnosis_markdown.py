@@ -86,9 +86,14 @@ def _folded_hosts(diagnosis):
 
 def _mentioned_host(text, hosts):
     """The first folded host named in text, or None."""
-    for token in _HOST_TOKEN.findall(text or ""):
-        if token in hosts:
-            return token
+    match = _host_match(text, hosts)
+    return match.group(0) if match else None
+
+
+def _host_match(text, hosts):
+    for match in _HOST_TOKEN.finditer(text or ""):
+        if match.group(0) in hosts:
+            return match
     return None
 
 
@@ -150,12 +155,13 @@ def _evidence_rows(evidence, hosts):
     groups = {}
     order = []
     for item in evidence:
-        host = _mentioned_host(item["signal"], hosts)
-        if host is None:
+        match = _host_match(item["signal"], hosts)
+        if match is None:
             order.append({"layer": item["layer"], "signal": item["signal"], "value": item["value"], "threshold": item["threshold"],
                           "crossed": "yes" if item["crossed"] else "no", "explanation": item["explanation"]})
             continue
-        signal = _HOST_TOKEN.sub(lambda match, host=host: "<host>" if match.group(0) == host else match.group(0), item["signal"])
+        host = match.group(0)
+        signal = item["signal"][:match.start()] + "<host>" + item["signal"][match.end():]
         key = (item["layer"], signal, item["threshold"])
         if key not in groups:
             groups[key] = []
@@ -272,11 +278,12 @@ def _outlier_lines(clients):
             100 * (1 - OUTLIER_THROUGHPUT_SHARE), throughput, OUTLIER_LATENCY_FACTOR, latency)]
     lines.append("%d of %d clients below %.0f %% of the median %s MB/s or above %.0fx the median WRITE exe %s ms: %s" % (
         len(outliers), len(clients), 100 * OUTLIER_THROUGHPUT_SHARE, throughput, OUTLIER_LATENCY_FACTOR, latency, _named(outliers)))
-    others = [summary for host, summary in clients.items() if host not in outliers]
+    settings = dict((host, _settings(summary)) for host, summary in clients.items())
+    others = [settings[host] for host in clients if host not in outliers]
     shared = []
-    for name, value in _settings(clients[outliers[0]]).items():
-        if all(_settings(clients[host]).get(name) == value for host in outliers):
-            alike = sum(1 for summary in others if _settings(summary).get(name) == value)
+    for name, value in settings[outliers[0]].items():
+        if all(settings[host].get(name) == value for host in outliers):
+            alike = sum(1 for other in others if other.get(name) == value)
             if alike < len(others):
                 shared.append("%s=%s (%d of the %d other clients)" % (name, value, alike, len(others)))
     lines.append("")
