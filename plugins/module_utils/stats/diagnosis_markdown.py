@@ -132,7 +132,7 @@ def _cut_runs(text, separator, hosts):
             out.append(separators[index - 1])
         out.append(item)
         if index in more_after:
-            out.append("%s… %d more host(s), every one in diagnosis.json" % (separators[index], more_after[index]))
+            out.append("%s... %d more host(s), every one in diagnosis.json" % (separators[index], more_after[index]))
     return "".join(out)
 
 
@@ -174,7 +174,7 @@ def _folded_evidence_row(key, members):
     layer, signal, threshold = key
     crossed = [host for host, item in members if item["crossed"]]
     example_host, example = next(((host, item) for host, item in members if item["crossed"]), members[0])
-    values = [item["value"] for host, item in members]
+    values = [item["value"] for _host, item in members]
     return {"layer": layer, "signal": "%s (%d hosts)" % (signal, len(members)), "value": _value_range(values),
             "threshold": threshold,
             "crossed": "no" if not crossed else "yes on %d of %d: %s" % (len(crossed), len(members), _named(crossed)),
@@ -188,7 +188,7 @@ def _value_range(values):
             return "%s on each" % _figure(numbers[0])
         return "min %s, median %s, max %s" % (_figure(numbers[0]), _figure(_percentile(numbers, 50)), _figure(numbers[-1]))
     distinct = sorted(set("%s" % (value,) for value in values))
-    return ", ".join(distinct[:3]) + (" …" if len(distinct) > 3 else "")
+    return ", ".join(distinct[:3]) + (" ..." if len(distinct) > 3 else "")
 
 
 def _figure(value):

@@ -72,7 +72,7 @@ def test_many_clients_are_summarised_and_json_keeps_every_host():
            "| yes on 512 of 512: c0000, c0001, c0002, c0003, c0004, c0005, c0006, c0007 and 504 more |" in text
     # A per-host list inside a sentence is cut.
     assert "per client: c0000 0, c0001 0, c0002 0, c0003 0, c0004 0, c0005 0, c0006 0, " \
-           "… 504 more host(s), every one in diagnosis.json, slow-c 0 |" in text
+           "... 504 more host(s), every one in diagnosis.json, slow-c 0 |" in text
     # One recommendation for the hosts that share it.
     wsize = [line for line in text.splitlines() if line.startswith("- **wsize = 1048576**")]
     assert wsize == [line for line in wsize if " on 3 hosts (slow-a, slow-b, slow-c) " in line] and len(wsize) == 1
