@@ -80,7 +80,7 @@ def _folded_hosts(diagnosis):
         if len(diagnosis[kind]) > PER_HOST_LINES_MAX:
             hosts.update(diagnosis[kind])
     if len(diagnosis["clients"]) > PER_HOST_LINES_MAX:
-        hosts.update(diagnosis.get("excluded_clients") or {})
+        hosts.update(excluded["host"] for excluded in diagnosis.get("excluded_clients") or [])
     return hosts
 
 

@@ -80,3 +80,14 @@ def test_many_clients_are_summarised_and_json_keeps_every_host():
     document = json.loads(json.dumps(result))
     assert len(document["clients"]) == 512 and document["clients"]["slow-c"]["wsize"] == 262144
     assert sum(1 for item in document["evidence"] if item["signal"].startswith("CPU busy during the checkpoint on ")) == 513
+
+
+def test_excluded_clients_are_folded_too():
+    bundle = scaled_bundle(40)
+    for host in ("c0001", "c0002"):
+        bundle["clients"][host]["mountstats_after"] = bundle["clients"][host]["mountstats_after"].split("\tage:")[0]
+    result = diagnose(bundle)
+    assert [excluded["host"] for excluded in result["excluded_clients"]] == ["c0001", "c0002"]
+    text = render_markdown(result)
+    assert "| - | capture problem on <host> (2 hosts) |" in text
+    assert "38 client(s) and 1 server(s)" in text
