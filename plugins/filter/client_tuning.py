@@ -16,7 +16,18 @@ import json
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.json import get_decoder, get_encoder
+try:
+    # ansible-core 2.19+: the encoder the to_json filter uses.
+    from ansible.module_utils.common.json import get_encoder
+except ImportError:
+    # Before 2.19 to_json used AnsibleJSONEncoder.
+    from ansible.module_utils.common.json import AnsibleJSONEncoder
+    get_encoder = None
+
+# Keys Ansible's own JSON profiles give a meaning (unsafe text, vaulted values): a state file the
+# role wrote never holds them, so one that does was not written by us; 2.19's from_json refuses
+# them too, older ones did not, and the state file is read the same way on every version.
+ANSIBLE_MARKERS = ("__ansible_unsafe", "__ansible_vault")
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_records
@@ -40,7 +51,7 @@ def utc_stamp(now=None):
 
 def _to_json(value):
     # What the to_json filter writes (Ansible's default "tagless" profile, json.dumps separators).
-    return json.dumps(value, cls=get_encoder("tagless"))
+    return json.dumps(value, cls=get_encoder("tagless") if get_encoder else AnsibleJSONEncoder)
 
 
 def _results(registered, name):
@@ -61,6 +72,13 @@ def _mapping(value, name, what):
     return value
 
 
+def _refuse_markers(obj):
+    for key in ANSIBLE_MARKERS:
+        if key in obj:
+            raise ValueError("it holds Ansible's %s marker, which the role never writes" % key)
+    return obj
+
+
 def client_tuning_state_records(slurped):
     """The state file's records from ansible.builtin.slurp's result; {} when the slurp was skipped (no file)."""
     _mapping(slurped, "client_tuning_state_records", "the slurp result")
@@ -70,7 +88,7 @@ def client_tuning_state_records(slurped):
     try:
         text = to_text(base64.b64decode(slurped["content"]), encoding="utf-8")
         # The decoder the from_json filter uses: plain JSON, Ansible's own markers refused.
-        return json.loads(text, cls=get_decoder("tagless"))
+        return json.loads(text, object_hook=_refuse_markers)
     except (binascii.Error, TypeError, ValueError) as exc:
         raise AnsibleFilterError("client_tuning_state_file: %s is not JSON (%s); fix or remove it (removing it loses "
                                  "the options those mounts had before tuning)" % (source, exc))

@@ -32,7 +32,7 @@ ABORT_FILE = "abort.json"
 DONE_FILE = "done.json"
 
 # The bound on the start spread (controller clock) above which the aggregate is not one
-# synchronized checkpoint: the goal (<= 1 s at 64 hosts).
+# synchronized checkpoint: the goal is <= 1 s at 64 hosts, and a spread above it is flagged.
 SPREAD_BOUND_SECONDS = 1.0
 # The go/abort files are written by one module call per host, as the launch was: the measured
 # launch-to-ready fan-out bounds how long handing out go takes; 1.5x covers jitter, and 2 s is

@@ -93,7 +93,7 @@ def test_without_matplotlib_md_and_json_still_come_out(baseline, monkeypatch):
     assert result["png_written"] is False
     assert not (baseline / "report.png").exists()
     assert (baseline / "report.md").exists() and (baseline / "report.json").exists()
-    assert "pip install matplotlib" in result["msg"]
+    assert "pip install -r requirements.txt" in result["msg"] and "matplotlib" in result["msg"]
 
 
 def test_check_mode_writes_nothing(baseline):

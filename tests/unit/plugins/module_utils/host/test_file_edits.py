@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.owned_files import FileEdit
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
+from ansible_collections.ckptio.nfs.tests.unit.utils import patch_module_args
 
 
 class Failed(Exception):
