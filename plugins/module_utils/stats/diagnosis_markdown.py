@@ -256,8 +256,8 @@ def _client_lines(clients):
                        ("WRITE avg exe ms", "write_avg_exe_ms"), ("WRITE avg queue ms", "write_avg_queue_ms"),
                        ("backlog per send", "backlog_per_send")):
         values = sorted(summary[key] or 0.0 for summary in clients.values())
-        lines.append("| %s | %s |" % (label, " | ".join(_figure(float(_percentile(values, percent)))
-                                                       for percent in (0, 10, 50, 90, 100))))
+        figures = [_figure(float(_percentile(values, percent))) for percent in (0, 10, 50, 90, 100)]
+        lines.append("| %s | %s |" % (label, " | ".join(figures)))
     slowest = sorted(clients, key=lambda host: (clients[host]["write_mb_per_second"], host))[:SLOWEST_SHOWN]
     lines += ["", "### Slowest clients (lowest WRITE MB/s)", ""]
     lines += [_client_line(host, clients[host], throughput=True) for host in slowest]
@@ -287,8 +287,8 @@ def _outlier_lines(clients):
             if alike < len(others):
                 shared.append("%s=%s (%d of the %d other clients)" % (name, value, alike, len(others)))
     lines.append("")
-    lines.append("What they share that the others do not all have: %s" % ("; ".join(shared) if shared else
-                                                                         "nothing among the mount options and slot settings"))
+    lines.append("What they share that the others do not all have: %s"
+                 % ("; ".join(shared) if shared else "nothing among the mount options and slot settings"))
     return lines
 
 
