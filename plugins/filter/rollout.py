@@ -11,6 +11,7 @@ out of hostvars.
 from __future__ import annotations
 
 import datetime
+import json
 
 from collections.abc import Mapping
 
@@ -24,6 +25,10 @@ IN_SYNC = "in_sync"
 APPLIES_WHEN_LOADED = "applies_when_loaded"
 PENDING = "pending"
 DRIFT = "drift"
+# From this many audited hosts a table per host no longer helps a person (a 64-client rack is 64
+# tables of ~10 identical rows): audit.md groups the hosts that share the same drift and counts
+# the hosts in sync (issue 15). The JSON keeps every host's rows.
+AUDIT_GROUPED_HOSTS = 64
 
 
 def _now():
@@ -118,7 +123,42 @@ def summarise_audit(groups, finished, check_mode=False, fail_on_drift=False):
     summary = {"finished": finished, "hosts": hosts, "lines": lines, "drift_rows": drift_rows, "drifting_hosts": drifting,
                "unaudited_hosts": unaudited, "audited_hosts": audited, "check_mode": bool(check_mode)}
     summary["failure"] = audit_failure(summary, fail_on_drift)
+    summary["by_drift"] = audit_by_drift(hosts)
     return summary
+
+
+def _drift_key(entry):
+    """What two hosts must share to be one group: role, profile and the drifting rows, value for value."""
+    drift = [dict((key, row[key]) for key in ("scope", "setting", "wanted", "persisted", "live", "status"))
+             for row in entry["rows"] if not row["in_sync"]]
+    return json.dumps([entry["role"], entry.get("profile"), drift], sort_keys=True, default=str), drift
+
+
+def audit_by_drift(hosts):
+    """audit.md's view of the hosts: from AUDIT_GROUPED_HOSTS on, grouped (grouped true).
+
+    drift: [{role, profile, hosts, rows}] the hosts that share the same drifting rows, the largest
+    group first; in_sync: [{role, hosts: count}]; not_audited: [{role, error, hosts}].
+    """
+    groups, in_sync, not_audited = {}, {}, {}
+    for name, entry in hosts.items():
+        if "error" in entry:
+            not_audited.setdefault((entry["role"], entry["error"]), []).append(name)
+            continue
+        key, drift = _drift_key(entry)
+        if not drift:
+            in_sync[entry["role"]] = in_sync.get(entry["role"], 0) + 1
+            continue
+        group = groups.setdefault(key, {"role": entry["role"], "profile": entry.get("profile"), "hosts": [], "rows": drift})
+        group["hosts"].append(name)
+    drift = sorted(groups.values(), key=lambda group: (-len(group["hosts"]), sorted(group["hosts"])[0]))
+    for group in drift:
+        group["hosts"].sort()
+    return {"grouped": len(hosts) >= AUDIT_GROUPED_HOSTS, "threshold": AUDIT_GROUPED_HOSTS,
+            "drift": drift,
+            "in_sync": [{"role": role, "hosts": count} for role, count in sorted(in_sync.items())],
+            "not_audited": [{"role": role, "error": error, "hosts": sorted(names)}
+                            for (role, error), names in sorted(not_audited.items(), key=lambda item: (-len(item[1]), item[0]))]}
 
 
 def rollout_host(name, report, failure=None, reached=False):

@@ -92,6 +92,28 @@ def test_json_and_markdown_agree_on_every_kind_of_row(tmp_path):
     assert "None" not in markdown
 
 
+def test_markdown_at_64_hosts_groups_the_same_drift_and_counts_hosts_in_sync(tmp_path):
+    in_sync, drift, other = row("threads", 64, 64, 64, True), row("threads", 64, 16, 16, False), row("nconnect", 8, 8, 1, False)
+    hosts = [{"name": "gpu%03d" % index, "report": {"profile": "checkpoint", "settings": [
+        drift if index % 16 == 0 else other if index == 63 else in_sync], "pending": [], "warnings": []}} for index in range(64)]
+    hosts.append({"name": "gpu064", "failure": {"task": "Check that the host answers", "msg": "unreachable"}})
+    summary = rollout.summarise_audit([{"role": "client", "hosts": hosts}], "20250101T000000Z")
+    markdown = render_markdown(tmp_path, summary)
+    assert "5 drifting setting(s) on 5 host(s);\n1 host(s) not audited." in markdown
+    assert "## In sync\n\n- 59 client(s) in sync\n" in markdown
+    assert "## Drift shared by 4 client(s), profile checkpoint\n\ngpu000, gpu016, gpu032, gpu048\n\n" \
+           "| scope | setting | wanted | persisted | live | in sync |\n|---|---|---|---|---|---|\n" \
+           "| nfsd | threads | 64 | 16 | 16 | **no** |\n" in markdown
+    assert "## Drift shared by 1 client(s), profile checkpoint\n\ngpu063\n" in markdown
+    assert "| nfsd | nconnect | 8 | 8 | 1 | **no** (persisted, not live yet) |" in markdown
+    assert "## Not audited: 1 client(s)\n\ngpu064: Check that the host answers: unreachable\n" in markdown
+    # No table per host, and no host in sync named.
+    assert markdown_rows(markdown) == {None: [("threads", "16", "16", "**no**"), ("nconnect", "8", "1", "**no** (persisted, not live yet)")]}
+    assert "gpu001" not in markdown and len(markdown) < 2000, markdown
+    # The JSON keeps every host's rows.
+    assert len(summary["hosts"]) == 65 and summary["hosts"]["gpu001"]["rows"][0]["in_sync"] is True
+
+
 def audit(tmp_path, *extra):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(GHOSTS)

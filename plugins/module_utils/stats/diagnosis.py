@@ -19,6 +19,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import Bun
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+# diagnosis.md (per-host lines, or a summary at scale) is rendered in its own file; re-exported.
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import render_markdown  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -1259,49 +1261,3 @@ def _server_summary(server):
         "pool_stats": pool["totals"] if pool else None, "pool_stats_reset": pool["reset"] if pool else None,
         "packets_without_idle_thread": _round(pool["packets_without_idle_thread"]) if pool and pool["packets_without_idle_thread"] is not None else None,
     }
-
-
-def render_markdown(diagnosis):
-    """diagnosis.md: the verdict first, then the numbers and every signal with its threshold."""
-    network = diagnosis.get("network") or {"summary": "links: unmeasured (bundle diagnosed before link evidence existed)"}
-    lines = ["# Checkpoint diagnosis: %s" % diagnosis["mount_point"], "",
-             "**%s**" % diagnosis["summary"], "",
-             "**%s%s.**" % (network["summary"][0].upper(), network["summary"][1:]), "",
-             "| figure | value |", "|---|---|",
-             "| target | %.4g B/s |" % diagnosis["target_bytes_per_second"],
-             "| achieved | %.4g B/s (%s) |" % (diagnosis["achieved_bytes_per_second"], diagnosis["achieved_source"]),
-             "| gap factor | %s |" % ("%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a"),
-             "| limiting layer | %s (confidence %s%s) |" % (
-                 diagnosis["limiting_layer"], diagnosis["confidence"],
-                 ": " + "; ".join(diagnosis.get("confidence_reasons") or []) if diagnosis.get("confidence_reasons") else ""),
-             "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
-             "| contributing | %s |" % (", ".join(diagnosis["contributing"]) or "-"),
-             "| verdict | %s (tuning the limiting layer can give up to %.2fx; the gap is %s) |" % (
-                 diagnosis["verdict"], diagnosis["tuning_headroom_factor"],
-                 "%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a")]
-    capacity = diagnosis["capacity"]
-    if capacity.get("raw_link_bytes_per_second"):
-        lines.append("| links | %.4g B/s raw, %.4g B/s practical; observed %.1f %% of raw |" % (
-            capacity["raw_link_bytes_per_second"], capacity["practical_link_bytes_per_second"],
-            100 * (capacity.get("observed_link_utilisation") or 0)))
-    lines += ["", "## Evidence", "", "| layer | signal | value | threshold | crossed | explanation |", "|---|---|---|---|---|---|"]
-    for item in diagnosis["evidence"]:
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            item["layer"] or "-", item["signal"], item["value"], item["threshold"], "yes" if item["crossed"] else "no",
-            item["explanation"].replace("|", "/")))
-    lines += ["", "## Recommendations", ""]
-    for rec in diagnosis["recommendations"]:
-        setting = rec["setting"] if rec["value"] is None else "%s = %s" % (rec["setting"], rec["value"])
-        host = " on %s" % rec["host"] if rec.get("host") else ""
-        lines.append("- **%s**%s (%s): %s. Why: %s" % (setting, host, rec["layer"], rec["how"], rec["reason"]))
-    if not diagnosis["recommendations"]:
-        lines.append("- none: the target is met")
-    lines += ["", "## Per host", ""]
-    for host, summary in sorted(diagnosis["clients"].items()):
-        lines.append("- client %s: NFSv%s nconnect=%s wsize=%s, WRITE %s ops, RTT %s ms, exe %s ms, queue %s ms, backlog/send %s, max_slots %s" % (
-            host, summary["nfs_version"], summary["nconnect"], summary["wsize"], summary["write_ops"], summary["write_avg_rtt_ms"],
-            summary["write_avg_exe_ms"], summary["write_avg_queue_ms"], summary["backlog_per_send"], summary["max_slots"]))
-    for host, summary in sorted(diagnosis["servers"].items()):
-        lines.append("- server %s: threads %s, %s bytes written, %s RPC calls, packets without idle thread %s" % (
-            host, summary["threads"], summary["io_bytes_written"], summary["rpc_calls"], summary["packets_without_idle_thread"]))
-    return "\n".join(lines) + "\n"

@@ -160,6 +160,35 @@ def test_limit_to_unreachable_hosts_fails_naming_only_them():
     assert summary["failure"].startswith("nothing was audited: none of the 1 targeted host(s)")
 
 
+def rack(count, drift_every=0):
+    """count clients gpuNNN in sync, every drift_every-th with the threads drift, gpu000 unreachable."""
+    failure = {"stage": "connect", "task": "Check that the host answers", "msg": "unreachable"}
+    hosts = [host("gpu000", None, failure)]
+    for index in range(1, count):
+        drifting = drift_every and index % drift_every == 0
+        hosts.append(host("gpu%03d" % index, report(ROW_DRIFT if drifting else ROW_IN_SYNC, ROW_NOT_LOADED)))
+    hosts.append(host("gpu999", report(ROW_PENDING)))
+    return [{"role": "client", "hosts": hosts}]
+
+
+def test_audit_groups_hosts_by_drift_from_64_hosts_and_keeps_every_row():
+    assert rollout.AUDIT_GROUPED_HOSTS == 64
+    assert rollout.summarise_audit(rack(62, drift_every=10), FINISHED)["by_drift"]["grouped"] is False
+    summary = rollout.summarise_audit(rack(63, drift_every=10), FINISHED)
+    view = summary["by_drift"]
+    assert view["grouped"] is True and len(summary["hosts"]) == 64
+    # The same drift is one group, the largest first; a host in sync is only counted.
+    assert [(group["hosts"], group["rows"]) for group in view["drift"]] == [
+        (["gpu010", "gpu020", "gpu030", "gpu040", "gpu050", "gpu060"],
+         [{"scope": "nfsd", "setting": "threads", "wanted": 64, "persisted": 16, "live": 16, "status": "drift"}]),
+        (["gpu999"], [{"scope": "mount /mnt/checkpoints", "setting": "nconnect", "wanted": 8, "persisted": 8, "live": 1,
+                       "status": "pending"}])]
+    assert view["in_sync"] == [{"role": "client", "hosts": 56}]
+    assert view["not_audited"] == [{"role": "client", "error": "Check that the host answers: unreachable", "hosts": ["gpu000"]}]
+    # The JSON's per-host rows are untouched by the grouping.
+    assert len(summary["hosts"]["gpu001"]["rows"]) == 2 and summary["drift_rows"] == 7
+
+
 def test_audit_filter_checks_its_groups():
     with pytest.raises(AnsibleFilterError, match="role, hosts and report_var"):
         AUDIT([{"role": "client", "hosts": []}], {})

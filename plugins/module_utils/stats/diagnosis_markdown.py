@@ -1,0 +1,316 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""diagnosis.md: what diagnose() found (diagnosis.json), rendered for a person.
+
+Up to PER_HOST_LINES_MAX clients (or servers) every host has its line and every evidence row is
+shown as diagnose() wrote it. Above it the per-host rows are folded: an evidence signal measured
+on each host becomes one row (min / median / max, the hosts where it crossed), a recommendation
+made for each host names the hosts once, long per-host lists inside a sentence are cut, and the
+per-host lines become a summary: the distribution of per-host throughput and WRITE latency, the
+slowest hosts, the outliers and the settings they share. diagnosis.json keeps every host.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Per-host lines stay readable for a rack's worth of clients; above it diagnosis.md summarises
+# (issue 15: 4,096 clients made a 4.9 MB diagnosis.md, a line and ~5 evidence rows per host).
+PER_HOST_LINES_MAX = 16
+# Hosts named in a folded row or list before "and N more".
+NAMED_HOSTS = 8
+# The slowest hosts shown with their figures.
+SLOWEST_SHOWN = 5
+# An outlier: half the median per-host throughput, or twice the median WRITE execution time.
+# Copies of one job on one path differ by a few percent (healthy lab capture: 0.541 vs
+# 0.550 MB/s, 7.83 vs 7.66 s per WRITE), so a factor of two is a host that differs, not noise.
+OUTLIER_THROUGHPUT_SHARE = 0.5
+OUTLIER_LATENCY_FACTOR = 2.0
+# The settings compared between the outliers and the rest ("what they share").
+SHARED_SETTINGS = ("nfs_version", "nconnect", "wsize", "proto", "max_slots")
+
+_HOST_TOKEN = re.compile(r"[\w.-]+")
+# Lists inside a sentence: "; " between hosts whose items hold ", " themselves, then ", ".
+_LIST_SEPARATORS = (re.compile(r"(; )"), re.compile(r"(, )"))
+
+
+def render_markdown(diagnosis):
+    """diagnosis.md: the verdict first, then the numbers and every signal with its threshold."""
+    hosts = _folded_hosts(diagnosis)
+    network = diagnosis.get("network") or {"summary": "links: unmeasured (bundle diagnosed before link evidence existed)"}
+    network_summary = _cut_host_lists(network["summary"], hosts)
+    reasons = [_cut_host_lists(reason, hosts) for reason in diagnosis.get("confidence_reasons") or []]
+    lines = ["# Checkpoint diagnosis: %s" % diagnosis["mount_point"], "",
+             "**%s**" % _cut_host_lists(diagnosis["summary"], hosts), "",
+             "**%s%s.**" % (network_summary[0].upper(), network_summary[1:]), "",
+             "| figure | value |", "|---|---|",
+             "| target | %.4g B/s |" % diagnosis["target_bytes_per_second"],
+             "| achieved | %.4g B/s (%s) |" % (diagnosis["achieved_bytes_per_second"], diagnosis["achieved_source"]),
+             "| gap factor | %s |" % ("%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a"),
+             "| limiting layer | %s (confidence %s%s) |" % (
+                 diagnosis["limiting_layer"], diagnosis["confidence"], ": " + "; ".join(reasons) if reasons else ""),
+             "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
+             "| contributing | %s |" % (", ".join(diagnosis["contributing"]) or "-"),
+             "| verdict | %s (tuning the limiting layer can give up to %.2fx; the gap is %s) |" % (
+                 diagnosis["verdict"], diagnosis["tuning_headroom_factor"],
+                 "%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a")]
+    capacity = diagnosis["capacity"]
+    if capacity.get("raw_link_bytes_per_second"):
+        lines.append("| links | %.4g B/s raw, %.4g B/s practical; observed %.1f %% of raw |" % (
+            capacity["raw_link_bytes_per_second"], capacity["practical_link_bytes_per_second"],
+            100 * (capacity.get("observed_link_utilisation") or 0)))
+    lines += ["", "## Evidence", ""] + _evidence_lines(diagnosis["evidence"], hosts)
+    lines += ["", "## Recommendations", ""] + _recommendation_lines(diagnosis["recommendations"], hosts)
+    lines += ["", "## Per host", ""]
+    if hosts:
+        lines.append("%d client(s) and %d server(s): above %d hosts of a kind this file summarises them; "
+                     "diagnosis.json has every host's figures." % (
+                         len(diagnosis["clients"]), len(diagnosis["servers"]), PER_HOST_LINES_MAX))
+        lines.append("")
+    lines += _client_lines(diagnosis["clients"])
+    if hosts and diagnosis["servers"]:
+        lines.append("")
+    lines += _server_lines(diagnosis["servers"], bool(hosts))
+    return "\n".join(lines) + "\n"
+
+
+def _folded_hosts(diagnosis):
+    """The host names whose per-host rows are folded: clients, servers, each only above the bound."""
+    hosts = set()
+    for kind in ("clients", "servers"):
+        if len(diagnosis[kind]) > PER_HOST_LINES_MAX:
+            hosts.update(diagnosis[kind])
+    if len(diagnosis["clients"]) > PER_HOST_LINES_MAX:
+        hosts.update(excluded["host"] for excluded in diagnosis.get("excluded_clients") or [])
+    return hosts
+
+
+def _mentioned_host(text, hosts):
+    """The first folded host named in text, or None."""
+    match = _host_match(text, hosts)
+    return match.group(0) if match else None
+
+
+def _host_match(text, hosts):
+    for match in _HOST_TOKEN.finditer(text or ""):
+        if match.group(0) in hosts:
+            return match
+    return None
+
+
+def _cut_host_lists(text, hosts):
+    """text with each run of more than NAMED_HOSTS list items that name a folded host ("c1 8.45 MB/s;
+    c2 8.45 MB/s; ...", "per client: c1 0, c2 0, ...") cut to its first items and its last one."""
+    if not hosts or not text:
+        return text
+    for separator in _LIST_SEPARATORS:
+        text = _cut_runs(text, separator, hosts)
+    return text
+
+
+def _cut_runs(text, separator, hosts):
+    parts = separator.split(text)
+    items, separators = parts[0::2], parts[1::2]
+    named = [_mentioned_host(item, hosts) is not None for item in items]
+    keep = [True] * len(items)
+    more_after = {}
+    start = 0
+    while start < len(items):
+        end = start
+        while named[start] and end + 1 < len(items) and named[end + 1]:
+            end += 1
+        if end - start + 1 > NAMED_HOSTS:
+            # Keep the first items and the last one (it may close a parenthesis the first opened).
+            first_cut = start + NAMED_HOSTS - 1
+            keep[first_cut:end] = [False] * (end - first_cut)
+            more_after[first_cut - 1] = end - first_cut
+        start = end + 1
+    out = []
+    for index, item in enumerate(items):
+        if not keep[index]:
+            continue
+        if out:
+            out.append(separators[index - 1])
+        out.append(item)
+        if index in more_after:
+            out.append("%s... %d more host(s), every one in diagnosis.json" % (separators[index], more_after[index]))
+    return "".join(out)
+
+
+def _table_text(text):
+    return text.replace("|", "/")
+
+
+def _evidence_lines(evidence, hosts):
+    lines = ["| layer | signal | value | threshold | crossed | explanation |", "|---|---|---|---|---|---|"]
+    for row in _evidence_rows(evidence, hosts):
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            row["layer"] or "-", row["signal"], row["value"], row["threshold"], row["crossed"],
+            _table_text(_cut_host_lists(row["explanation"], hosts))))
+    return lines
+
+
+def _evidence_rows(evidence, hosts):
+    """The evidence table's rows: as diagnose() wrote them, or, for a signal measured on each of
+    the folded hosts, one row per signal in the order of its first host's row."""
+    groups = {}
+    order = []
+    for item in evidence:
+        match = _host_match(item["signal"], hosts)
+        if match is None:
+            order.append({"layer": item["layer"], "signal": item["signal"], "value": item["value"], "threshold": item["threshold"],
+                          "crossed": "yes" if item["crossed"] else "no", "explanation": item["explanation"]})
+            continue
+        host = match.group(0)
+        signal = item["signal"][:match.start()] + "<host>" + item["signal"][match.end():]
+        key = (item["layer"], signal, item["threshold"])
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append((host, item))
+    return [row if isinstance(row, dict) else _folded_evidence_row(row, groups[row]) for row in order]
+
+
+def _folded_evidence_row(key, members):
+    layer, signal, threshold = key
+    crossed = [host for host, item in members if item["crossed"]]
+    example_host, example = next(((host, item) for host, item in members if item["crossed"]), members[0])
+    values = [item["value"] for _host, item in members]
+    return {"layer": layer, "signal": "%s (%d hosts)" % (signal, len(members)), "value": _value_range(values),
+            "threshold": threshold,
+            "crossed": "no" if not crossed else "yes on %d of %d: %s" % (len(crossed), len(members), _named(crossed)),
+            "explanation": "e.g. %s: %s" % (example_host, example["explanation"])}
+
+
+def _value_range(values):
+    numbers = sorted(value for value in values if isinstance(value, (int, float)) and not isinstance(value, bool))
+    if numbers and len(numbers) == len(values):
+        if numbers[0] == numbers[-1]:
+            return "%s on each" % _figure(numbers[0])
+        return "min %s, median %s, max %s" % (_figure(numbers[0]), _figure(_percentile(numbers, 50)), _figure(numbers[-1]))
+    distinct = sorted(set("%s" % (value,) for value in values))
+    return ", ".join(distinct[:3]) + (" ..." if len(distinct) > 3 else "")
+
+
+def _figure(value):
+    return "%.4g" % value if isinstance(value, float) else "%s" % value
+
+
+def _named(hosts):
+    """Up to NAMED_HOSTS host names, then how many more."""
+    hosts = sorted(hosts)
+    text = ", ".join(hosts[:NAMED_HOSTS])
+    if len(hosts) > NAMED_HOSTS:
+        text += " and %d more" % (len(hosts) - NAMED_HOSTS)
+    return text
+
+
+def _percentile(sorted_values, percent):
+    """Nearest-rank percentile of an already sorted, non-empty list."""
+    rank = max(1, -(-len(sorted_values) * percent // 100))
+    return sorted_values[int(rank) - 1]
+
+
+def _recommendation_lines(recommendations, hosts):
+    """One line per recommendation; the same one made for several folded hosts names them once."""
+    lines = []
+    groups = {}
+    for rec in recommendations:
+        key = (rec["layer"], rec["setting"], "%s" % (rec["value"],), rec["how"])
+        if rec.get("host") in hosts:
+            if key in groups:
+                groups[key]["hosts"].append(rec["host"])
+                continue
+            groups[key] = {"rec": rec, "hosts": [rec["host"]]}
+            lines.append(groups[key])
+        else:
+            lines.append({"rec": rec, "hosts": [rec["host"]] if rec.get("host") else []})
+    text = []
+    for line in lines:
+        rec = line["rec"]
+        setting = rec["setting"] if rec["value"] is None else "%s = %s" % (rec["setting"], rec["value"])
+        where = ""
+        if len(line["hosts"]) == 1:
+            where = " on %s" % line["hosts"][0]
+        elif line["hosts"]:
+            where = " on %d hosts (%s)" % (len(line["hosts"]), _named(line["hosts"]))
+        reason = rec["reason"] if len(line["hosts"]) < 2 else "on %s: %s" % (rec["host"], rec["reason"])
+        text.append("- **%s**%s (%s): %s. Why: %s" % (setting, where, rec["layer"], rec["how"], _cut_host_lists(reason, hosts)))
+    if not recommendations:
+        text.append("- none: the target is met")
+    return text
+
+
+def _client_line(host, summary, throughput=False):
+    return "- client %s: %sNFSv%s nconnect=%s wsize=%s, WRITE %s ops, RTT %s ms, exe %s ms, queue %s ms, backlog/send %s, max_slots %s" % (
+        host, "%s MB/s, " % summary["write_mb_per_second"] if throughput else "", summary["nfs_version"], summary["nconnect"],
+        summary["wsize"], summary["write_ops"], summary["write_avg_rtt_ms"],
+        summary["write_avg_exe_ms"], summary["write_avg_queue_ms"], summary["backlog_per_send"], summary["max_slots"])
+
+
+def _client_lines(clients):
+    if len(clients) <= PER_HOST_LINES_MAX:
+        return [_client_line(host, summary) for host, summary in sorted(clients.items())]
+    lines = ["### Clients: distribution over %d hosts" % len(clients), "",
+             "| per host | min | p10 | median | p90 | max |", "|---|---|---|---|---|---|"]
+    for label, key in (("WRITE MB/s", "write_mb_per_second"), ("WRITE avg RTT ms", "write_avg_rtt_ms"),
+                       ("WRITE avg exe ms", "write_avg_exe_ms"), ("WRITE avg queue ms", "write_avg_queue_ms"),
+                       ("backlog per send", "backlog_per_send")):
+        values = sorted(summary[key] or 0.0 for summary in clients.values())
+        figures = [_figure(float(_percentile(values, percent))) for percent in (0, 10, 50, 90, 100)]
+        lines.append("| %s | %s |" % (label, " | ".join(figures)))
+    slowest = sorted(clients, key=lambda host: (clients[host]["write_mb_per_second"], host))[:SLOWEST_SHOWN]
+    lines += ["", "### Slowest clients (lowest WRITE MB/s)", ""]
+    lines += [_client_line(host, clients[host], throughput=True) for host in slowest]
+    return lines + [""] + _outlier_lines(clients)
+
+
+def _outlier_lines(clients):
+    """The outliers (OUTLIER_THROUGHPUT_SHARE, OUTLIER_LATENCY_FACTOR) and the settings every one of
+    them has that some of the other hosts do not."""
+    throughput = _percentile(sorted(summary["write_mb_per_second"] for summary in clients.values()), 50)
+    latency = _percentile(sorted(summary["write_avg_exe_ms"] or 0.0 for summary in clients.values()), 50)
+    outliers = sorted(host for host, summary in clients.items()
+                      if summary["write_mb_per_second"] < OUTLIER_THROUGHPUT_SHARE * throughput
+                      or (summary["write_avg_exe_ms"] or 0.0) > OUTLIER_LATENCY_FACTOR * latency)
+    lines = ["### Outliers", ""]
+    if not outliers:
+        return lines + ["none: every client within %.0f %% of the median %s MB/s and under %.0fx the median WRITE exe %s ms" % (
+            100 * (1 - OUTLIER_THROUGHPUT_SHARE), throughput, OUTLIER_LATENCY_FACTOR, latency)]
+    lines.append("%d of %d clients below %.0f %% of the median %s MB/s or above %.0fx the median WRITE exe %s ms: %s" % (
+        len(outliers), len(clients), 100 * OUTLIER_THROUGHPUT_SHARE, throughput, OUTLIER_LATENCY_FACTOR, latency, _named(outliers)))
+    settings = dict((host, _settings(summary)) for host, summary in clients.items())
+    others = [settings[host] for host in clients if host not in outliers]
+    shared = []
+    for name, value in settings[outliers[0]].items():
+        if all(settings[host].get(name) == value for host in outliers):
+            alike = sum(1 for other in others if other.get(name) == value)
+            if alike < len(others):
+                shared.append("%s=%s (%d of the %d other clients)" % (name, value, alike, len(others)))
+    lines.append("")
+    lines.append("What they share that the others do not all have: %s"
+                 % ("; ".join(shared) if shared else "nothing among the mount options and slot settings"))
+    return lines
+
+
+def _settings(summary):
+    """A client's mount options and slot settings, comparable between hosts."""
+    settings = dict((name, "%s" % (summary.get(name),)) for name in SHARED_SETTINGS)
+    settings.update(("sunrpc %s" % name, value) for name, value in sorted((summary.get("sunrpc") or {}).items()))
+    return settings
+
+
+def _server_lines(servers, summarised):
+    ordered = sorted(servers.items(), key=lambda item: (-(item[1]["packets_without_idle_thread"] or 0.0), item[0]))
+    if len(servers) <= PER_HOST_LINES_MAX:
+        ordered = sorted(servers.items())
+    lines = []
+    if len(servers) > PER_HOST_LINES_MAX:
+        lines += ["### Servers: the %d of %d with the most packets without an idle thread" % (PER_HOST_LINES_MAX, len(servers)), ""]
+    elif summarised and servers:
+        lines += ["### Servers", ""]
+    for host, summary in ordered[:PER_HOST_LINES_MAX]:
+        lines.append("- server %s: threads %s, %s bytes written, %s RPC calls, packets without idle thread %s" % (
+            host, summary["threads"], summary["io_bytes_written"], summary["rpc_calls"], summary["packets_without_idle_thread"]))
+    return lines
