@@ -294,7 +294,7 @@ def main():
     if not saved_files.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     _validate(module)
-    dest = module.params["dest"]
+    dest = os.path.abspath(module.params["dest"])
     files, unreadable = _read_saved(module, module.params["src"])
     plan = _plan(module, files)
     unusable = sorted(plan["unusable"] + unreadable, key=lambda row: row["file"])
