@@ -119,6 +119,12 @@ diagnosis:
     summary:
       description: One line verdict.
       type: str
+    window:
+      description:
+        - For a bundle built from files saved by hand (M(ckptio.nfs.saved_stats_bundle)), C({kind, seconds, source}); C(kind)
+          C(since_mount) means every client figure is an average over the mount's life, not a checkpoint window (the summary,
+          the evidence and the confidence say so). Null for other bundles.
+      type: dict
     excluded_clients:
       description: Clients left out of every figure because their capture is not usable, each C({host, mount_point,
         device, problems, problem_details}); C(problems) holds C(truncated), C(reset) and/or C(new_mount).

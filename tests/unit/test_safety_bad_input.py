@@ -45,7 +45,7 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import (
 
 COLLECTION = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULES = ("sunrpc_slot_table", "nfsd_threads", "nfs_mount", "nfs_client_stats", "nfsd_stats",
-           "diagnose_bundle", "checkpoint_canary", "checkpoint_report", "tcp_probe")
+           "diagnose_bundle", "checkpoint_canary", "checkpoint_report", "tcp_probe", "saved_stats_bundle")
 
 
 def module_named(name):
@@ -130,6 +130,9 @@ def build_world(root, monkeypatch):
     os.makedirs(world.path("local"))
     os.symlink(world.mount_point, world.path("mnt/link"))
     shutil.copytree(sample_path("bundles", "seed_like_baseline"), world.path("reports/bundle"))
+    # Files an operator saved by hand (saved_stats_bundle): the seed client's two snapshots.
+    for name, sample in (("ms-1.txt", "mountstats_before.txt"), ("ms-2.txt", "mountstats_after.txt")):
+        write(world.path("reports/saved", name), read_sample("bundles/seed_like_baseline/clients/nfs2", sample))
     # Relative paths resolve here, inside the checksummed tree: a stray write cannot hide.
     os.makedirs(world.path("cwd"))
     monkeypatch.chdir(world.path("cwd"))
@@ -184,6 +187,8 @@ def base_args(world, entry):
         "nfs_client_stats": {"mount_points": [world.mount_point], "dstate_samples": 0},
         "nfsd_stats": {},
         "diagnose_bundle": {"bundle": world.path("reports/bundle")},
+        "saved_stats_bundle": {"src": world.path("reports/saved"), "dest": world.path("reports/saved-bundle"),
+                               "checkpoint_bytes": 2400000000, "window_seconds": 300},
         "checkpoint_report": {"bundle": world.path("reports/bundle"), "png": False},
         "checkpoint_canary": {"path": world.mount_point, "bytes_per_rank": 8192, "block_size": 4096, "timeout": 5},
         "tcp_probe": {"mode": "send", "mount_point": world.mount_point, "seconds": 1, "state_dir": world.path("run/ckptio-tcp-probe")},
@@ -630,6 +635,24 @@ row("diagnose_bundle", "bundle", "not-a-bundle", Deferred(lambda w: {"bundle": w
 bool_rows("diagnose_bundle", "write")
 unknown_row("diagnose_bundle", "bundles")
 
+for _case, _value in (("relative-missing", "reports/none"), ("missing-space", "/no such/saved"),
+                      ("missing-semicolon", "/tmp/x;reboot"), ("a-file", Deferred(lambda w: {"src": w.path("etc/fstab")}))):
+    row("saved_stats_bundle", "src", _case, _value if isinstance(_value, Deferred) else {"src": _value})
+row("saved_stats_bundle", "dest", "a-file", Deferred(lambda w: {"dest": w.path("etc/fstab")}))
+row("saved_stats_bundle", "dest", "foreign-dir", Deferred(lambda w: {"dest": w.path("etc")}))
+row("saved_stats_bundle", "dest", "other-bundle", Deferred(lambda w: {"dest": w.path("reports/bundle")}))
+row("saved_stats_bundle", "dest", "is-src", Deferred(lambda w: {"dest": w.path("reports/saved")}))
+for _option in ("checkpoint_bytes", "window_seconds", "server_link_gbps", "client_link_gbps"):
+    for _case, _value in (("zero", 0), ("negative", -1), ("type", "much"), ("semicolon", "1;reboot")):
+        row("saved_stats_bundle", _option, _case, {_option: _value})
+for _option in ("client", "server"):
+    for _case, _value in (("slash", "a/b"), ("dotdot", ".."), ("dot", "."), ("empty", "")):
+        row("saved_stats_bundle", _option, _case, {_option: _value})
+for _case, _value in (("relative", "mnt/nfs"), ("not-in-files", "/mnt/other")):
+    row("saved_stats_bundle", "mount_point", _case, {"mount_point": _value})
+bool_rows("saved_stats_bundle", "skip_unusable")
+unknown_row("saved_stats_bundle", "source")
+
 for _option in ("bundle", "compare_to"):
     for _case, _value in (("relative-missing", "reports/none"), ("missing-space", "/no such/bundle"),
                           ("missing-semicolon", "/tmp/x;reboot")):
@@ -862,7 +885,7 @@ def test_every_role_entry_point_is_in_the_table(role, point):
 
 
 # Options that are free text by design: never parsed, never part of a command or a file name.
-FREE_TEXT = {"checkpoint_report": {"label"}}
+FREE_TEXT = {"checkpoint_report": {"label"}, "saved_stats_bundle": {"label"}}
 
 
 class _Captured(Exception):

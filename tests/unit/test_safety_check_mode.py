@@ -102,6 +102,11 @@ def diagnose(world):
     return {"bundle": world.path("reports/bundle")}
 
 
+def saved(world):
+    return {"src": world.path("reports/saved"), "dest": world.path("reports/saved-bundle"), "checkpoint_bytes": 2400000000,
+            "window_seconds": 300}
+
+
 def report(world):
     return {"bundle": world.path("reports/bundle"), "png": False}
 
@@ -135,6 +140,7 @@ CASES = [
     ("nfsd_stats", "read-only", lambda world: {}, False),
     ("diagnose_bundle", "writes-diagnosis", diagnose, True),
     ("checkpoint_report", "writes-report", report, True),
+    ("saved_stats_bundle", "writes-bundle", saved, True),
     ("checkpoint_canary", "keep-files", canary, True),
     ("tcp_probe", "stop-removes-records", probe_stop, True),
 ]

@@ -210,6 +210,38 @@ def _create_temp(directory, name, mode):
     raise FileExistsError(errno.EEXIST, "no free temp file name", directory)
 
 
+def regular_files(directory):
+    """Sorted names of the regular files directly in directory (through symlinks), dot-files left out.
+
+    For an input directory of files to read: subdirectories, sockets and the like are not
+    files to read, and a name starting with a dot is an editor's or a tool's own file. OSError
+    (missing, not a directory, unreadable) propagates: the caller names its option.
+    """
+    return sorted(name for name in os.listdir(directory)
+                  if not name.startswith(".") and os.path.isfile(os.path.join(directory, name)))
+
+
+def is_empty_dir(path):
+    """True when path is a directory with nothing in it (False when missing, not a directory, or unreadable)."""
+    try:
+        return not os.listdir(path)
+    except OSError:
+        return False
+
+
+def remove_empty_dir(module, path):
+    """Remove directory path when it is empty (True), leave it otherwise (False); nothing in check mode.
+
+    For a directory a module created for files it wrote and has now removed: anything else
+    in it (a file someone added) keeps it.
+    """
+    if not is_empty_dir(path):
+        return False
+    if not module.check_mode:
+        os.rmdir(path)
+    return True
+
+
 def write_file(module, path, content, mode=NEW_FILE_MODE, backup=False, make_parent=False):
     """Atomically replace path (through symlinks, its final target) with content; return the backup's path or None.
 
@@ -270,9 +302,9 @@ def write_file(module, path, content, mode=NEW_FILE_MODE, backup=False, make_par
     return backup_file
 
 
-def write_if_changed(module, path, content, mode=NEW_FILE_MODE):
+def write_if_changed(module, path, content, mode=NEW_FILE_MODE, make_parent=False):
     """write_file() unless path holds exactly these bytes already; True when it changed (in check
-    mode: would change, and nothing is written).
+    mode: would change, and nothing is written). make_parent as in write_file().
 
     The comparison is of bytes, through read_text (it keeps every byte): a report.png, or a
     CRLF copy of a text file, is never taken for the same content as other bytes.
@@ -287,7 +319,7 @@ def write_if_changed(module, path, content, mode=NEW_FILE_MODE):
     if old is not None and old.encode("utf-8", "surrogateescape") == content:
         return False
     if not module.check_mode:
-        write_file(module, path, content, mode=mode)
+        write_file(module, path, content, mode=mode, make_parent=make_parent)
     return True
 
 

@@ -46,6 +46,8 @@ SERVER_FILES = {
     "host_start": "host_start.json", "host_end": "host_end.json",
 }
 JSON_SUFFIX = ".json"
+# The run's description at the bundle's top (docs/capture-bundle.md "context.yml").
+CONTEXT_FILE = "context.yml"
 # Not bundle files: the canary's two-phase start on each client's tmpfs (barrier.py), named here
 # so the role takes every file name it writes from one table.
 BARRIER_FILES = {"ready": barrier.READY_FILE, "go": barrier.GO_FILE, "abort": barrier.ABORT_FILE, "done": barrier.DONE_FILE}
@@ -81,15 +83,15 @@ def _read_host(directory, names, where, problems):
 
 def load_bundle(directory):
     """{"context", "clients": {HOST: {key: text or parsed JSON}}, "servers": {...}, "problems": [...]}."""
-    context_text = atomic_file.read_optional(os.path.join(directory, "context.yml"))
+    context_text = atomic_file.read_optional(os.path.join(directory, CONTEXT_FILE))
     if context_text is None:
-        raise BundleError("%s/context.yml is missing" % directory)
+        raise BundleError("%s/%s is missing" % (directory, CONTEXT_FILE))
     if not HAS_YAML:
-        raise BundleError("PyYAML is needed to read %s/context.yml" % directory)
+        raise BundleError("PyYAML is needed to read %s/%s" % (directory, CONTEXT_FILE))
     try:
         context = yaml.safe_load(context_text) or {}
     except yaml.YAMLError as exc:
-        raise BundleError("%s/context.yml is not valid YAML: %s" % (directory, exc))
+        raise BundleError("%s/%s is not valid YAML: %s" % (directory, CONTEXT_FILE, exc))
     problems = []
     bundle = {"context": context, "clients": {}, "servers": {}, "problems": problems}
     for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):

@@ -92,6 +92,12 @@ LITTLE_RTT_MS = 10.0
 
 METADATA_OPS = ("OPEN", "OPEN_NOATTR", "CLOSE", "GETATTR", "LOOKUP", "ACCESS", "SETATTR", "CREATE", "REMOVE",
                 "RENAME", "MKDIR", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "LINK", "SYMLINK")
+# context.yml `saved.window` (module_utils/stats/saved_files.py): two snapshots saved by hand, or
+# one snapshot against the zero counters of its mount.
+SAVED_SNAPSHOTS = "snapshots"
+SAVED_SINCE_MOUNT = "since_mount"
+SINCE_MOUNT_NOTE = ("one mountstats snapshot: every client figure is an average over the mount's life (%s), not a checkpoint "
+                    "window; idle time dilutes the throughput, and the per-op times mix every workload since the mount")
 IDLE_RTT_OPS = ("NULL", "GETATTR", "ACCESS", "OPEN", "CLOSE", "LOOKUP", "FSINFO", "PATHCONF", "SEQUENCE", "RENEW", "SERVER_CAPS")
 
 
@@ -639,6 +645,7 @@ def diagnose(bundle):
     run = _read_run(bundle)
     evidence = _Evidence()
     _add_capture_problems(evidence, run["excluded_clients"])
+    _add_window_evidence(evidence, run["window"])
     for problem in bundle.get("problems") or []:
         evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
     figures = _client_figures(run["context"], run["clients"])
@@ -692,13 +699,33 @@ def _read_run(bundle):
     target_bps = capacity["target_bytes_per_second"]
     return {
         "context": context, "mount_point": mount_point, "canary": canary, "clients": clients, "excluded_clients": excluded_clients,
-        "servers": servers,
+        "servers": servers, "window": _saved_window(context),
         # Host evidence only from the clients whose statistics are usable (the same set as every figure).
         "client_files": dict((client["host"], client_files[client["host"]]) for client in clients),
         "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else None,
         "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
         "gap": target_bps / achieved if achieved > 0 else None,
     }
+
+
+def _saved_window(context):
+    """The statistics window of a bundle built from files saved by hand (context.yml `saved`, written by
+    ckptio.nfs.saved_stats_bundle): {"kind": "snapshots" or "since_mount", "seconds"}; None for other bundles."""
+    saved = context.get("saved")
+    if not isinstance(saved, dict) or saved.get("window") not in (SAVED_SNAPSHOTS, SAVED_SINCE_MOUNT):
+        return None
+    return {"kind": saved["window"], "seconds": saved.get("window_seconds"), "source": "files saved by hand"}
+
+
+def _add_window_evidence(evidence, window):
+    """A since-mount average is said once, where every figure is read: it is not a checkpoint window."""
+    if window and window["kind"] == SAVED_SINCE_MOUNT:
+        evidence.add(None, "statistics window: since the mount", window["seconds"], "a before/after pair around the checkpoint", True,
+                     SINCE_MOUNT_NOTE % _seconds_text(window["seconds"]))
+
+
+def _seconds_text(seconds):
+    return "%.0f s" % float(seconds) if seconds is not None else "an unknown time"
 
 
 def _achieved(canary, clients):
@@ -976,6 +1003,11 @@ def _decide(run, figures, found):
     net, cpu = found["net"], found["cpu"]
     confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"], found["access"]["lock_waits"],
                                                  found["send"]["backed_up"], met)
+    if run["window"] and run["window"]["kind"] == SAVED_SINCE_MOUNT:
+        # Averages over the mount's life can show a bottleneck, never prove the checkpoint's: at most medium.
+        confidence_reasons.append("the figures are since-mount averages (%s), not the checkpoint's window"
+                                  % _seconds_text(run["window"]["seconds"]))
+        confidence = "medium" if confidence == "high" else confidence
     headroom = _tuning_headroom(limiting, found["slots"]["tiny_cap"], write, run["capacity"], run["achieved"],
                                 found["threads"]["no_idle"], run["servers"], net)
     gap = run["gap"]
@@ -1018,8 +1050,9 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "recommendations": recommendations,
         "capacity": run["capacity"],
         "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"])
-        + _start_note(run["canary"]),
+        + _start_note(run["canary"]) + _window_note(run["window"]),
         "start": _start_block(run["canary"]),
+        "window": run["window"],
         "clients": dict((client["host"], _client_summary(client)) for client in run["clients"]),
         "excluded_clients": run["excluded_clients"],
         "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
@@ -1043,6 +1076,13 @@ def _start_note(canary_block):
                     float(canary_block.get("start_spread_seconds") or 0.0), barrier.SPREAD_BOUND_SECONDS))
     if canary_block.get("clocks_measured") is False:
         return " The clients' clocks were not all measured: the start spread and the aggregate mix host clocks."
+    return ""
+
+
+def _window_note(window):
+    """What the summary adds for a since-mount bundle (files saved by hand, one mountstats snapshot)."""
+    if window and window["kind"] == SAVED_SINCE_MOUNT:
+        return " Since-mount average over %s, not a checkpoint window." % _seconds_text(window["seconds"])
     return ""
 
 

@@ -27,6 +27,8 @@ the one place that knows which parts of two samples can be compared as text.
 
 from __future__ import annotations
 
+import re
+
 from functools import lru_cache
 from itertools import islice
 
@@ -590,6 +592,59 @@ def iter_mountstats(lines, nfs_only=True):
 def parse_mountstats(lines, nfs_only=True):
     """List of as_dict() views of every (NFS) mount: the module's `mounts` result."""
     return [mount.as_dict() for mount in iter_mountstats(lines, nfs_only=nfs_only)]
+
+
+# ---------------------------------------------------------------- the "before" of a since-mount delta
+# Lines of a mount block whose numbers are counters (zeroed); every other line (opts, caps,
+# nfsv4, sec, impl_id, the RPC iostats line) says what the mount is and is kept as it is.
+_COUNTER_LABELS = ("age", "events", "bytes")
+
+
+def since_mount_sample(text):
+    """Mountstats text with the NFS mount blocks of `text` and every counter zero.
+
+    The "before" sample of a delta over a mount's whole life (one snapshot saved by hand): the
+    kernel starts each counter at zero when it mounts (nfs_alloc_iostats, rpc_alloc_iostats), and
+    `age:` is the seconds since then, so after - zero over age is the since-mount average that
+    nfsiostat's first report prints. Each op line keeps its number of counters and the xprt
+    lines their source port (not a counter), so the zero sample pairs with `text` exactly as two
+    kernel samples do (SamplePair, stats_delta.mount_delta). Other file systems' blocks are left out.
+    """
+    lines = []
+    in_nfs = in_ops = False
+    for line in text.split("\n"):
+        if line.startswith("device "):
+            mount = _parse_device_line(line)
+            in_nfs, in_ops = mount is not None and mount.is_nfs, False
+            if in_nfs:
+                lines.append(line)
+            continue
+        if not in_nfs:
+            continue
+        lines.append(_zeroed_line(line, in_ops))
+        in_ops = in_ops or line.strip() == "per-op statistics"
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _zeroed_line(line, in_ops):
+    """One line of the zero sample: its counters 0, its blanks as they were."""
+    label, sep, rest = line.partition(":")
+    name = label.strip()
+    if not sep or not (in_ops or name in _COUNTER_LABELS or name == "xprt"):
+        return line
+    # "xprt: tcp SRCPORT counters...": the protocol and the port name the transport.
+    keep = 2 if name == "xprt" and not in_ops else 0
+    parts = _BLANKS.split(rest)
+    seen = 0
+    for index, part in enumerate(parts):
+        if part and not part.isspace():
+            if seen >= keep:
+                parts[index] = "0"
+            seen += 1
+    return label + sep + "".join(parts)
+
+
+_BLANKS = re.compile(r"(\s+)")
 
 
 # ---------------------------------------------------------------- two samples of one mount

@@ -136,3 +136,75 @@ def parse_pool_threads(text):
     """/proc/fs/nfsd/pool_threads: one number per pool."""
     # isdecimal, not isdigit: int() refuses the superscript digits isdigit() accepts.
     return [int(word) for word in (text or "").split() if word.isdecimal()]
+
+
+# ---------------------------------------------------------------- nfsstat -s tables
+# `nfsstat -s` (nfs-utils utils/nfsstat/nfsstat.c) prints the counters of /proc/net/rpc/nfsd as
+# tables: a "Server ...:" title, then lines of names and lines of their values ("count pct%" in
+# the procedure tables). Each table below is one line of the kernel file; the names are
+# nfsstat's, listed in the kernel's order (nfsstat prints `fh` in another order).
+_NFSSTAT_NAMED = {
+    "Server packet stats": ("net", ("packets", "udp", "tcp", "tcpconn")),
+    "Server rpc stats": ("rpc", ("calls", "badcalls", "badfmt", "badauth", "badclnt")),
+    "Server reply cache": ("rc", ("hits", "misses", "nocache")),
+    "Server io stats": ("io", ("read", "write")),
+    "Server file handle cache": ("fh", ("stale", "lookup", "anon", "ncachedir", "ncachenondir")),
+}
+# Procedure tables: nfsstat prints every procedure in number order, so a name's position is its
+# index in the kernel line (nfsstat leaves out a version whose counters are all zero).
+_NFSSTAT_PROCS = {"Server nfs v2": "proc2", "Server nfs v3": "proc3", "Server nfs v4": "proc4",
+                  "Server nfs v4 operations": "proc4ops"}
+
+
+def _nfsstat_tables(text):
+    """{title: [(name, value), ...]} of nfsstat's "Server ...:" tables; ValueError when a title repeats."""
+    tables = {}
+    title = None
+    names = []
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if line.rstrip().endswith(":") and not line[0].isspace():
+            title = line.rstrip()[:-1]
+            if title in tables:
+                raise ValueError("the table %r is printed twice (several reports in one file: nfsstat -Z, or two runs)" % title)
+            tables[title], names = [], []
+            continue
+        if title is None:
+            continue
+        numbers = [word for word in words if not word.endswith("%")]
+        if numbers and all(word.isdigit() for word in numbers):
+            tables[title].extend(zip(names, (int(word) for word in numbers)))
+            names = []
+        else:
+            names = words
+    return tables
+
+
+def nfsd_text_from_nfsstat(text):
+    """/proc/net/rpc/nfsd lines rebuilt from `nfsstat -s` output: (text, [kernel line labels]).
+
+    Only what nfsstat printed comes back: plain `nfsstat -s` has the rpc and procedure tables,
+    `-v` (or `-o all`) adds packets, the reply cache, io bytes and the file handle cache. The
+    percentages are nfsstat's own arithmetic and dropped. ValueError when the text holds no
+    server table, or one table twice (nfsstat -Z prints a report per interval).
+    """
+    tables = _nfsstat_tables(text)
+    lines = []
+    for title, (label, names) in _NFSSTAT_NAMED.items():
+        values = dict(tables.get(title, ()))
+        row = []
+        for name in names:
+            if name not in values:
+                break
+            row.append(values[name])
+        if row:
+            lines.append("%s %s" % (label, " ".join(str(value) for value in row)))
+    for title, label in _NFSSTAT_PROCS.items():
+        if tables.get(title):
+            counts = [value for _name, value in tables[title]]
+            lines.append("%s %d %s" % (label, len(counts), " ".join(str(value) for value in counts)))
+    if not lines:
+        raise ValueError("no nfsstat server table (\"Server rpc stats:\", \"Server nfs v4:\", ...)")
+    return "\n".join(lines) + "\n", [line.split()[0] for line in lines]

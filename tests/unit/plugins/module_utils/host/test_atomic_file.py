@@ -307,3 +307,33 @@ def test_write_if_changed_in_check_mode_says_so_and_writes_nothing(module, tmp_p
         handle.write(b"old\n")
     assert atomic_file.write_if_changed(module, path, "new\n") is True and read_bytes(path) == b"old\n"
     assert atomic_file.write_if_changed(module, path, b"old\n") is False
+
+
+def test_regular_files_lists_files_only_without_dot_files(tmp_path):
+    (tmp_path / "b.txt").write_text("x")
+    (tmp_path / "a").write_text("x")
+    (tmp_path / ".a.swp").write_text("x")
+    (tmp_path / "sub").mkdir()
+    os.symlink(str(tmp_path / "a"), str(tmp_path / "link"))
+    assert atomic_file.regular_files(str(tmp_path)) == ["a", "b.txt", "link"]
+    with pytest.raises(OSError):
+        atomic_file.regular_files(str(tmp_path / "missing"))
+
+
+def test_remove_empty_dir_leaves_a_directory_with_anything_in_it(module, tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "kept").write_text("x")
+    (tmp_path / "empty").mkdir()
+    assert atomic_file.is_empty_dir(str(tmp_path / "empty")) and not atomic_file.is_empty_dir(str(tmp_path / "missing"))
+    assert atomic_file.remove_empty_dir(module, str(tmp_path / "full")) is False and (tmp_path / "full" / "kept").exists()
+    module.check_mode = True
+    assert atomic_file.remove_empty_dir(module, str(tmp_path / "empty")) is True and (tmp_path / "empty").is_dir()
+    module.check_mode = False
+    assert atomic_file.remove_empty_dir(module, str(tmp_path / "empty")) is True and not (tmp_path / "empty").exists()
+    assert atomic_file.remove_empty_dir(module, str(tmp_path / "empty")) is False
+
+
+def test_write_if_changed_creates_missing_parents_when_asked(module, tmp_path):
+    path = str(tmp_path / "clients" / "gpu017" / "mountstats_after.txt")
+    assert atomic_file.write_if_changed(module, path, "device x\n", make_parent=True) is True
+    assert atomic_file.write_if_changed(module, path, "device x\n", make_parent=True) is False
