@@ -117,28 +117,41 @@ def plan_go(ready, offsets, fanout_seconds, now):
     }
 
 
-def spread(starts, go_at=None, bound=SPREAD_BOUND_SECONDS):
+def spread(starts, go_at=None, bound=SPREAD_BOUND_SECONDS, uncertainty=0.0):
     """The start spread of ranks whose starts are on one clock (the controller's).
 
-    Returns {start_spread_seconds, bound_seconds, synchronized, max_start_delay_seconds, message}:
-    synchronized is False when the spread exceeds the bound (the aggregate then is not one
-    synchronized checkpoint), None without starts.
+    uncertainty: how far apart the hosts' clocks may still be after the offset correction (the
+    two largest clock_offset uncertainties added: the worst pair of hosts). The spread measured
+    on corrected clocks cannot see an error in the offsets themselves (go is written with the
+    same offsets), so the real spread is only known to be at most spread + uncertainty.
+
+    Returns {start_spread_seconds, uncertainty_seconds, bound_seconds, synchronized,
+    max_start_delay_seconds, message}: synchronized is True when spread + uncertainty is within
+    the bound, False when the spread alone exceeds it (the aggregate then is not one synchronized
+    checkpoint), None when the clocks are too loosely known to tell, or without starts.
     """
     starts = [float(s) for s in starts if s is not None]
-    result = {"start_spread_seconds": None, "bound_seconds": bound, "synchronized": None,
-              "max_start_delay_seconds": None, "message": "no rank started"}
+    uncertainty = max(0.0, float(uncertainty or 0.0))
+    result = {"start_spread_seconds": None, "uncertainty_seconds": round(uncertainty, 6), "bound_seconds": bound,
+              "synchronized": None, "max_start_delay_seconds": None, "message": "no rank started"}
     if not starts:
         return result
     value = max(starts) - min(starts)
     result["start_spread_seconds"] = round(value, 6)
     if go_at is not None:
         result["max_start_delay_seconds"] = round(max(abs(s - float(go_at)) for s in starts), 6)
-    result["synchronized"] = value <= bound
-    if result["synchronized"]:
-        result["message"] = "ranks started within %.3f s of each other (bound %.1f s)" % (value, bound)
-    else:
+    clocks = " (the hosts' clocks known to +/- %.3f s)" % uncertainty if uncertainty else ""
+    if value > bound:
+        result["synchronized"] = False
         result["message"] = ("start spread %.3f s exceeds %.1f s: the aggregate is not a synchronized checkpoint "
                              "(the first ranks wrote alone for part of it)" % (value, bound))
+    elif value + uncertainty <= bound:
+        result["synchronized"] = True
+        result["message"] = "ranks started within %.3f s of each other%s, within the %.1f s bound" % (value, clocks, bound)
+    else:
+        result["message"] = ("ranks started within %.3f s of each other on the corrected clocks, but the hosts' clocks are "
+                             "only known to +/- %.3f s: a synchronized start within %.1f s is not confirmed (run chrony, "
+                             "or measure the clocks from a closer controller)" % (value, uncertainty, bound))
     return result
 
 

@@ -143,8 +143,9 @@ def combine_hosts(host_summaries, offsets=None):
     every_rank = []
     for host, results in sorted(host_summaries.items()):
         offset = clock.offset_of(offsets.get(host))
+        uncertainty = clock.uncertainty_of(offsets.get(host))
         for result in results:
-            every_rank.append(dict(result, host=host, clock_offset_seconds=offset,
+            every_rank.append(dict(result, host=host, clock_offset_seconds=offset, clock_uncertainty_seconds=uncertainty,
                                    start=clock.to_controller_time(result.get("start"), offset),
                                    end=clock.to_controller_time(result.get("end"), offset)))
     return every_rank
@@ -162,11 +163,13 @@ def cluster_aggregate(every_rank, go_at=None):
     summary = aggregate(every_rank, go_at)
     finished = [r["start"] for r in every_rank
                 if r.get("start") is not None and r.get("end") is not None and not r.get("error")]
-    verdict = barrier.spread(finished, go_at)
+    per_host = dict((r.get("host", "-"), r.get("clock_uncertainty_seconds")) for r in every_rank)
+    verdict = barrier.spread(finished, go_at, uncertainty=clock.pair_uncertainty(per_host.values()))
     hosts = sorted({r.get("host", "-") for r in every_rank})
     unmeasured = sorted({r.get("host", "-") for r in every_rank if r.get("clock_offset_seconds") is None})
     summary.update({
         "synchronized": verdict["synchronized"], "spread_bound_seconds": verdict["bound_seconds"],
+        "start_spread_uncertainty_seconds": verdict["uncertainty_seconds"],
         "spread_message": verdict["message"], "clocks_measured": bool(hosts) and not unmeasured,
         "unmeasured_clocks": unmeasured,
     })
@@ -199,6 +202,7 @@ def context_block(results, layout, start_at=None, clocks=None, hosts=None):
              "seconds": seconds, "start_at": float(start_at) if results and start_at is not None else None}
     if clocks is not None:
         block.update({"start_spread_seconds": summary["start_spread_seconds"], "synchronized": summary["synchronized"],
+                      "start_spread_uncertainty_seconds": summary["start_spread_uncertainty_seconds"],
                       "clocks_measured": summary["clocks_measured"]})
     return block
 

@@ -96,6 +96,20 @@ def offset_of(value):
     return None if value is None else float(value)
 
 
+def uncertainty_of(value):
+    """A host's offset uncertainty in seconds from a clock_offset result; None when unmeasured or a bare offset."""
+    if isinstance(value, dict) and value.get("uncertainty_seconds") is not None:
+        return float(value["uncertainty_seconds"])
+    return None
+
+
+def pair_uncertainty(uncertainties):
+    """How far apart two hosts' corrected clocks may still be: the two largest uncertainties added
+    (0 for one host, whose ranks share one clock)."""
+    values = sorted((float(u) for u in uncertainties if u is not None), reverse=True)
+    return sum(values[:2]) if len(values) > 1 else 0.0
+
+
 def to_controller_time(host_time, offset):
     """A time read on the host, on the controller's clock (None stays None)."""
     if host_time is None or offset is None:

@@ -1064,6 +1064,7 @@ def _start_block(canary_block):
     synchronized checkpoint (barrier.SPREAD_BOUND_SECONDS), whether clocks were measured; all None
     for a bundle written before the barrier."""
     return {"start_spread_seconds": canary_block.get("start_spread_seconds"),
+            "start_spread_uncertainty_seconds": canary_block.get("start_spread_uncertainty_seconds"),
             "synchronized": canary_block.get("synchronized"),
             "clocks_measured": canary_block.get("clocks_measured")}
 
@@ -1076,6 +1077,11 @@ def _start_note(canary_block):
                     float(canary_block.get("start_spread_seconds") or 0.0), barrier.SPREAD_BOUND_SECONDS))
     if canary_block.get("clocks_measured") is False:
         return " The clients' clocks were not all measured: the start spread and the aggregate mix host clocks."
+    if canary_block.get("synchronized") is None and canary_block.get("start_spread_uncertainty_seconds"):
+        return (" A synchronized start is not confirmed: the ranks started within %.3g s on the corrected clocks, but the "
+                "clients' clocks are only known to +/- %.3g s (run chrony)." % (
+                    float(canary_block.get("start_spread_seconds") or 0.0),
+                    float(canary_block["start_spread_uncertainty_seconds"])))
     return ""
 
 

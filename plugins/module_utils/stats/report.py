@@ -288,6 +288,9 @@ def _canary_lines(metrics):
                  _fmt(aggregate["start_spread_seconds"]), _fmt(aggregate["max_start_delay_seconds"])), ""]
     if aggregate.get("synchronized") is False:
         lines += ["**Not a synchronized checkpoint: %s.**" % aggregate["spread_message"], ""]
+    elif aggregate.get("synchronized") is None and aggregate.get("start_spread_seconds") is not None \
+            and aggregate.get("start_spread_uncertainty_seconds"):
+        lines += ["**Synchronized start not confirmed: %s.**" % aggregate["spread_message"], ""]
     elif aggregate.get("spread_message"):
         lines += ["Start: %s (times on the controller's clock)." % aggregate["spread_message"], ""]
     if aggregate.get("unmeasured_clocks"):

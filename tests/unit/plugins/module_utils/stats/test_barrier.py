@@ -59,6 +59,19 @@ def test_spread_against_the_bound(starts, synchronized):
     assert ("not a synchronized checkpoint" in result["message"]) is (not synchronized)
 
 
+@pytest.mark.parametrize("starts, uncertainty, synchronized, words", [
+    ([10.0, 10.004], 0.47, True, "known to +/- 0.470 s), within the 1.0 s bound"),
+    # The corrected clocks agree, but they may still be 1.2 s apart: not confirmed, not false.
+    ([10.0, 10.004], 1.2, None, "not confirmed"),
+    ([10.0, 11.5], 0.1, False, "not a synchronized checkpoint"),
+])
+def test_spread_counts_what_the_clocks_cannot_tell(starts, uncertainty, synchronized, words):
+    result = barrier.spread(starts, uncertainty=uncertainty)
+    assert result["synchronized"] is synchronized
+    assert result["uncertainty_seconds"] == uncertainty
+    assert words in result["message"]
+
+
 def test_spread_without_starts_is_unknown():
     assert barrier.spread([None])["synchronized"] is None
 

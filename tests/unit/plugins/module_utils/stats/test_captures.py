@@ -10,6 +10,7 @@ import copy
 
 import pytest
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
@@ -111,8 +112,29 @@ def test_shaped_link_is_the_network_only_with_the_probe(probe):
         assert "measure the network" in [rec["setting"] for rec in result["recommendations"]]
 
 
+def test_a_client_clock_3_s_ahead_still_starts_together_on_the_controllers_clock():
+    """clock_step: nfs3's clock stepped 3 s ahead before the run (molecule/lab/evidence.yml)."""
+    bundle = capture("clock_step")
+    offsets = dict((host, files["canary"]["clock"]["offset_seconds"]) for host, files in bundle["clients"].items())
+    assert offsets["nfs3"] - offsets["nfs2"] == pytest.approx(2.06, abs=0.05)
+    ranks = canary.combine_hosts(dict((host, files["canary"]["ranks"]) for host, files in bundle["clients"].items()),
+                                 dict((host, files["canary"]["clock"]) for host, files in bundle["clients"].items()))
+    corrected = canary.cluster_aggregate(ranks)
+    raw = canary.cluster_aggregate(canary.combine_hosts(dict((host, files["canary"]["ranks"]) for host, files in bundle["clients"].items())))
+    # On each host's own clock the ranks look 2 s apart; on the controller's they started together,
+    # as far as clocks bracketed to +/- 0.25 s each can tell.
+    assert raw["start_spread_seconds"] > 2.0 and raw["synchronized"] is False
+    assert corrected["start_spread_seconds"] < 0.05
+    assert corrected["start_spread_uncertainty_seconds"] == pytest.approx(0.247217 + 0.225316)
+    assert corrected["synchronized"] is True
+    result = diagnose(bundle)
+    # The probes too: started_at 2.06 s apart on the host clocks, together once corrected.
+    assert not signal(result, "TCP probe start spread")
+    assert "network" not in result["unmeasured"]
+
+
 def test_every_capture_names_the_links_and_cpus_it_measured():
-    for name in ("seed_like_v41", "healthy", "one_thread", "slow_storage", "shaped_link"):
+    for name in ("seed_like_v41", "healthy", "one_thread", "slow_storage", "shaped_link", "clock_step"):
         result = diagnose(capture(name))
         assert sorted(result["cpu"]) == ["nfs1", "nfs2", "nfs3"], name
         assert result["cpu"]["nfs1"]["measured_over"] == "the server's samples at the ranks' start and after the last rank ended"

@@ -53,3 +53,12 @@ def test_times_move_between_the_clocks_and_back():
     assert clock.to_host_time(100.0, offset) == pytest.approx(98.73)
     assert clock.to_controller_time(None, offset) is None
     assert clock.to_host_time(5.0, None) == 5.0
+
+
+def test_two_hosts_corrected_clocks_may_differ_by_their_two_largest_uncertainties():
+    assert clock.pair_uncertainty([0.2, None, 0.05, 0.3]) == pytest.approx(0.5)
+    # One host's ranks share one clock; unmeasured hosts add nothing they could be measured by.
+    assert clock.pair_uncertainty([0.3]) == 0.0
+    assert clock.pair_uncertainty([None, None]) == 0.0
+    assert clock.uncertainty_of({"offset_seconds": 1.0, "uncertainty_seconds": 0.25}) == 0.25
+    assert clock.uncertainty_of(1.0) is None and clock.uncertainty_of(None) is None

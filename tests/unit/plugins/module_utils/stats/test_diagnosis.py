@@ -420,3 +420,6 @@ def test_start_note_flags_an_unsynchronized_start_and_unmeasured_clocks():
     assert "not all measured" in _diagnosis._start_note({"synchronized": True, "clocks_measured": False})
     assert _diagnosis._start_note({}) == ""
     assert _diagnosis._start_block({"synchronized": False, "start_spread_seconds": 2.0})["synchronized"] is False
+    loose = {"synchronized": None, "start_spread_seconds": 0.004, "start_spread_uncertainty_seconds": 1.2, "clocks_measured": True}
+    assert "not confirmed" in _diagnosis._start_note(loose) and "+/- 1.2 s" in _diagnosis._start_note(loose)
+    assert _diagnosis._start_block(loose)["start_spread_uncertainty_seconds"] == 1.2

@@ -130,6 +130,15 @@ def test_report_says_when_the_aggregate_is_not_a_synchronized_checkpoint():
     assert "| a | 1 | 100 | 4 | 2.5e-05 | - | 10.000 | 0 | 0.05 / 0.4 |" in text
 
 
+def test_report_says_when_loosely_known_clocks_cannot_confirm_a_synchronized_start():
+    ranks = [dict(host=host, rank=0, start=10.0 + shift, end=14.0, bytes=100, error=None, clock_offset_seconds=0.0,
+                  clock_uncertainty_seconds=0.6) for host, shift in (("a", 0.0), ("b", 0.004))]
+    metrics = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], start_at=10.0)), None, [], ranks)
+    assert metrics["canary_aggregate"]["synchronized"] is None
+    assert metrics["canary_aggregate"]["start_spread_uncertainty_seconds"] == pytest.approx(1.2)
+    assert "**Synchronized start not confirmed: ranks started within 0.004 s" in report.render_markdown(metrics)
+
+
 def test_report_of_an_old_bundle_says_the_clocks_were_not_measured():
     ranks = [{"host": "a", "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None}]
     text = report.render_markdown(report.bundle_metrics(CONTEXT, None, [], ranks))
