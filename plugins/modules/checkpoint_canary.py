@@ -378,7 +378,7 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
             try:
                 for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
                     # Stamp the offset into the block so no two blocks are identical (dedupe).
-                    view[0:8] = offset.to_bytes(8, "little")
+                    view[0:canary.STAMP_BYTES] = canary.block_stamp(offset)
                     written = 0
                     while written < size:
                         written += os.pwrite(fd, view[written:size], offset + written)
