@@ -646,6 +646,7 @@ row("checkpoint_canary", "ranks", "above", {"ranks": 100000})
 row("checkpoint_canary", "block_size", "direct-unaligned", {"direct": True, "block_size": 1000, "bytes_per_rank": 8000})
 row("checkpoint_canary", "files_per_rank", "shared-file", {"files_per_rank": 2, "bytes_per_rank": 16384})
 row("checkpoint_canary", "bytes_per_rank", "smaller-than-block", {"bytes_per_rank": 100})
+row("checkpoint_canary", "block_size", "below-stamp", {"block_size": 4, "bytes_per_rank": 64})
 for _option in ("timeout", "kill_grace", "start_at", "barrier_timeout"):
     row("checkpoint_canary", _option, "type", {_option: "soon"})
 row("checkpoint_canary", "timeout", "zero", {"timeout": 0})

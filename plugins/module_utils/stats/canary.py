@@ -44,8 +44,10 @@ def validate_plan(ranks, bytes_per_rank, block_size, layout, files_per_rank, dir
         errors.append("ranks must be between 1 and %d, got %d" % (MAX_RANKS, ranks))
     if bytes_per_rank < 1:
         errors.append("bytes_per_rank must be at least 1, got %d" % bytes_per_rank)
-    if block_size < 1:
-        errors.append("block_size must be at least 1, got %d" % block_size)
+    if block_size < STAMP_BYTES:
+        # A smaller block cannot hold its offset stamp: every rank failed without a result.
+        errors.append("block_size must be at least %d (each block starts with its %d-byte offset stamp), got %d"
+                      % (STAMP_BYTES, STAMP_BYTES, block_size))
     if layout not in LAYOUTS:
         errors.append("layout must be one of %s, got %r" % (", ".join(LAYOUTS), layout))
     if files_per_rank < 1:

@@ -148,6 +148,7 @@ def test_check_mode_writes_nothing(tmp_path, target):
 @pytest.mark.parametrize("extra, option", [
     ({"ranks": 0}, "ranks"),
     ({"block_size": 1000, "direct": True}, "block_size"),
+    ({"block_size": 4, "bytes_per_rank": 64}, "block_size"),
     ({"files_per_rank": 2}, "files_per_rank"),
     ({"timeout": 0}, "timeout"),
     ({"kill_grace": -1}, "kill_grace"),

@@ -56,6 +56,7 @@ def test_write_chunks_of_shared_plan_cover_file_exactly_once():
     ((4097, MIB, MIB, "shared_file", 1, False), "ranks"),
     ((1, 0, MIB, "shared_file", 1, False), "bytes_per_rank"),
     ((1, MIB, 0, "shared_file", 1, False), "block_size"),
+    ((1, MIB, 7, "shared_file", 1, False), "block_size"),
     ((1, MIB, MIB, "striped", 1, False), "layout"),
     ((1, MIB, MIB, "file_per_rank", 0, False), "files_per_rank"),
     ((1, 4 * MIB, MIB, "shared_file", 2, False), "files_per_rank"),
