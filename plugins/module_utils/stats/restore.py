@@ -136,10 +136,11 @@ def add_verify_error(result, name, offset, problem):
         result["verify_errors"].append({"file": name, "offset": offset, "problem": problem})
 
 
-def complete_read(result, reason):
-    """A rank result with every READ_KEYS key: missing read fields are filled, read_error says why."""
+def complete_read(result, reason=None):
+    """A rank result with every READ_KEYS key: missing read fields are filled, and with a reason
+    read_error says why they are missing (no reason: the phase did not run, summary says why)."""
     merged = dict(empty_read(), **result)
-    if any(key not in result for key in READ_KEYS) and not merged["read_error"]:
+    if reason and any(key not in result for key in READ_KEYS) and not merged["read_error"]:
         merged["read_error"] = reason
     return merged
 
@@ -165,18 +166,25 @@ def summary(results, read_go_at, cache, skipped=None):
 
 
 def failure_message(results, skipped=None):
-    """The module's failure message for the read phase, naming rank, file and offset; None when it passed."""
+    """The module's failure message for the read phase, naming rank, file and offset; None when it passed.
+
+    At most MAX_MESSAGE_ERRORS are named; the count of every bad block (verify_error_count) and of
+    the errors left unnamed follows.
+    """
     parts = []
     for result in results:
         if result.get("read_error"):
-            parts.append("rank %d: %s" % (result["rank"], result["read_error"]))
+            parts.append((False, "rank %d: %s" % (result["rank"], result["read_error"])))
         for item in result.get("verify_errors") or []:
-            parts.append("rank %d: %s offset %d: %s" % (result["rank"], item["file"], item["offset"], item["problem"]))
-        unnamed = (result.get("verify_error_count") or 0) - len(result.get("verify_errors") or [])
-        if unnamed > 0:
-            parts.append("rank %d: %d more bad blocks" % (result["rank"], unnamed))
-    if not parts:
+            parts.append((True, "rank %d: %s offset %d: %s" % (result["rank"], item["file"], item["offset"], item["problem"])))
+    bad_blocks = sum(result.get("verify_error_count") or 0 for result in results)
+    if not parts and not bad_blocks:
         return None if skipped is None else "canary restore %s" % skipped
     shown = parts[:MAX_MESSAGE_ERRORS]
-    more = " (and %d more)" % (len(parts) - len(shown)) if len(parts) > len(shown) else ""
-    return "canary restore failed: %s%s" % ("; ".join(shown), more)
+    notes = []
+    if len(parts) > len(shown):
+        notes.append("%d more not shown" % (len(parts) - len(shown)))
+    if bad_blocks > sum(1 for is_block, _text in shown if is_block):
+        notes.append("%d bad blocks in all" % bad_blocks)
+    return "canary restore failed: %s%s" % ("; ".join(text for _is_block, text in shown),
+                                            " (%s)" % ", ".join(notes) if notes else "")
