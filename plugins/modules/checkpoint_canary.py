@@ -559,10 +559,13 @@ def _write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end)
     wait for the read go (a second line through the go pipe); read back; send line 2."""
     buffer = random_block(params["block_size"])
     result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at, buffer)
+    # The parent's RUSAGE_CHILDREN has no rank before it is reaped, and this one lives on to read.
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    line = dict(result, write_cpu_seconds=usage.ru_utime + usage.ru_stime)
     drop_error = None
     if not result.get("error") and params["restore_cache"] == "fadvise":
         drop_error = drop_cached_pages(dir_fd, rank_plan)
-    os.write(write_end, (json.dumps(result) + "\n").encode())
+    os.write(write_end, (json.dumps(line) + "\n").encode())
     if result.get("error"):
         return
     read_at = _receive_go(go_read)
@@ -1146,10 +1149,13 @@ class Canary:
             ranks, max(go_at, time.time()) + self.params["timeout"], go_at, self.servers, first_line=restoring)
         own_after = resource.getrusage(resource.RUSAGE_SELF)
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ranks_cpu = (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
+        if restoring:
+            # The ranks live on to read: each reported its own CPU with its write result (rank_result).
+            ranks_cpu = sum(item.get("write_cpu_seconds") or 0.0 for item in ranks)
         harness = barrier.harness_cost(
             (own_after.ru_utime + own_after.ru_stime) - (own_before.ru_utime + own_before.ru_stime),
-            (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime),
-            host_samples.get("start"), host_samples.get("end"))
+            ranks_cpu, host_samples.get("start"), host_samples.get("end"))
         return results, stalled, samples, host_samples, harness
 
     def run_restore(self, ranks, workdir, outcome, result):
@@ -1297,6 +1303,9 @@ class Canary:
             except ValueError:
                 break
             result = document if result is None else dict(result, **document)
+        if result is not None and "write_cpu_seconds" in result:
+            # restore=true's first line carries the rank's CPU for the harness, not for the result.
+            item["write_cpu_seconds"] = result.pop("write_cpu_seconds")
         if result is None:
             _reap(item["pid"])
             return {"rank": item["rank"], "pid": item["pid"], "start": None, "end": None, "bytes": 0,

@@ -609,6 +609,9 @@ def test_restore_reads_back_every_byte_after_the_last_write(target):
     assert result["summary"]["total_bytes"] == 3 * 64 * KIB  # the write's aggregate is the write's
     assert result["restore"]["total_read_bytes"] == 3 * 64 * KIB and result["restore"]["blocks"] == 12
     assert sorted(result["restore_host_samples"]) == ["end", "start"]
+    # The ranks were alive after the writes: their CPU came from their own getrusage, not RUSAGE_CHILDREN.
+    assert result["harness"]["ranks_cpu_seconds"] > 0
+    assert all("write_cpu_seconds" not in rank for rank in ranks)
     assert result["cleaned_up"] is True and _workdirs(target) == []
 
 
