@@ -1102,7 +1102,8 @@ class Canary:
         results, stalled, samples, host_samples, harness = outcome
         if restored is not None:
             results = restored["results"]
-            result["restore_host_samples"] = restored["host_samples"]
+            if restored["skipped"] is None:
+                result["restore_host_samples"] = restored["host_samples"]
         result["ranks"] = results
         result["stalled"] = stalled + (restored["stalled"] if restored else [])
         result["summary"] = canary.aggregate(results, result["start_at"] if params["start_at"] is not None
