@@ -164,7 +164,7 @@ options:
         Not verified here - that the NFS client releases every page (a page it still holds state for is not
         dropped), so some reads may still hit the cache. The residency is not measured (no C(mincore) in the
         Python standard library); the result only records the method.
-      - V(direct) - the reads open with C(O_DIRECT) into a page-aligned buffer: the client page cache is not used
+      - V(direct) - the reads open with C(O_DIRECT) into a page-aligned buffer; the client page cache is not used
         for the data read, each block is a READ to the server, and there is no readahead. Needs O(block_size) a
         multiple of 4096 and O(bytes_per_rank) a multiple of O(block_size), as O(direct=true) does. A file system
         without C(O_DIRECT) (tmpfs) fails the read with C(EINVAL).
