@@ -42,8 +42,8 @@ description:
     (RV(summary.restore)). Every block read is compared with what was written (its offset stamp and the rank's
     random block); a torn, stale or missing block fails the module naming the rank, file and offset.
   - The read phase has its own O(timeout), counted from the read go, with the same SIGKILL and O(kill_grace)
-    handling as the write. It does not start when a rank failed or stalled writing (RV(summary.restore.skipped)
-    says why).
+    handling as the write. It does not start when a rank failed or stalled writing (C(skipped) in
+    RV(summary.restore) says why).
   - Read start with O(barrier_dir) (the hook for a read barrier across hosts) - after the writes the canary
     writes C(written.json) in O(barrier_dir) and waits for C(read_go.json) (key C(go_at), like C(go.json)) or
     C(abort.json) for at most O(barrier_timeout) seconds. Without O(barrier_dir) the reads start as soon as
