@@ -48,8 +48,10 @@ def main():
     expected = bytearray(written)
     expected_view = memoryview(expected)
 
+    stamp = bytes(read_view[0:8])
+
     def crc32(offset):
-        assert read_view[0:8] == read_view[0:8] and zlib.crc32(read_view[8:size]) == tail_crc
+        assert bytes(read_view[0:8]) == stamp and zlib.crc32(read_view[8:size]) == tail_crc
 
     def memcmp(offset):
         expected[0:8] = read_view[0:8]
