@@ -34,6 +34,21 @@ description:
     rank to exit, so a dead server delays it instead of hanging the play.
   - Data is random (a block generated once per rank, each write stamped with its offset), so a server
     that compresses or deduplicates cannot shortcut it.
+  - With O(restore=true) the canary also measures the checkpoint's load (MLPerf Storage's checkpoint workload
+    times save and load - after a failure every rank reads the checkpoint back before training resumes). Once
+    every rank of this host has written and fsynced, the parent releases the reads together (a second line
+    through each rank's go pipe) and the same ranks read back exactly what they wrote (same files, offsets and
+    O(block_size)) from a cold client cache (O(restore_cache)), timed by the same MLPerf rule
+    (RV(summary.restore)). Every block read is compared with what was written (its offset stamp and the rank's
+    random block); a torn, stale or missing block fails the module naming the rank, file and offset.
+  - The read phase has its own O(timeout), counted from the read go, with the same SIGKILL and O(kill_grace)
+    handling as the write. It does not start when a rank failed or stalled writing (C(skipped) in
+    RV(summary.restore) says why).
+  - Read start with O(barrier_dir) (the hook for a read barrier across hosts) - after the writes the canary
+    writes C(written.json) in O(barrier_dir) and waits for C(read_go.json) (key C(go_at), like C(go.json)) or
+    C(abort.json) for at most O(barrier_timeout) seconds. Without O(barrier_dir) the reads start as soon as
+    the last rank of this host has written. A canary whose write failed writes no C(written.json), only
+    C(done.json).
 author:
   - ckptio.nfs maintainers (@ckptio)
 attributes:
@@ -98,16 +113,22 @@ options:
         test) for the two-phase start. The canary creates it (mode 0700; an existing one must be a real
         directory of this user), writes C(ready.json) when prepared, waits for C(go.json) or C(abort.json)
         and writes C(done.json) at the end. O(start_at) is then ignored.
+      - With O(restore=true) also the read barrier - C(written.json) after the writes, then C(read_go.json)
+        or C(abort.json), waited for at most O(barrier_timeout).
       - Omitted means no barrier - the ranks start at O(start_at).
     type: path
   barrier_timeout:
     description:
       - Seconds the prepared canary waits for C(go.json) before it gives up, cleans up and fails, so a
         controller that died does not leave ranks waiting.
+      - With O(restore=true) also the longest wait for C(read_go.json) after C(written.json).
     type: float
     default: 600
   timeout:
-    description: Seconds from the start until every rank must have finished.
+    description:
+      - Seconds from the start until every rank must have finished.
+      - With O(restore=true) the read phase gets its own O(timeout), counted from the read go (so a run may
+        take twice O(timeout), plus the wait for C(read_go.json)).
     type: float
     default: 600
   kill_grace:
@@ -122,6 +143,34 @@ options:
     description: Leave the written files in place (in the directory named by RV(workdir)).
     type: bool
     default: false
+  restore:
+    description:
+      - After the writes, read everything back (the checkpoint's load) and verify every block; see the description.
+      - Needs O(fsync=true) (a checkpoint read back after a failure was fsynced, and dirty pages can neither be
+        dropped nor read around). Each rank then holds a second block in memory (the copy it compares with),
+        which the memory bound counts.
+    type: bool
+    default: false
+  restore_cache:
+    description:
+      - How the read phase starts from a cold client page cache (ignored unless O(restore=true)). Neither method
+        empties the NFS server's cache - a read right after the write may be served from the server's memory.
+      - V(fadvise) - after its fsync each rank reopens its files and calls
+        C(posix_fadvise(POSIX_FADV_DONTNEED)) over its own range (the whole file with O(layout=file_per_rank);
+        with O(layout=shared_file) its own range only, because a whole-file DONTNEED would start writeback of
+        ranks still writing), outside both timed windows. The reads are then ordinary buffered reads with the
+        client's readahead, as a training job's load is. What is guaranteed is the call - the kernel drops the
+        clean, unmapped, unlocked pages of the range; after the fsync (NFS COMMIT) the pages should all be clean.
+        Not verified here - that the NFS client releases every page (a page it still holds state for is not
+        dropped), so some reads may still hit the cache. The residency is not measured (no C(mincore) in the
+        Python standard library); the result only records the method.
+      - V(direct) - the reads open with C(O_DIRECT) into a page-aligned buffer; the client page cache is not used
+        for the data read, each block is a READ to the server, and there is no readahead. Needs O(block_size) a
+        multiple of 4096 and O(bytes_per_rank) a multiple of O(block_size), as O(direct=true) does. A file system
+        without C(O_DIRECT) (tmpfs) fails the read with C(EINVAL).
+    type: str
+    choices: [fadvise, direct]
+    default: fadvise
 notes:
   - Ranks are forked processes; results, D-state samples and cleanup do not depend on the play's
     connection staying open.
@@ -148,6 +197,19 @@ EXAMPLES = r"""
     layout: file_per_rank
     files_per_rank: 2
     direct: true
+
+- name: Save and load - write, then read everything back with O_DIRECT and verify every block
+  ckptio.nfs.checkpoint_canary:
+    path: /mnt/checkpoints
+    ranks: 8
+    layout: file_per_rank
+    restore: true
+    restore_cache: direct
+  register: canary
+
+- name: Show the load's MLPerf throughput
+  ansible.builtin.debug:
+    msg: "{{ canary.summary.restore.throughput_bytes_per_second }} B/s ({{ canary.summary.restore.restore_cache }})"
 """
 
 RETURN = r"""
@@ -170,7 +232,10 @@ plan:
   type: list
   elements: dict
 ranks:
-  description: Per-rank results; start and end are Unix epochs, error is null on success.
+  description:
+    - Per-rank results; start and end are Unix epochs, error is null on success.
+    - With O(restore=true) also C(read_start), C(read_end) (epochs), C(read_bytes), C(read_error) (null on success),
+      C(verify_errors) (at most 8 bad blocks, each C({file, offset, problem})) and C(verify_error_count) (all of them).
   returned: when the ranks ran
   type: list
   elements: dict
@@ -182,8 +247,30 @@ summary:
       distance of a rank's start from O(start_at).
   returned: when the ranks ran
   type: dict
+  contains:
+    restore:
+      description:
+        - With O(restore=true) - the same aggregate over the read fields (C(read_start), C(read_end), C(read_bytes);
+          a rank with a read or verify error is left out of the span), computed by the same function, with
+          C(max_start_delay_seconds) measured from C(read_go_at) (the read go on this host's clock), plus
+          C(restore_cache) (the method used), C(verify_error_count) and C(skipped) (null, or why no rank read).
+      returned: when O(restore=true) and the ranks ran
+      type: dict
+restore:
+  description:
+    - The read phase's plan - C(restore_cache), C(guarantee) (what the method guarantees), C(block_size),
+      C(total_read_bytes), C(blocks), C(files), C(start) (when the reads start) and C(verify).
+    - In check mode this is what would be done; nothing is written or read.
+  returned: when O(restore=true)
+  type: dict
+restore_host_samples:
+  description: The host samples (as RV(host_samples)) at the read go and when the last rank finished reading.
+  returned: when O(restore=true) and the read phase ran
+  type: dict
 stalled:
-  description: Ranks that did not finish within O(timeout), with state, C(wchan) and whether they exited after SIGKILL.
+  description:
+    - Ranks that did not finish within O(timeout), with state, C(wchan) and whether they exited after SIGKILL.
+    - A rank that stalled reading (O(restore=true)) has C(phase) C(read).
   returned: always
   type: list
   elements: dict
@@ -227,6 +314,8 @@ barrier:
   description:
     - With O(barrier_dir) - C(ready_at) (when the canary was prepared), C(signal) (C(go) or C(abort)), C(go_at),
       C(go_late_seconds) (how long after go the go file was read; 0 when it came in time), C(abort) (the reason).
+    - With O(restore=true) also C(read) - the read barrier's record, C(written_at) (when C(written.json) was
+      written) and C(signal), C(go_at), C(go_late_seconds), C(abort) as above for C(read_go.json).
   returned: when O(barrier_dir) is set and the canary got that far
   type: dict
 harness:
@@ -256,6 +345,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary_limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
@@ -361,9 +451,13 @@ def die_with_parent(libc, parent_pid):
         os._exit(1)
 
 
-def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
-    """Write one rank's files; return its result dict. Runs in the forked child."""
-    buffer = random_block(block_size)
+def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at, buffer=None):
+    """Write one rank's files; return its result dict. Runs in the forked child.
+
+    buffer: the rank's random block (random_block), made here when not given; restore=true
+    passes its own, which the reads are compared with afterwards.
+    """
+    buffer = random_block(block_size) if buffer is None else buffer
     view = memoryview(buffer)
     flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_DIRECT if direct else 0)
     delay = start_at - time.time()
@@ -378,7 +472,7 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
             try:
                 for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
                     # Stamp the offset into the block so no two blocks are identical (dedupe).
-                    view[0:8] = offset.to_bytes(8, "little")
+                    view[0:canary.STAMP_BYTES] = canary.block_stamp(offset)
                     written = 0
                     while written < size:
                         written += os.pwrite(fd, view[written:size], offset + written)
@@ -393,20 +487,114 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at):
     return result
 
 
-def _receive_go(go_read):
+def drop_cached_pages(dir_fd, rank_plan):
+    """restore_cache=fadvise, in a rank after its writes and fsyncs: POSIX_FADV_DONTNEED over its own
+    range of each file it wrote. Returns an error text or None.
+
+    The rank's own range, not the whole file (offset 0, length 0): with layout=shared_file the
+    other ranks may still be writing, and DONTNEED starts writeback of dirty pages in its range,
+    which would move their flushes into the middle of their write phase. After fsync (the NFS
+    COMMIT) the range's pages are clean, the ones the kernel drops. Reopened read-only after the
+    rank's end time, so neither the call nor its OPEN/CLOSE is in the write's or the read's time.
+    """
+    try:
+        for item in rank_plan["files"]:
+            fd = os.open(item["name"], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            try:
+                os.posix_fadvise(fd, item["offset"], item["length"], os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        return "dropping the cached pages (restore_cache=fadvise): %s" % atomic_file.describe_error(exc)
+    return None
+
+
+def _read_full(fd, view, offset, size):
+    """Read size bytes at offset into view (preadv, no copy); fewer only at end of file."""
+    got = 0
+    while got < size:
+        count = os.preadv(fd, [view[got:size]], offset + got)
+        if count == 0:
+            break
+        got += count
+    return got
+
+
+def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at):
+    """Read one rank's files back as it wrote them and check every block; its read fields.
+
+    buffer is the rank's block from run_rank: copied once into `expected` (what each block must
+    be, with its stamp), then reused as the read buffer (page aligned, as O_DIRECT needs).
+    """
+    expected = bytearray(buffer)
+    view = memoryview(buffer)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_DIRECT if cache == "direct" else 0)
+    delay = read_at - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    result = restore.empty_read()
+    result["read_start"] = time.time()
+    try:
+        for item in rank_plan["files"]:
+            fd = os.open(item["name"], flags, dir_fd=dir_fd)
+            try:
+                for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
+                    got = _read_full(fd, view, offset, size)
+                    result["read_bytes"] += got
+                    problem = restore.verify_block(expected, view[0:got], offset, size)
+                    if problem:
+                        restore.add_verify_error(result, item["name"], offset, problem)
+                    if got < size:
+                        break
+            finally:
+                os.close(fd)
+        result["read_end"] = time.time()
+    except OSError as exc:
+        result["read_error"] = "read: %s: %s" % (errno.errorcode.get(exc.errno, exc.errno), exc.strerror)
+    return result
+
+
+def _write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end):
+    """A rank with restore=true: write; drop its pages (fadvise); send the write result as line 1;
+    wait for the read go (a second line through the go pipe); read back; send line 2."""
+    buffer = random_block(params["block_size"])
+    result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at, buffer)
+    # The parent's RUSAGE_CHILDREN has no rank before it is reaped, and this one lives on to read.
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    line = dict(result, write_cpu_seconds=usage.ru_utime + usage.ru_stime)
+    drop_error = None
+    if not result.get("error") and params["restore_cache"] == "fadvise":
+        drop_error = drop_cached_pages(dir_fd, rank_plan)
+    os.write(write_end, (json.dumps(line) + "\n").encode())
+    if result.get("error"):
+        return
+    read_at = _receive_go(go_read)
+    if read_at is None:
+        return
+    if drop_error:
+        read = dict(restore.empty_read(), read_error=drop_error)
+    else:
+        read = run_read(dir_fd, rank_plan, params["block_size"], params["restore_cache"], buffer, read_at)
+    os.write(write_end, (json.dumps(read) + "\n").encode())
+
+
+def _receive_go(go_read, close=True):
     """The go epoch the parent sends through the rank's go pipe (one line); None on "abort" or when
     the parent is gone. The rank blocks here, prepared, until the barrier releases it.
 
     A line, not EOF: ranks forked later inherit the write ends of earlier ranks' go pipes, so an
-    EOF would never come while any later rank lives.
+    EOF would never come while any later rank lives. Read a byte at a time, so nothing of a
+    second line (restore=true's read go) is taken with the first; close=False keeps the pipe
+    open for it.
     """
     data = b""
     while not data.endswith(b"\n"):
-        chunk = os.read(go_read, 64)
+        chunk = os.read(go_read, 1)
         if not chunk:
             break
         data += chunk
-    os.close(go_read)
+    if close:
+        os.close(go_read)
     try:
         return float(data.decode())
     except ValueError:
@@ -442,12 +630,15 @@ def _start_rank(dir_fd, rank_plan, params, libc=None, close_fds=()):
                 os.close(fd)
             os.close(go_write)
             _quiet_stdio()
-            start_at = _receive_go(go_read)
+            start_at = _receive_go(go_read, close=not params.get("restore"))
             if start_at is None:
                 status = 0
                 os._exit(0)
-            result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at)
-            os.write(write_end, json.dumps(result).encode())
+            if params.get("restore"):
+                _write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end)
+            else:
+                result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at)
+                os.write(write_end, json.dumps(result).encode())
             status = 0
         finally:
             os._exit(status)
@@ -457,11 +648,14 @@ def _start_rank(dir_fd, rank_plan, params, libc=None, close_fds=()):
             "go_fd": go_write}
 
 
-def send_go(ranks, go_at):
-    """Release every rank: write go (None = abort) into each go pipe and close it."""
+def send_go(ranks, go_at, last=True):
+    """Release every rank: write go (None = abort) into each go pipe, and close it when last.
+
+    restore=true sends two lines, the write's go (last=False) and the read's; an abort closes.
+    """
     message = b"abort\n" if go_at is None else (repr(float(go_at)) + "\n").encode()
     for item in ranks:
-        fd = item.pop("go_fd", None)
+        fd = item.get("go_fd")
         if fd is None:
             continue
         try:
@@ -469,7 +663,15 @@ def send_go(ranks, go_at):
         except OSError:
             pass
         finally:
-            os.close(fd)
+            if last:
+                os.close(item.pop("go_fd"))
+
+
+def _close_result(item):
+    """Close a rank's result pipe once (EOF seen, stalled, or the phase that needed it is over)."""
+    if item.get("fd") is not None:
+        os.close(item["fd"])
+        item["fd"] = None
 
 
 def _kill(pid):
@@ -708,6 +910,8 @@ class Canary:
         errors = canary.validate_plan(params["ranks"], params["bytes_per_rank"], params["block_size"],
                                       params["layout"], params["files_per_rank"], params["direct"])
         errors += [e for e in (canary_limits.block_size_error(params["block_size"]),) if e]
+        errors += restore.validate_restore(params["restore"], params["restore_cache"], params["fsync"],
+                                           params["block_size"], params["bytes_per_rank"])
         if params["timeout"] <= 0:
             errors.append("timeout must be greater than 0, got %s" % params["timeout"])
         if params["kill_grace"] < 0:
@@ -766,7 +970,7 @@ class Canary:
         ranks = params["ranks"]
         errors = []
         available = canary_limits.mem_available(atomic_file.read_optional(PROC_MEMINFO))
-        errors.append(canary_limits.memory_error(ranks, params["block_size"], available))
+        errors.append(canary_limits.memory_error(ranks, params["block_size"], available, 2 if params["restore"] else 1))
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         new_soft, error = canary_limits.fd_limit_plan(ranks, _open_fd_count(), soft, hard)
         errors.append(error)
@@ -828,14 +1032,10 @@ class Canary:
         result = {"changed": bool(params["keep"]), "mount": mount, "plan": plan, "start_at": start_at,
                   "stalled": [], "dstate_text": "", "dstate_peak": 0, "cleaned_up": False,
                   "workdir": os.path.join(real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>")}
-        if use_barrier and not os.path.isabs(params["barrier_dir"]):
-            # Validated before check mode returns; barrier_files.prepare_dir checks it again.
-            self.fail("barrier_dir must be absolute, got %r" % params["barrier_dir"])
-        if params["barrier_timeout"] <= 0:
-            self.fail("barrier_timeout must be greater than 0, got %s" % params["barrier_timeout"])
-        if params["start_at"] is not None and not use_barrier and start_at < now:
-            self.module.warn("start_at is %.1f s in the past: ranks start late and max_start_delay_seconds shows it"
-                             % (now - start_at))
+        if params["restore"]:
+            result["restore"] = restore.plan_restore(plan, params["block_size"], params["restore_cache"],
+                                                     params["barrier_dir"])
+        self.check_start(use_barrier, start_at, now)
         if self.module.check_mode:
             self.module.exit_json(**result)
         if use_barrier:
@@ -845,10 +1045,36 @@ class Canary:
         name, dir_fd = self.make_workdir(real)
         workdir = os.path.join(real, name)
         result["workdir"] = workdir
+        ranks, outcome, restored = self.run_phases(dir_fd, plan, workdir, start_at, result)
+        rank_ids = [(item["pid"], item["starttime"]) for item in ranks]
+        if outcome is None:
+            self.abort(ranks, result, real, name, workdir, rank_ids)
+        stalled = outcome[1] + (restored["stalled"] if restored else [])
+        result.update(self.finish_cleanup(real, name, workdir, rank_ids, bool(stalled)))
+        for item in ranks:
+            _reap(item["pid"])
+        self.report(result, plan, outcome, restored)
+
+    def check_start(self, use_barrier, start_at, now):
+        """The start options, before check mode returns (barrier_files.prepare_dir checks barrier_dir again)."""
+        params = self.params
+        if use_barrier and not os.path.isabs(params["barrier_dir"]):
+            self.fail("barrier_dir must be absolute, got %r" % params["barrier_dir"])
+        if params["barrier_timeout"] <= 0:
+            self.fail("barrier_timeout must be greater than 0, got %s" % params["barrier_timeout"])
+        if params["start_at"] is not None and not use_barrier and start_at < now:
+            self.module.warn("start_at is %.1f s in the past: ranks start late and max_start_delay_seconds shows it"
+                             % (now - start_at))
+
+    def run_phases(self, dir_fd, plan, workdir, start_at, result):
+        """Fork the ranks, start them together, write; with restore=true then read back.
+
+        Returns (ranks, the write's outcome or None when called off before go, the read's or None).
+        """
         ranks = []
-        outcome = None
+        outcome = restored = None
         try:
-            if params["layout"] == "shared_file":
+            if self.params["layout"] == "shared_file":
                 os.close(os.open(canary.SHARED_FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                                  dir_fd=dir_fd))
             children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -859,21 +1085,32 @@ class Canary:
             if go_at is not None:
                 result["start_at"] = go_at
                 outcome = self.run_ranks(ranks, go_at, children_before)
+                if self.params["restore"]:
+                    restored = self.run_restore(ranks, workdir, outcome, result)
         finally:
-            # Any rank not released yet (abort, or an error before go) is told to exit unwritten.
+            # Any rank not released yet (abort, or an error before go) is told to exit unwritten;
+            # with restore=true one still waiting for its read go is told to exit unread.
             send_go(ranks, None)
+            for item in ranks:
+                _close_result(item)
             os.close(dir_fd)
-        rank_ids = [(item["pid"], item["starttime"]) for item in ranks]
-        if outcome is None:
-            self.abort(ranks, result, real, name, workdir, rank_ids)
-        results, stalled, samples, host_samples, harness = outcome
+        return ranks, outcome, restored
 
-        result.update(self.finish_cleanup(real, name, workdir, rank_ids, bool(stalled)))
-        for item in ranks:
-            _reap(item["pid"])
+    def report(self, result, plan, outcome, restored):
+        """Fill the result from the phases' outcomes; write done.json and exit, or fail naming what went wrong."""
+        params = self.params
+        results, stalled, samples, host_samples, harness = outcome
+        if restored is not None:
+            results = restored["results"]
+            if restored["skipped"] is None:
+                result["restore_host_samples"] = restored["host_samples"]
         result["ranks"] = results
-        result["stalled"] = stalled
-        result["summary"] = canary.aggregate(results, go_at if params["start_at"] is not None or use_barrier else None)
+        result["stalled"] = stalled + (restored["stalled"] if restored else [])
+        result["summary"] = canary.aggregate(results, result["start_at"] if params["start_at"] is not None
+                                             or params["barrier_dir"] is not None else None)
+        if restored is not None:
+            result["summary"]["restore"] = restore.summary(results, restored["read_at"], params["restore_cache"],
+                                                           restored["skipped"])
         result["dstate_samples"] = samples
         result["host_samples"] = host_samples
         result["harness"] = harness
@@ -883,28 +1120,79 @@ class Canary:
         if params["keep"] and self.module._diff:
             files = sorted({item["name"] for rank_plan in plan for item in rank_plan["files"]})
             result["diff"] = [{"before": "", "after": "".join(f + "\n" for f in files),
-                               "before_header": workdir + " (absent)", "after_header": workdir}]
+                               "before_header": result["workdir"] + " (absent)", "after_header": result["workdir"]}]
+        self.finish(result, self.failure(result, stalled, restored))
 
+    def failure(self, result, stalled, restored):
+        """The failure message of the run (the write's first, then the read's), or None when it passed."""
         if stalled:
-            self.finish(result, canary.stall_message(stalled, params["timeout"], workdir, result.get("cleanup_deferred_pid")))
-        errors = ["rank %d: %s" % (r["rank"], r["error"]) for r in results if r["error"]]
+            return canary.stall_message(stalled, self.params["timeout"], result["workdir"],
+                                        result.get("cleanup_deferred_pid"))
+        errors = ["rank %d: %s" % (r["rank"], r["error"]) for r in result["ranks"] if r["error"]]
         if errors:
-            self.finish(result, "canary ranks failed: %s" % "; ".join(errors))
-        self.finish(result)
+            return "canary ranks failed: %s" % "; ".join(errors)
+        if restored is None:
+            return None
+        if restored["stalled"]:
+            return "canary restore (read phase): " + canary.stall_message(
+                restored["stalled"], self.params["timeout"], result["workdir"], result.get("cleanup_deferred_pid"))
+        return restore.failure_message(result["ranks"], restored["skipped"])
 
     def run_ranks(self, ranks, go_at, children_before):
-        """Release the ranks at go and monitor them; the harness's own CPU over the ranks' run."""
-        send_go(ranks, go_at)
+        """Release the ranks at go and monitor them; the harness's own CPU over the ranks' run.
+
+        With restore=true a rank is done writing at its first line (its pipe stays open for the read).
+        """
+        restoring = bool(self.params["restore"])
+        send_go(ranks, go_at, last=not restoring)
         own_before = resource.getrusage(resource.RUSAGE_SELF)
         results, stalled, samples, host_samples = self.monitor(
-            ranks, max(go_at, time.time()) + self.params["timeout"], go_at, self.servers)
+            ranks, max(go_at, time.time()) + self.params["timeout"], go_at, self.servers, first_line=restoring)
         own_after = resource.getrusage(resource.RUSAGE_SELF)
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ranks_cpu = (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
+        if restoring:
+            # The ranks live on to read: each reported its own CPU with its write result (rank_result).
+            ranks_cpu = sum(item.get("write_cpu_seconds") or 0.0 for item in ranks)
         harness = barrier.harness_cost(
             (own_after.ru_utime + own_after.ru_stime) - (own_before.ru_utime + own_before.ru_stime),
-            (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime),
-            host_samples.get("start"), host_samples.get("end"))
+            ranks_cpu, host_samples.get("start"), host_samples.get("end"))
         return results, stalled, samples, host_samples, harness
+
+    def run_restore(self, ranks, workdir, outcome, result):
+        """The read phase, once every rank of this host has written: release the reads together (at
+        read_go.json's go_at with barrier_dir, else now) and monitor them as the writes were, with
+        their own timeout. Returns {results, stalled, host_samples, read_at, skipped}; skipped says
+        why no rank read (the write failed or stalled, or the controller called the read off).
+        """
+        results, stalled, samples = outcome[0], outcome[1], outcome[2]
+        skipped = restore.skip_reason(results, stalled)
+        read_at = None
+        if skipped is None:
+            read_at, info = self.wait_for_read_go(workdir, len(ranks))
+            if info is not None:
+                result["barrier"]["read"] = info
+            if read_at is None:
+                skipped = "not run: aborted: %s" % info["abort"]
+        if skipped is not None:
+            return {"results": [restore.complete_read(r) for r in results], "stalled": [], "host_samples": {},
+                    "read_at": None, "skipped": skipped}
+        send_go(ranks, read_at)
+        read_results, read_stalled, read_samples, host_samples = self.monitor(
+            ranks, max(read_at, time.time()) + self.params["timeout"], read_at, self.servers, on_stall=self.stalled_read)
+        samples.extend(read_samples)
+        for item in read_stalled:
+            item["phase"] = "read"
+        return {"results": [restore.complete_read(r, "rank exited without a read result") for r in read_results],
+                "stalled": read_stalled, "host_samples": host_samples, "read_at": read_at, "skipped": None}
+
+    def wait_for_read_go(self, workdir, rank_count):
+        """(read go epoch on this host's clock or None to abort, barrier record or None without a barrier)."""
+        if self.params["barrier_dir"] is None:
+            return time.time(), None
+        return barrier_files.wait_for_read_go(
+            self.module, self.params["barrier_dir"],
+            barrier.written_document(time.time(), os.getpid(), rank_count, workdir), self.params["barrier_timeout"])
 
     def make_barrier_dir(self):
         error = barrier_files.prepare_dir(self.params["barrier_dir"])
@@ -923,7 +1211,7 @@ class Canary:
         """The controller (or barrier_timeout) called the run off: ranks exit unwritten, the
         directory goes, and the module fails naming why."""
         for item in ranks:
-            os.close(item["fd"])
+            _close_result(item)
         for item in ranks:
             deadline = time.time() + self.params["kill_grace"]
             while not _reap(item["pid"]) and time.time() < deadline:
@@ -958,14 +1246,16 @@ class Canary:
             return {"cleaned_up": False}
         return {"cleaned_up": False, "cleanup_deferred_pid": helper_pid}
 
-    def monitor(self, ranks, deadline, start_at, servers):
+    def monitor(self, ranks, deadline, start_at, servers, first_line=False, on_stall=None):
         """Collect rank results, sampling D state every DSTATE_INTERVAL, until done or deadline.
 
         Host samples (CPU, disks, links) are taken when the ranks start and when the last one
         ends, so the diagnosis measures this host over the checkpoint itself, not over the
-        whole play with Ansible's own launch and polling in it.
+        whole play with Ansible's own launch and polling in it. first_line: a rank is done at
+        its first line, not at EOF (restore=true's write phase). on_stall(item): the result of a
+        rank that did not finish (default: a write that never reported).
         """
-        pending = {item["fd"]: item for item in ranks}
+        pending = {item["fd"]: item for item in ranks if item.get("fd") is not None}
         rank_pids = {item["pid"] for item in ranks}
         results = []
         samples = []
@@ -980,35 +1270,59 @@ class Canary:
                 next_sample = now + DSTATE_INTERVAL
             wake = min(next_sample, deadline) if "start" in host_samples else min(next_sample, deadline, start_at)
             wait = max(0.0, wake - time.time())
-            ready = readable(list(pending), wait)
-            for fd in ready:
-                chunk = os.read(fd, 65536)
-                if chunk:
-                    pending[fd]["buffer"] += chunk
-                    continue
-                item = pending.pop(fd)
-                os.close(fd)
-                results.append(self.rank_result(item))
+            for fd in readable(list(pending), wait):
+                if self.read_result(pending[fd], first_line):
+                    results.append(self.rank_result(pending.pop(fd)))
         host_samples["end"] = read_host_sample(servers, root=SYS_CLASS_NET, proc=PROC)
         stalled = []
         if pending:
             stalled = self.stop_stalled(list(pending.values()), rank_pids, samples)
             for item in pending.values():
-                os.close(item["fd"])
-                results.append({"rank": item["rank"], "pid": item["pid"], "start": None, "end": None,
-                                "bytes": 0, "error": "stalled: no result within timeout"})
+                _close_result(item)
+                results.append((on_stall or self.stalled_write)(item))
         for item in ranks:
             _reap(item["pid"])
         return sorted(results, key=lambda r: r["rank"]), stalled, samples, host_samples
 
     @staticmethod
+    def read_result(item, first_line):
+        """Read what a rank sent; True once its result is complete: EOF, or a line with first_line."""
+        chunk = os.read(item["fd"], 65536)
+        item["buffer"] += chunk
+        if not chunk:
+            _close_result(item)
+            return True
+        return first_line and b"\n" in item["buffer"]
+
+    @staticmethod
     def rank_result(item):
-        try:
-            return json.loads(item["buffer"].decode())
-        except ValueError:
+        """The rank's result: its one JSON document, or with restore=true its lines merged (write, then read)."""
+        result = None
+        for line in item["buffer"].splitlines():
+            try:
+                document = json.loads(line.decode())
+            except ValueError:
+                break
+            result = document if result is None else dict(result, **document)
+        if result is not None and "write_cpu_seconds" in result:
+            # restore=true's first line carries the rank's CPU for the harness, not for the result.
+            item["write_cpu_seconds"] = result.pop("write_cpu_seconds")
+        if result is None:
             _reap(item["pid"])
             return {"rank": item["rank"], "pid": item["pid"], "start": None, "end": None, "bytes": 0,
                     "error": "rank process exited without a result"}
+        return result
+
+    @staticmethod
+    def stalled_write(item):
+        return {"rank": item["rank"], "pid": item["pid"], "start": None, "end": None,
+                "bytes": 0, "error": "stalled: no result within timeout"}
+
+    def stalled_read(self, item):
+        """A rank that wrote but did not finish reading within timeout: its write result, read_error says so."""
+        result = restore.complete_read(self.rank_result(item))
+        result["read_error"] = "stalled: no read result within timeout"
+        return result
 
     def sample(self, rank_pids):
         wchans, ranks_in_d = sample_dstate(rank_pids)
@@ -1061,6 +1375,8 @@ def main():
             kill_grace=dict(type="float", default=5.0),
             allow_local=dict(type="bool", default=False),
             keep=dict(type="bool", default=False),
+            restore=dict(type="bool", default=False),
+            restore_cache=dict(type="str", default="fadvise", choices=list(restore.CACHE_METHODS)),
         ),
         supports_check_mode=True,
     )

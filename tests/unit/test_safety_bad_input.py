@@ -669,6 +669,7 @@ row("checkpoint_canary", "ranks", "above", {"ranks": 100000})
 row("checkpoint_canary", "block_size", "direct-unaligned", {"direct": True, "block_size": 1000, "bytes_per_rank": 8000})
 row("checkpoint_canary", "files_per_rank", "shared-file", {"files_per_rank": 2, "bytes_per_rank": 16384})
 row("checkpoint_canary", "bytes_per_rank", "smaller-than-block", {"bytes_per_rank": 100})
+row("checkpoint_canary", "block_size", "below-stamp", {"block_size": 4, "bytes_per_rank": 64})
 for _option in ("timeout", "kill_grace", "start_at", "barrier_timeout"):
     row("checkpoint_canary", _option, "type", {_option: "soon"})
 row("checkpoint_canary", "timeout", "zero", {"timeout": 0})
@@ -676,8 +677,13 @@ row("checkpoint_canary", "barrier_timeout", "zero", {"barrier_timeout": 0})
 row("checkpoint_canary", "barrier_dir", "relative", {"barrier_dir": "run/barrier"})
 row("checkpoint_canary", "kill_grace", "negative", {"kill_grace": -1})
 choice_rows("checkpoint_canary", "layout", "shared_file")
-for _option in ("fsync", "direct", "allow_local", "keep"):
+for _option in ("fsync", "direct", "allow_local", "keep", "restore"):
     bool_rows("checkpoint_canary", _option)
+choice_rows("checkpoint_canary", "restore_cache", "fadvise")
+row("checkpoint_canary", "restore", "without-fsync", {"restore": True, "fsync": False})
+row("checkpoint_canary", "restore_cache", "direct-unaligned",
+    {"restore": True, "restore_cache": "direct", "block_size": 1000, "bytes_per_rank": 8000})
+row("checkpoint_canary", "restore_cache", "direct-uneven", {"restore": True, "restore_cache": "direct", "bytes_per_rank": 8192 + 100})
 for _case, _value in (("relative", "mnt/nfs"), ("missing", Deferred(lambda w: {"path": w.path("mnt/absent")})),
                       ("missing-space", Deferred(lambda w: {"path": w.path("mnt/no such dir")})),
                       ("symlink", Deferred(lambda w: {"path": w.path("mnt/link")})),

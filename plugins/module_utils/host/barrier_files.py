@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The host's side of the two-phase start: the per-run directory, ready.json, the wait for go, done.json.
+"""The host's side of the two-phase start: the per-run directory, ready.json, the wait for go, done.json,
+and the restore phase's written.json and wait for read_go.json.
 
 One implementation for every module that starts on the controller's go (checkpoint_canary's
 ranks, tcp_probe's senders). The formats and the go plan are pure and live in
@@ -58,25 +59,43 @@ def wait_for_go(module, directory, ready_document, timeout):
     signal, go_at, go_late_seconds, abort). A go that arrives after its time is warned about: the
     host starts late, and the start spread shows by how much.
     """
-    write_json(module, directory, barrier.READY_FILE, ready_document)
-    ready_at = float(ready_document["ready_at"])
-    deadline = ready_at + timeout
-    info = {"ready_at": round(ready_at, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None}
+    return _announce_and_wait(module, directory, (barrier.READY_FILE, "ready_at", ready_document),
+                              barrier.GO_FILE, timeout, "go")
+
+
+def wait_for_read_go(module, directory, written_document, timeout):
+    """The restore phase's barrier: write written.json, then wait for read_go.json or abort.json.
+
+    The same contract as wait_for_go (abort.json, present at either barrier, calls the run off):
+    returns (read go epoch on this host's clock or None to abort; {written_at, signal, go_at,
+    go_late_seconds, abort}).
+    """
+    return _announce_and_wait(module, directory, (barrier.WRITTEN_FILE, "written_at", written_document),
+                              barrier.READ_GO_FILE, timeout, "read go")
+
+
+def _announce_and_wait(module, directory, announce, go_name, timeout, what):
+    """Write the announce file (name, its time key, document), then poll go_name and abort.json."""
+    name, time_key, document = announce
+    write_json(module, directory, name, document)
+    announced = float(document[time_key])
+    deadline = announced + timeout
+    info = {time_key: round(announced, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None}
     while True:
-        kind, value = barrier.parse_signal(atomic_file.read_optional(path(directory, barrier.GO_FILE)),
+        kind, value = barrier.parse_signal(atomic_file.read_optional(path(directory, go_name)),
                                            atomic_file.read_optional(path(directory, barrier.ABORT_FILE)))
         if kind == "go":
             late = time.time() - value
             info.update(signal="go", go_at=value, go_late_seconds=round(max(0.0, late), 6))
             if late > barrier.LATE_GO_SECONDS:
-                module.warn("go arrived %.2f s after the go time: this host starts late "
-                            "(the report's start spread shows by how much)" % late)
+                module.warn("%s arrived %.2f s after the go time: this host starts late "
+                            "(the report's start spread shows by how much)" % (what, late))
             return value, info
         if kind == "abort":
             info.update(signal="abort", abort=value)
             return None, info
         if time.time() >= deadline:
-            info.update(signal="abort", abort="no go within barrier_timeout=%ss" % timeout)
+            info.update(signal="abort", abort="no %s within barrier_timeout=%ss" % (what, timeout))
             return None, info
         time.sleep(POLL_SECONDS)
 

@@ -30,6 +30,11 @@ READY_FILE = "ready.json"
 GO_FILE = "go.json"
 ABORT_FILE = "abort.json"
 DONE_FILE = "done.json"
+# The restore phase's hook (checkpoint_canary restore=true): after every rank of the host has
+# written, the canary writes WRITTEN_FILE and waits for READ_GO_FILE (go_document's format, go_at
+# on this host's clock) or ABORT_FILE before any rank reads, the same two steps as the write's start.
+WRITTEN_FILE = "written.json"
+READ_GO_FILE = "read_go.json"
 
 # The bound on the start spread (controller clock) above which the aggregate is not one
 # synchronized checkpoint: the goal is <= 1 s at 64 hosts, and a spread above it is flagged.
@@ -56,6 +61,11 @@ def _finite(value, name):
 def ready_document(host_time, pid, ranks, workdir):
     """ready.json: the canary has prepared (directory, files, buffers, ranks forked) at host_time."""
     return {"ready_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir}
+
+
+def written_document(host_time, pid, ranks, workdir):
+    """written.json: every rank of the canary has written and fsynced at host_time; its reads wait for read_go.json."""
+    return {"written_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir}
 
 
 def go_document(go_controller, offset):

@@ -50,7 +50,8 @@ JSON_SUFFIX = ".json"
 CONTEXT_FILE = "context.yml"
 # Not bundle files: the canary's two-phase start on each client's tmpfs (barrier.py), named here
 # so the role takes every file name it writes from one table.
-BARRIER_FILES = {"ready": barrier.READY_FILE, "go": barrier.GO_FILE, "abort": barrier.ABORT_FILE, "done": barrier.DONE_FILE}
+BARRIER_FILES = {"ready": barrier.READY_FILE, "go": barrier.GO_FILE, "abort": barrier.ABORT_FILE, "done": barrier.DONE_FILE,
+                 "written": barrier.WRITTEN_FILE, "read_go": barrier.READ_GO_FILE}
 FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES, "barrier": BARRIER_FILES}
 
 

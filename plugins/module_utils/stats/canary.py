@@ -12,6 +12,7 @@ as its slowest rank, so throughput = total bytes / (latest end - earliest start)
 
 from __future__ import annotations
 
+import collections
 import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
@@ -24,6 +25,16 @@ SHARED_FILE_NAME = "shared.ckpt"
 DIRECT_ALIGNMENT = 4096
 MAX_RANKS = 4096
 WORKDIR_PREFIX = "ckptio-canary-"
+# Every block a rank writes starts with its file offset, 8 bytes little-endian, over the rank's
+# random block: no two blocks are alike (a deduplicating server cannot shortcut them) and a
+# block read back says where it was written (restore.verify_block).
+STAMP_BYTES = 8
+
+# Which fields of a rank's result one phase's aggregate reads: its start, end and bytes, and the
+# fields whose truth leaves a rank out of the time span (a failed write also fails its read).
+PhaseFields = collections.namedtuple("PhaseFields", "start end bytes errors")
+WRITE_FIELDS = PhaseFields("start", "end", "bytes", ("error",))
+READ_FIELDS = PhaseFields("read_start", "read_end", "read_bytes", ("error", "read_error", "verify_errors"))
 
 
 def validate_plan(ranks, bytes_per_rank, block_size, layout, files_per_rank, direct):
@@ -33,8 +44,10 @@ def validate_plan(ranks, bytes_per_rank, block_size, layout, files_per_rank, dir
         errors.append("ranks must be between 1 and %d, got %d" % (MAX_RANKS, ranks))
     if bytes_per_rank < 1:
         errors.append("bytes_per_rank must be at least 1, got %d" % bytes_per_rank)
-    if block_size < 1:
-        errors.append("block_size must be at least 1, got %d" % block_size)
+    if block_size < STAMP_BYTES:
+        # A smaller block cannot hold its offset stamp: every rank failed without a result.
+        errors.append("block_size must be at least %d (each block starts with its %d-byte offset stamp), got %d"
+                      % (STAMP_BYTES, STAMP_BYTES, block_size))
     if layout not in LAYOUTS:
         errors.append("layout must be one of %s, got %r" % (", ".join(LAYOUTS), layout))
     if files_per_rank < 1:
@@ -83,6 +96,11 @@ def plan_ranks(ranks, bytes_per_rank, block_size, layout, files_per_rank=1):
     return plan
 
 
+def block_stamp(offset):
+    """The STAMP_BYTES the write path puts at the start of the block written at offset."""
+    return offset.to_bytes(STAMP_BYTES, "little")
+
+
 def write_chunks(offset, length, block_size):
     """Yield (offset, size) for sequential block writes covering [offset, offset + length)."""
     end = offset + length
@@ -93,14 +111,22 @@ def write_chunks(offset, length, block_size):
         position += size
 
 
-def aggregate(results, start_at=None):
+def finished_ranks(results, fields=WRITE_FIELDS):
+    """The ranks that finished the phase: a start, an end and none of its error fields set."""
+    return [r for r in results if r.get(fields.start) is not None and r.get(fields.end) is not None
+            and not any(r.get(name) for name in fields.errors)]
+
+
+def aggregate(results, start_at=None, fields=WRITE_FIELDS):
     """MLPerf Storage aggregate over per-rank results [{rank, start, end, bytes, error}].
 
     Ranks without start/end (never started, stalled) are left out of the time span but
-    counted in `incomplete_ranks`; the aggregate is None when no rank finished.
+    counted in `incomplete_ranks`; the aggregate is None when no rank finished. fields says
+    which phase: WRITE_FIELDS (the checkpoint's save) or READ_FIELDS (its restore, the same
+    rule over read_start, read_end and read_bytes).
     """
-    finished = [r for r in results if r.get("start") is not None and r.get("end") is not None and not r.get("error")]
-    total_bytes = sum(r.get("bytes") or 0 for r in results)
+    finished = finished_ranks(results, fields)
+    total_bytes = sum(r.get(fields.bytes) or 0 for r in results)
     summary = {
         "ranks": len(results),
         "finished_ranks": len(finished),
@@ -116,14 +142,14 @@ def aggregate(results, start_at=None):
     }
     if not finished:
         return summary
-    starts = [r["start"] for r in finished]
-    ends = [r["end"] for r in finished]
+    starts = [r[fields.start] for r in finished]
+    ends = [r[fields.end] for r in finished]
     summary["earliest_start"] = min(starts)
     summary["latest_end"] = max(ends)
     seconds = summary["latest_end"] - summary["earliest_start"]
     summary["seconds"] = round(seconds, 6)
     summary["throughput_bytes_per_second"] = round(total_bytes / seconds, 3) if seconds > 0 else None
-    summary["max_rank_seconds"] = round(max(r["end"] - r["start"] for r in finished), 6)
+    summary["max_rank_seconds"] = round(max(r[fields.end] - r[fields.start] for r in finished), 6)
     summary["start_spread_seconds"] = round(max(starts) - min(starts), 6)
     if start_at is not None:
         summary["max_start_delay_seconds"] = round(max(abs(s - start_at) for s in starts), 6)
@@ -145,26 +171,28 @@ def combine_hosts(host_summaries, offsets=None):
         offset = clock.offset_of(offsets.get(host))
         uncertainty = clock.uncertainty_of(offsets.get(host))
         for result in results:
-            every_rank.append(dict(result, host=host, clock_offset_seconds=offset, clock_uncertainty_seconds=uncertainty,
-                                   start=clock.to_controller_time(result.get("start"), offset),
-                                   end=clock.to_controller_time(result.get("end"), offset)))
+            moved = dict(result, host=host, clock_offset_seconds=offset, clock_uncertainty_seconds=uncertainty)
+            # A restore's read times (READ_FIELDS) move with the write's; results without them stay as they were.
+            for name in ("start", "end") + tuple(n for n in (READ_FIELDS.start, READ_FIELDS.end) if n in result):
+                moved[name] = clock.to_controller_time(result.get(name), offset)
+            every_rank.append(moved)
     return every_rank
 
 
-def cluster_aggregate(every_rank, go_at=None):
+def cluster_aggregate(every_rank, go_at=None, fields=WRITE_FIELDS):
     """The one cross-host aggregate: MLPerf's rule over ranks from combine_hosts(), plus the start
     spread against SPREAD_BOUND_SECONDS and which hosts' clocks were measured.
 
     go_at is the go time on the controller's clock. Adds synchronized (False: the spread exceeds
     the bound, so this is not one synchronized checkpoint; flagged, never averaged away),
     spread_bound_seconds, spread_message, clocks_measured (False when any host's clock was not
-    measured: the spread and the aggregate then mix clocks) and unmeasured_clocks.
+    measured: the spread and the aggregate then mix clocks) and unmeasured_clocks. fields as in
+    aggregate() (READ_FIELDS with go_at the read go: the restore's cross-host aggregate).
     """
-    summary = aggregate(every_rank, go_at)
-    finished = [r["start"] for r in every_rank
-                if r.get("start") is not None and r.get("end") is not None and not r.get("error")]
+    summary = aggregate(every_rank, go_at, fields)
     per_host = dict((r.get("host", "-"), r.get("clock_uncertainty_seconds")) for r in every_rank)
-    verdict = barrier.spread(finished, go_at, uncertainty=clock.pair_uncertainty(per_host.values()))
+    verdict = barrier.spread([r[fields.start] for r in finished_ranks(every_rank, fields)], go_at,
+                             uncertainty=clock.pair_uncertainty(per_host.values()))
     hosts = sorted({r.get("host", "-") for r in every_rank})
     unmeasured = sorted({r.get("host", "-") for r in every_rank if r.get("clock_offset_seconds") is None})
     summary.update({

@@ -55,21 +55,26 @@ def mem_available(meminfo_text):
     return None
 
 
-def rank_memory_bytes(ranks, block_size):
-    """Memory the ranks need together: one block each plus the per-rank overhead."""
-    return ranks * (block_size + RANK_OVERHEAD_BYTES)
+def rank_memory_bytes(ranks, block_size, blocks_per_rank=1):
+    """Memory the ranks need together: blocks_per_rank blocks each plus the per-rank overhead.
+
+    A rank holds one block; with restore=true a second one, the copy its reads are compared with.
+    """
+    return ranks * (blocks_per_rank * block_size + RANK_OVERHEAD_BYTES)
 
 
-def memory_error(ranks, block_size, available):
+def memory_error(ranks, block_size, available, blocks_per_rank=1):
     """ranks x (block_size + overhead) above MEMORY_SHARE of MemAvailable; None when unknown or fine."""
     if available is None:
         return None
-    needed = rank_memory_bytes(ranks, block_size)
+    needed = rank_memory_bytes(ranks, block_size, blocks_per_rank)
     allowed = int(available * MEMORY_SHARE)
     if needed > allowed:
-        return ("ranks x block_size needs %d bytes (%d ranks x (%d + %d overhead)), more than %d%% of MemAvailable"
+        blocks = "%d" % block_size if blocks_per_rank == 1 else "%d x %d" % (blocks_per_rank, block_size)
+        why = "" if blocks_per_rank == 1 else " (restore=true holds a second block per rank to compare the reads with)"
+        return ("ranks x block_size needs %d bytes (%d ranks x (%s + %d overhead))%s, more than %d%% of MemAvailable"
                 " (%d of %d bytes); lower ranks or block_size"
-                % (needed, ranks, block_size, RANK_OVERHEAD_BYTES, int(MEMORY_SHARE * 100), allowed, available))
+                % (needed, ranks, blocks, RANK_OVERHEAD_BYTES, why, int(MEMORY_SHARE * 100), allowed, available))
     return None
 
 

@@ -148,6 +148,7 @@ def test_check_mode_writes_nothing(tmp_path, target):
 @pytest.mark.parametrize("extra, option", [
     ({"ranks": 0}, "ranks"),
     ({"block_size": 1000, "direct": True}, "block_size"),
+    ({"block_size": 4, "bytes_per_rank": 64}, "block_size"),
     ({"files_per_rank": 2}, "files_per_rank"),
     ({"timeout": 0}, "timeout"),
     ({"kill_grace": -1}, "kill_grace"),
@@ -579,3 +580,296 @@ def test_barrier_dir_reused_from_an_earlier_run_is_refused(tmp_path, target):
     (barrier_dir / "ready.json").write_text("{}")
     result = fail_module(checkpoint_canary, _args(target, barrier_dir=str(barrier_dir)))
     assert "already holds ready.json" in result["msg"] and _workdirs(target) == []
+
+
+# --- restore (read-back) phase (issue 16) ------------------------------------------------------
+
+def _read_fields_ok(rank, expected_bytes):
+    return (rank["read_error"] is None and rank["verify_errors"] == [] and rank["verify_error_count"] == 0
+            and rank["read_bytes"] == expected_bytes == rank["bytes"] and rank["read_end"] >= rank["read_start"])
+
+
+def test_restore_off_leaves_the_result_as_it_was(target):
+    result = run_module(checkpoint_canary, _args(target, ranks=1))
+    assert "restore" not in result and "restore" not in result["summary"]
+    assert sorted(result["ranks"][0]) == ["bytes", "end", "error", "pid", "rank", "start"]
+
+
+def test_restore_reads_back_every_byte_after_the_last_write(target):
+    result = run_module(checkpoint_canary, _args(target, restore=True))
+    ranks = result["ranks"]
+    assert all(_read_fields_ok(rank, 64 * KIB) for rank in ranks)
+    # Two phases: no rank reads before every rank of the host has written.
+    assert min(r["read_start"] for r in ranks) >= max(r["end"] for r in ranks)
+    restored = result["summary"]["restore"]
+    assert restored["total_bytes"] == 3 * 64 * KIB and restored["finished_ranks"] == 3
+    assert restored["restore_cache"] == "fadvise" and restored["skipped"] is None
+    assert restored["seconds"] == round(restored["latest_end"] - restored["earliest_start"], 6)
+    assert restored["earliest_start"] == min(r["read_start"] for r in ranks)
+    assert result["summary"]["total_bytes"] == 3 * 64 * KIB  # the write's aggregate is the write's
+    assert result["restore"]["total_read_bytes"] == 3 * 64 * KIB and result["restore"]["blocks"] == 12
+    assert sorted(result["restore_host_samples"]) == ["end", "start"]
+    # The ranks were alive after the writes: their CPU came from their own getrusage, not RUSAGE_CHILDREN.
+    assert result["harness"]["ranks_cpu_seconds"] > 0
+    assert all("write_cpu_seconds" not in rank for rank in ranks)
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+
+
+def test_restore_file_per_rank_with_two_files_each(target):
+    result = run_module(checkpoint_canary, _args(target, restore=True, layout="file_per_rank", files_per_rank=2,
+                                                 bytes_per_rank=80 * KIB))
+    assert all(_read_fields_ok(rank, 80 * KIB) for rank in result["ranks"])
+    assert result["summary"]["restore"]["total_bytes"] == 3 * 80 * KIB
+    assert result["restore"]["files"] == 6
+
+
+def test_restore_short_last_block_is_verified(target):
+    """bytes_per_rank not a multiple of block_size: the last block is short (3 bytes, under the 8-byte stamp)."""
+    result = run_module(checkpoint_canary, _args(target, ranks=2, restore=True, bytes_per_rank=32 * KIB + 3))
+    assert all(_read_fields_ok(rank, 32 * KIB + 3) for rank in result["ranks"])
+
+
+@pytest.fixture
+def direct_dir():
+    """A directory on a file system with O_DIRECT (/var/tmp is ext4 here; tmpfs has none: skip)."""
+    import mmap
+    import shutil
+    import tempfile
+    base = "/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()
+    path = tempfile.mkdtemp(prefix="ckptio-direct-", dir=base)
+    buffer = mmap.mmap(-1, 4096)
+    try:
+        fd = os.open(os.path.join(path, "probe"), os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
+        try:
+            os.write(fd, buffer)
+        finally:
+            os.close(fd)
+        os.unlink(os.path.join(path, "probe"))
+    except OSError as exc:
+        shutil.rmtree(path)
+        pytest.skip("no O_DIRECT on the file system of %s: %s" % (base, exc))
+    yield path
+    shutil.rmtree(path)
+
+
+def test_restore_direct_reads_with_o_direct(direct_dir, monkeypatch):
+    real_open = os.open
+
+    def only_direct_reads(name, flags, *args, **kwargs):
+        # Runs in the forked ranks: a read-only open of a checkpoint file without O_DIRECT fails the read.
+        if str(name).endswith(".ckpt") and flags & os.O_ACCMODE == os.O_RDONLY and not flags & os.O_DIRECT:
+            raise OSError(errno.EPERM, "read without O_DIRECT")
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_canary.os, "open", only_direct_reads)
+    result = run_module(checkpoint_canary, _args(direct_dir, ranks=2, restore=True, restore_cache="direct",
+                                                 block_size=16 * KIB, layout="file_per_rank"))
+    assert all(_read_fields_ok(rank, 64 * KIB) for rank in result["ranks"])
+    assert result["summary"]["restore"]["restore_cache"] == "direct"
+    assert result["restore"]["guarantee"].startswith("O_DIRECT")
+
+
+def test_restore_direct_on_a_file_system_without_o_direct_fails_naming_the_read(target, monkeypatch):
+    """tmpfs has no O_DIRECT (EINVAL at open): simulated, so the test runs on any file system."""
+    real_open = os.open
+
+    def no_direct(name, flags, *args, **kwargs):
+        if flags & os.O_DIRECT and flags & os.O_ACCMODE == os.O_RDONLY:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_canary.os, "open", no_direct)
+    result = fail_module(checkpoint_canary, _args(target, ranks=2, restore=True, restore_cache="direct"))
+    assert "canary restore failed: rank 0: read: EINVAL" in result["msg"]
+    assert result["summary"]["restore"]["finished_ranks"] == 0 and result["summary"]["finished_ranks"] == 2
+
+
+def _restore_controller(barrier_dir, between, read_delay=0.3):
+    """A controller thread: go after ready.json; after written.json run between(workdir), then read_go.json."""
+    import threading
+    seen = {}
+
+    def wait_for(name):
+        deadline = time.time() + 60
+        while not (barrier_dir / name).exists():
+            if time.time() > deadline:
+                raise SystemExit()  # the module under test gave up first: end the thread quietly
+            time.sleep(0.01)
+        return json.loads((barrier_dir / name).read_text())
+
+    def play():
+        wait_for("ready.json")
+        _write_json(barrier_dir / "go.json", {"go_at": time.time() + 0.2})
+        seen["written"] = wait_for("written.json")
+        seen["written_seen_at"] = time.time()
+        if between(seen["written"]["workdir"]) is not False:
+            seen["read_go"] = time.time() + read_delay
+            _write_json(barrier_dir / "read_go.json", {"go_at": seen["read_go"]})
+
+    thread = threading.Thread(target=play, daemon=True)
+    thread.start()
+    return seen
+
+
+def _patch(path, offset, data):
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        handle.write(data)
+
+
+def test_restore_barrier_written_then_read_go(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    seen = _restore_controller(barrier_dir, lambda workdir: None)
+    result = run_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir)))
+    ranks = result["ranks"]
+    assert seen["written"]["ranks"] == 3 and seen["written"]["workdir"] == result["workdir"]
+    # written.json came after every rank wrote; every read waited for read_go.json's go_at.
+    assert seen["written"]["written_at"] >= max(r["end"] for r in ranks)
+    assert all(seen["read_go"] <= r["read_start"] < seen["read_go"] + 0.3 for r in ranks)
+    assert all(_read_fields_ok(rank, 64 * KIB) for rank in ranks)
+    read_barrier = result["barrier"]["read"]
+    assert read_barrier["signal"] == "go" and read_barrier["go_at"] == seen["read_go"]
+    assert result["summary"]["restore"]["read_go_at"] == seen["read_go"]
+    assert result["summary"]["restore"]["max_start_delay_seconds"] < 0.3
+    assert json.loads((barrier_dir / "done.json").read_text())["failed"] is False
+
+
+def test_restore_names_rank_file_and_offset_of_each_bad_block(tmp_path, target):
+    """Corrupted between the phases (after written.json): torn, stale and missing data, one per rank."""
+    barrier_dir = tmp_path / "barrier"
+    block = 16 * KIB
+
+    def corrupt(workdir):
+        _patch(os.path.join(workdir, "__0_0.ckpt"), block + 100, b"\xff\x00\xff")          # torn
+        with open(os.path.join(workdir, "__1_0.ckpt"), "r+b") as handle:                   # stale
+            first = handle.read(block)
+            handle.seek(2 * block)
+            handle.write(first)
+        os.truncate(os.path.join(workdir, "__2_0.ckpt"), 2 * block + 8 * KIB)             # short
+
+    _restore_controller(barrier_dir, corrupt)
+    result = fail_module(checkpoint_canary, _args(target, restore=True, layout="file_per_rank",
+                                                  barrier_dir=str(barrier_dir)))
+    msg = result["msg"]
+    assert msg.startswith("canary restore failed: ")
+    assert "rank 0: __0_0.ckpt offset 16384: torn block" in msg and "from byte +100 on" in msg
+    assert "rank 1: __1_0.ckpt offset 32768: stale block: it holds the data written at offset 0" in msg
+    assert "rank 2: __2_0.ckpt offset 32768: short read: 8192 of 16384 bytes" in msg
+    ranks = result["ranks"]
+    assert [r["verify_error_count"] for r in ranks] == [1, 1, 1]
+    assert ranks[1]["verify_errors"] == [{"file": "__1_0.ckpt", "offset": 32768,
+                                          "problem": "stale block: it holds the data written at offset 0"}]
+    assert ranks[2]["read_bytes"] == 2 * block + 8 * KIB
+    assert result["summary"]["restore"]["incomplete_ranks"] == [0, 1, 2]
+    assert result["summary"]["restore"]["verify_error_count"] == 3
+    assert result["summary"]["finished_ranks"] == 3  # the writes were fine
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+
+
+def test_restore_shared_file_hole_is_named(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    _restore_controller(barrier_dir, lambda workdir: _patch(os.path.join(workdir, "shared.ckpt"), 64 * KIB, bytes(16 * KIB)))
+    result = fail_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir)))
+    assert result["msg"] == ("canary restore failed: rank 1: shared.ckpt offset 65536: block of zeros where data"
+                             " was written (a hole: the write never reached the file)")
+
+
+def test_restore_aborted_at_the_read_barrier_fails_and_cleans_up(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+
+    def abort(_workdir):
+        _write_json(barrier_dir / "abort.json", {"abort": "another host failed writing"})
+        return False
+
+    _restore_controller(barrier_dir, abort)
+    result = fail_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir)))
+    assert result["msg"] == "canary restore not run: aborted: another host failed writing"
+    assert result["barrier"]["read"]["signal"] == "abort"
+    assert all(r["read_start"] is None and r["read_error"] is None for r in result["ranks"])
+    assert result["summary"]["restore"]["skipped"] == "not run: aborted: another host failed writing"
+    assert result["summary"]["finished_ranks"] == 3
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+    assert json.loads((barrier_dir / "done.json").read_text())["failed"] is True
+
+
+def test_restore_without_read_go_gives_up_after_barrier_timeout(tmp_path, target):
+    barrier_dir = tmp_path / "barrier"
+    _restore_controller(barrier_dir, lambda workdir: False)
+    began = time.time()
+    result = fail_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir), barrier_timeout=3))
+    assert time.time() - began < 20
+    assert result["msg"] == "canary restore not run: aborted: no read go within barrier_timeout=3.0s"
+    assert _workdirs(target) == []
+
+
+def test_restore_is_skipped_when_a_write_failed(tmp_path, target, monkeypatch):
+    real_run_rank = checkpoint_canary.run_rank
+
+    def failing(dir_fd, rank_plan, *args):
+        if rank_plan["rank"] == 2:
+            return {"rank": 2, "pid": os.getpid(), "start": time.time(), "end": None, "bytes": 0, "error": "EIO: boom"}
+        return real_run_rank(dir_fd, rank_plan, *args)
+
+    monkeypatch.setattr(checkpoint_canary, "run_rank", failing)
+    barrier_dir = tmp_path / "barrier"
+    _controller(barrier_dir, lambda d: _write_json(d / "go.json", {"go_at": time.time() + 0.2}))
+    result = fail_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir)))
+    assert result["msg"] == "canary ranks failed: rank 2: EIO: boom"
+    assert result["summary"]["restore"]["skipped"] == "not run: the write phase failed (ranks 2)"
+    assert not (barrier_dir / "written.json").exists() and (barrier_dir / "done.json").exists()
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+
+
+def test_restore_read_stall_is_named_as_the_read_phase(target, monkeypatch):
+    real_run_read = checkpoint_canary.run_read
+
+    def slow(dir_fd, rank_plan, *args):
+        if rank_plan["rank"] == 1:
+            while True:
+                time.sleep(3600)
+        return real_run_read(dir_fd, rank_plan, *args)
+
+    monkeypatch.setattr(checkpoint_canary, "run_read", slow)
+    started = time.monotonic()
+    result = fail_module(checkpoint_canary, _args(target, restore=True, timeout=2, kill_grace=2))
+    assert time.monotonic() - started < 2 * 2 + 2 + 4
+    assert result["msg"].startswith("canary restore (read phase): canary ranks did not finish within timeout=2.0s: rank 1")
+    assert [(s["rank"], s["phase"]) for s in result["stalled"]] == [(1, "read")]
+    rank1 = result["ranks"][1]
+    assert rank1["read_error"] == "stalled: no read result within timeout" and rank1["bytes"] == 64 * KIB
+    assert result["summary"]["restore"]["incomplete_ranks"] == [1] and result["summary"]["finished_ranks"] == 3
+    assert result["cleaned_up"] is True and _workdirs(target) == []
+
+
+def test_restore_check_mode_writes_and_reads_nothing_and_says_what_it_would_do(tmp_path, target):
+    before = tree_checksums(str(tmp_path))
+    result = run_module(checkpoint_canary, _args(target, restore=True, restore_cache="direct",
+                                                 barrier_dir=str(tmp_path / "barrier")), check_mode=True)
+    assert tree_checksums(str(tmp_path)) == before and "ranks" not in result
+    assert result["restore"]["restore_cache"] == "direct" and result["restore"]["total_read_bytes"] == 3 * 64 * KIB
+    assert "read_go.json" in result["restore"]["start"]
+
+
+@pytest.mark.parametrize("extra, option", [
+    ({"restore": True, "fsync": False}, "restore=true needs fsync=true"),
+    ({"restore": True, "restore_cache": "direct", "block_size": 1000, "bytes_per_rank": 8000},
+     "block_size must be a multiple of 4096 with restore_cache=direct"),
+    ({"restore": True, "restore_cache": "direct", "block_size": 4096, "bytes_per_rank": 8192 + 100},
+     "bytes_per_rank must be a multiple of block_size with restore_cache=direct"),
+])
+def test_restore_bad_input_fails_naming_the_option_before_writing(tmp_path, target, extra, option):
+    before = tree_checksums(str(tmp_path))
+    result = fail_module(checkpoint_canary, dict(_args(target), **extra))
+    assert result["msg"].startswith(option)
+    assert tree_checksums(str(tmp_path)) == before
+
+
+def test_restore_counts_a_second_block_per_rank_in_the_memory_bound(tmp_path, target, monkeypatch):
+    meminfo = tmp_path / "meminfo"
+    # Half of 150 MiB is 75 MiB: 8 ranks x (1 MiB + 8 MiB overhead) = 72 MiB fit, 8 x (2 x 1 MiB + 8 MiB) = 80 MiB do not.
+    meminfo.write_text("MemTotal: 2097152 kB\nMemAvailable: %d kB\n" % (150 * 1024))
+    monkeypatch.setattr(checkpoint_canary, "PROC_MEMINFO", str(meminfo))
+    run_module(checkpoint_canary, _args(target, ranks=8, block_size=MIB, bytes_per_rank=MIB), check_mode=True)
+    result = fail_module(checkpoint_canary, _args(target, ranks=8, block_size=MIB, bytes_per_rank=MIB, restore=True))
+    assert result["msg"].startswith("ranks x block_size needs %d bytes (8 ranks x (2 x %d + %d overhead))"
+                                    " (restore=true holds a second block per rank" % (8 * 10 * MIB, MIB, 8 * MIB))

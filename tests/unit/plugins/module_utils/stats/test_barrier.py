@@ -50,6 +50,14 @@ def test_ready_document_round_trips():
     assert json.loads(json.dumps(document)) == {"ready_at": 10.123457, "pid": 42, "ranks": 8, "workdir": "/mnt/x"}
 
 
+def test_written_document_and_the_read_barrier_file_names():
+    document = barrier.written_document(20.5, 42, 8, "/mnt/x")
+    assert json.loads(json.dumps(document)) == {"written_at": 20.5, "pid": 42, "ranks": 8, "workdir": "/mnt/x"}
+    assert (barrier.WRITTEN_FILE, barrier.READ_GO_FILE) == ("written.json", "read_go.json")
+    # read_go.json has go.json's format: the controller's go_document parses the same way.
+    assert barrier.parse_signal(json.dumps(barrier.go_document(30.0, -1.0)), None) == ("go", 29.0)
+
+
 @pytest.mark.parametrize("starts, synchronized", [([10.0, 10.4, 10.99], True), ([10.0, 11.5], False)])
 def test_spread_against_the_bound(starts, synchronized):
     result = barrier.spread(starts, go_at=10.0)

@@ -56,6 +56,7 @@ def test_write_chunks_of_shared_plan_cover_file_exactly_once():
     ((4097, MIB, MIB, "shared_file", 1, False), "ranks"),
     ((1, 0, MIB, "shared_file", 1, False), "bytes_per_rank"),
     ((1, MIB, 0, "shared_file", 1, False), "block_size"),
+    ((1, MIB, 7, "shared_file", 1, False), "block_size"),
     ((1, MIB, MIB, "striped", 1, False), "layout"),
     ((1, MIB, MIB, "file_per_rank", 0, False), "files_per_rank"),
     ((1, 4 * MIB, MIB, "shared_file", 2, False), "files_per_rank"),
@@ -193,3 +194,47 @@ def test_context_block_with_clocks_carries_the_spread_verdict():
     block = canary.context_block(results, "shared_file", 100.0, [offsets["nfs2"], offsets["nfs3"]], ["nfs2", "nfs3"])
     assert block["seconds"] == 5.0 and block["synchronized"] is True and block["clocks_measured"] is True
     assert "synchronized" not in canary.context_block(results, "shared_file", 100.0)
+
+
+def test_aggregate_over_read_fields_is_the_same_rule_on_read_start_end_bytes():
+    results = [
+        {"rank": 0, "start": 1.0, "end": 2.0, "bytes": 10, "error": None,
+         "read_start": 5.0, "read_end": 7.0, "read_bytes": 400, "read_error": None, "verify_errors": []},
+        {"rank": 1, "start": 1.0, "end": 3.0, "bytes": 10, "error": None,
+         "read_start": 5.5, "read_end": 9.0, "read_bytes": 400, "read_error": None, "verify_errors": []},
+        {"rank": 2, "start": 1.0, "end": 2.5, "bytes": 10, "error": None,
+         "read_start": 5.0, "read_end": 20.0, "read_bytes": 200, "read_error": None,
+         "verify_errors": [{"file": "f", "offset": 0, "problem": "torn"}]},
+    ]
+    restored = canary.aggregate(results, 5.0, canary.READ_FIELDS)
+    # Rank 2 read bad data: out of the span (like a failed write), its bytes still counted.
+    assert restored["finished_ranks"] == 2 and restored["incomplete_ranks"] == [2]
+    assert restored["total_bytes"] == 1000 and restored["seconds"] == 4.0
+    assert restored["throughput_bytes_per_second"] == 250.0 and restored["max_start_delay_seconds"] == 0.5
+    written = canary.aggregate(results)
+    assert written["finished_ranks"] == 3 and written["total_bytes"] == 30 and written["seconds"] == 2.0
+
+
+def test_a_failed_write_also_leaves_the_rank_out_of_the_read_span():
+    results = [{"rank": 0, "start": 1.0, "end": None, "bytes": 0, "error": "EIO",
+                "read_start": 5.0, "read_end": 6.0, "read_bytes": 0}]
+    assert canary.aggregate(results, fields=canary.READ_FIELDS)["finished_ranks"] == 0
+
+
+def test_cluster_aggregate_of_the_reads_moves_read_times_to_the_controller_clock():
+    hosts = {"a": [{"rank": 0, "start": 1.0, "end": 2.0, "bytes": 1, "error": None,
+                    "read_start": 10.0, "read_end": 12.0, "read_bytes": 100}],
+             "b": [{"rank": 0, "start": 2.0, "end": 3.0, "bytes": 1, "error": None,
+                    "read_start": 11.0, "read_end": 13.0, "read_bytes": 100}]}
+    ranks = canary.combine_hosts(hosts, {"a": 0.0, "b": -1.0})
+    assert [r["read_start"] for r in ranks] == [10.0, 12.0]
+    summary = canary.cluster_aggregate(ranks, go_at=10.0, fields=canary.READ_FIELDS)
+    assert summary["seconds"] == 4.0 and summary["start_spread_seconds"] == 2.0
+    assert summary["synchronized"] is False and summary["max_start_delay_seconds"] == 2.0
+    # Results without read fields get none added.
+    assert "read_start" not in canary.combine_hosts({"a": [{"rank": 0, "start": 1.0}]})[0]
+
+
+def test_block_stamp_is_the_offset_little_endian():
+    assert canary.block_stamp(65536) == b"\x00\x00\x01\x00\x00\x00\x00\x00"
+    assert len(canary.block_stamp(0)) == canary.STAMP_BYTES

@@ -69,3 +69,12 @@ def test_mount_of_device_prefers_the_path_mount():
     assert limits.mount_of_device(mounts, (0, 50))["mount_point"] == "/mnt/d"
     assert limits.mount_of_device(mounts, (0, 50), mounts[1])["mount_point"] == "/mnt/a"
     assert limits.mount_of_device(mounts, (9, 9)) is None
+
+
+def test_memory_bound_with_restore_counts_a_second_block_per_rank():
+    # 1 GiB available, 512 MiB for ranks: 8 x (30 + 8) MiB fit with one block, 8 x (2 x 30 + 8) MiB do not.
+    assert limits.memory_error(8, 30 * MIB, GIB) is None
+    message = limits.memory_error(8, 30 * MIB, GIB, blocks_per_rank=2)
+    assert message.startswith("ranks x block_size needs %d bytes (8 ranks x (2 x %d + %d overhead)) (restore=true"
+                              % (8 * 68 * MIB, 30 * MIB, limits.RANK_OVERHEAD_BYTES))
+    assert limits.rank_memory_bytes(2, MIB, 2) == 2 * (2 * MIB + limits.RANK_OVERHEAD_BYTES)

@@ -1,0 +1,140 @@
+"""restore.py: the canary's read-back phase - options, plan, block verification, results, messages."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import restore
+
+KIB = 1024
+BLOCK = 16 * KIB
+
+
+def _written(block, offset, size=None):
+    """What the write path puts at offset: the stamp over the rank's block, size bytes of it."""
+    data = bytearray(block)
+    data[0:8] = canary.block_stamp(offset)
+    return memoryview(bytes(data[:len(block) if size is None else size]))
+
+
+@pytest.fixture
+def block():
+    return os.urandom(BLOCK)
+
+
+def test_a_block_read_back_as_written_verifies(block):
+    expected = bytearray(block)
+    for offset in (0, BLOCK, 7 * BLOCK):
+        assert restore.verify_block(expected, _written(block, offset), offset, BLOCK) is None
+
+
+def test_short_blocks_verify_even_below_the_stamp(block):
+    expected = bytearray(block)
+    assert restore.verify_block(expected, _written(block, 3 * BLOCK, 100), 3 * BLOCK, 100) is None
+    assert restore.verify_block(expected, _written(block, 3 * BLOCK, 3), 3 * BLOCK, 3) is None
+
+
+def test_a_block_from_another_offset_is_stale_and_says_which(block):
+    problem = restore.verify_block(bytearray(block), _written(block, BLOCK), 4 * BLOCK, BLOCK)
+    assert problem == "stale block: it holds the data written at offset %d" % BLOCK
+
+
+def test_a_torn_block_names_the_first_differing_byte(block):
+    data = bytearray(_written(block, 2 * BLOCK))
+    data[5000] ^= 0xFF
+    problem = restore.verify_block(bytearray(block), memoryview(bytes(data)), 2 * BLOCK, BLOCK)
+    assert problem.startswith("torn block: the offset stamp is right") and "from byte +5000 on" in problem
+
+
+def test_a_hole_is_a_block_of_zeros(block):
+    problem = restore.verify_block(bytearray(block), memoryview(bytes(BLOCK)), BLOCK, BLOCK)
+    assert problem.startswith("block of zeros where data was written")
+
+
+def test_data_of_another_run_is_foreign(block):
+    problem = restore.verify_block(bytearray(block), memoryview(os.urandom(BLOCK)), BLOCK, BLOCK)
+    assert problem.startswith("foreign data: neither this block nor another block of this rank")
+
+
+def test_a_short_read_says_how_much_came(block):
+    problem = restore.verify_block(bytearray(block), _written(block, 0, 4000), 0, BLOCK)
+    assert problem == "short read: 4000 of %d bytes (the file ends early)" % BLOCK
+
+
+def test_first_difference():
+    assert restore.first_difference(b"abcd" * 3000, b"abcd" * 3000) is None
+    assert restore.first_difference(b"a" * 9000, b"a" * 8999 + b"b") == 8999
+    assert restore.first_difference(b"aaa", b"aa") == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    ((True, "fadvise", False, 4096, 8192), "restore=true needs fsync=true"),
+    ((True, "direct", True, 1000, 8000), "block_size must be a multiple of 4096 with restore_cache=direct"),
+    ((True, "direct", True, 4096, 4096 * 3 + 1), "bytes_per_rank must be a multiple of block_size with restore_cache=direct"),
+    ((True, "warm", True, 4096, 8192), "restore_cache must be one of fadvise, direct"),
+])
+def test_validate_restore_names_the_option(args, message):
+    errors = restore.validate_restore(*args)
+    assert len(errors) == 1 and errors[0].startswith(message)
+
+
+def test_validate_restore_accepts_sane_values_and_ignores_options_when_off():
+    assert restore.validate_restore(True, "direct", True, 4096, 8192) == []
+    assert restore.validate_restore(True, "fadvise", True, 1000, 8001) == []
+    assert restore.validate_restore(False, "direct", False, 1000, 8001) == []
+
+
+def test_plan_restore_reads_every_planned_byte_once():
+    plan = canary.plan_ranks(3, 10 * KIB, 4 * KIB, "file_per_rank", files_per_rank=2)
+    described = restore.plan_restore(plan, 4 * KIB, "fadvise")
+    # 10 KiB per rank split 4 + 6 KiB: one and two blocks per file.
+    assert described["total_read_bytes"] == 30 * KIB and described["blocks"] == 9 and described["files"] == 6
+    assert described["start"] == "when the last rank of this host has written"
+    assert "read_go.json" in restore.plan_restore(plan, 4 * KIB, "direct", "/dev/shm/x")["start"]
+
+
+def test_verify_errors_are_counted_all_and_named_up_to_the_bound():
+    result = restore.empty_read()
+    for index in range(restore.MAX_VERIFY_ERRORS + 3):
+        restore.add_verify_error(result, "f", index * BLOCK, "torn")
+    assert result["verify_error_count"] == restore.MAX_VERIFY_ERRORS + 3
+    assert len(result["verify_errors"]) == restore.MAX_VERIFY_ERRORS
+    assert restore.failure_message([dict(result, rank=4)]).endswith("torn (%d bad blocks in all)" % (restore.MAX_VERIFY_ERRORS + 3))
+
+
+def test_complete_read_fills_what_a_rank_never_sent():
+    written = {"rank": 0, "start": 1.0, "end": 2.0, "bytes": 5, "error": None}
+    assert restore.complete_read(written)["read_error"] is None
+    assert restore.complete_read(written, "rank exited")["read_error"] == "rank exited"
+    full = dict(written, **restore.empty_read())
+    assert restore.complete_read(full, "rank exited")["read_error"] is None
+
+
+def test_skip_reason_names_the_ranks_that_did_not_write():
+    ok = {"rank": 0, "end": 2.0, "error": None}
+    assert restore.skip_reason([ok], []) is None
+    assert restore.skip_reason([ok, {"rank": 1, "end": None, "error": "EIO"}], []) == \
+        "not run: the write phase failed (ranks 1)"
+    assert restore.skip_reason([ok], [{"rank": 3}]) == "not run: the write phase stalled (ranks 3)"
+
+
+def test_summary_is_the_write_aggregate_over_read_fields_plus_the_method():
+    results = [dict({"rank": 0, "start": 1.0, "end": 2.0, "bytes": 8, "error": None}, **restore.empty_read())]
+    results[0].update(read_start=3.0, read_end=5.0, read_bytes=8)
+    block = restore.summary(results, 3.0, "direct")
+    assert block == dict(canary.aggregate(results, 3.0, canary.READ_FIELDS), restore_cache="direct",
+                         read_go_at=3.0, skipped=None, verify_error_count=0)
+
+
+def test_failure_message_names_rank_file_and_offset_and_bounds_its_length():
+    results = [{"rank": rank, "read_error": None, "verify_error_count": 1,
+                "verify_errors": [{"file": "shared.ckpt", "offset": rank * BLOCK, "problem": "torn block"}]}
+               for rank in range(10)]
+    message = restore.failure_message(results)
+    assert message.startswith("canary restore failed: rank 0: shared.ckpt offset 0: torn block; rank 1: ")
+    assert message.endswith("torn block (2 more not shown, 10 bad blocks in all)")
+    assert restore.failure_message([{"rank": 0, "read_error": "read: EIO: x"}]) == "canary restore failed: rank 0: read: EIO: x"
+    assert restore.failure_message([], "not run: aborted: x") == "canary restore not run: aborted: x"
+    assert restore.failure_message([{"rank": 0}]) is None
