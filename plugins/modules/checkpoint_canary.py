@@ -483,7 +483,7 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at, buffer=None
                 os.close(fd)
         result["end"] = time.time()
     except OSError as exc:
-        result["error"] = "%s: %s" % (errno.errorcode.get(exc.errno, exc.errno), exc.strerror)
+        result["error"] = atomic_file.describe_error(exc)
     return result
 
 
@@ -550,7 +550,7 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at):
                 os.close(fd)
         result["read_end"] = time.time()
     except OSError as exc:
-        result["read_error"] = "read: %s: %s" % (errno.errorcode.get(exc.errno, exc.errno), exc.strerror)
+        result["read_error"] = "read: " + atomic_file.describe_error(exc)
     return result
 
 
