@@ -77,8 +77,7 @@ def _draw_write_split(axes, series):
     axes.set_title("Where WRITE and COMMIT time goes", fontsize=10)
     data = [item for item in series["latency"] if item["op"] in report.REPORT_OPS]
     if not data:
-        axes.text(0.5, 0.5, "no WRITE/COMMIT statistics in this bundle", ha="center", va="center", transform=axes.transAxes)
-        axes.set_axis_off()
+        _empty_panel(axes, "no WRITE/COMMIT statistics in this bundle")
         return
     positions = list(range(len(data)))[::-1]
     left = [0.0] * len(data)
@@ -99,12 +98,17 @@ def _draw_write_split(axes, series):
     axes.legend(loc="upper right", fontsize=7, ncol=3)
 
 
+def _empty_panel(axes, text):
+    """A panel the bundle has nothing for: says so, without axes."""
+    axes.text(0.5, 0.5, text, ha="center", va="center", transform=axes.transAxes)
+    axes.set_axis_off()
+
+
 def _draw_metadata(axes, series):
     axes.set_title("Metadata ops", fontsize=10)
     data = series.get("metadata") or []
     if not data:
-        axes.text(0.5, 0.5, "no metadata ops in this bundle", ha="center", va="center", transform=axes.transAxes)
-        axes.set_axis_off()
+        _empty_panel(axes, "no metadata ops in this bundle")
         return
     ops = [name for name in report.FIGURE_OPS if any(item["op"] == name for item in data)]
     labels = [run["label"] for run in series["throughput"]]
@@ -149,8 +153,7 @@ def _draw_timeline(axes, series):
     axes.set_title("Ranks per host, sorted by first start", fontsize=10)
     runs = series.get("timeline") or []
     if not runs:
-        axes.text(0.5, 0.5, "no per-rank canary results in this bundle", ha="center", va="center", transform=axes.transAxes)
-        axes.set_axis_off()
+        _empty_panel(axes, "no per-rank canary results in this bundle")
         return
     rows = [(run, host) for run in runs for host in run["hosts"]]
     notes = _timeline_notes(runs)
