@@ -630,7 +630,8 @@ def run_send(module):
     directory = params["barrier_dir"]
     if directory is not None:
         start_at = wait_for_go(module, directory, result, params["barrier_timeout"])
-    result.update(send(module, argv, start_at))
+    # With a barrier, barrier_files has already warned about a late go.
+    result.update(send(module, argv, start_at, warn_late=directory is None))
     if result["summary"]["error"]:
         result["msg"] = "probe to %s:%d failed: %s" % (server, params["port"], result["summary"]["error"])
         finish(module, directory, result, failed=True)
@@ -663,13 +664,13 @@ def finish(module, directory, result, failed):
     module.exit_json(**result)
 
 
-def send(module, argv, start_at):
+def send(module, argv, start_at, warn_late=True):
     """Wait for start_at, run the iperf3 client; {summary, raw, rc}."""
     if start_at is not None:
         wait = start_at - time.time()
         if wait > 0:
             time.sleep(wait)
-        elif wait < -1:
+        elif wait < -1 and warn_late:
             module.warn("start_at was %.1f s ago when the probe was ready: this client starts late and may not "
                         "overlap the others" % -wait)
     started_at = time.time()

@@ -154,6 +154,15 @@ def test_send_with_a_barrier_says_ready_sends_at_go_and_writes_done(fake_host):
     assert (directory.stat().st_mode & 0o777) == 0o700
 
 
+def test_a_late_go_is_warned_about_once(fake_host):
+    directory = fake_host["tmp"] / "barrier"
+    thread = _release_when_ready(directory, barrier.go_document(time.time() - 2.0, 0.0))
+    result = run_module(module, {"mode": "send", "server": "10.0.0.1", "barrier_dir": str(directory), "barrier_timeout": 10})
+    thread.join()
+    late = [warning for warning in result.get("warnings", []) if "late" in warning]
+    assert len(late) == 1 and late[0].startswith("go arrived"), late
+
+
 def test_send_aborted_by_the_controller_sends_nothing_and_fails_naming_why(fake_host):
     directory = fake_host["tmp"] / "barrier"
     thread = _release_when_ready(directory, barrier.abort_document("not ready within the barrier bound"))
