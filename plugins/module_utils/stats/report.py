@@ -508,4 +508,6 @@ def timeline(metrics):
     return {"label": metrics.get("label") or "run", "zero": "go" if go_at is not None else "earliest start",
             "hosts": hosts, "start_spread_seconds": aggregate.get("start_spread_seconds"),
             "spread_bound_seconds": aggregate.get("spread_bound_seconds"),
-            "synchronized": aggregate.get("synchronized"), "unmeasured_clocks": unmeasured}
+            "synchronized": aggregate.get("synchronized"),
+            "start_spread_uncertainty_seconds": aggregate.get("start_spread_uncertainty_seconds"),
+            "unmeasured_clocks": unmeasured}

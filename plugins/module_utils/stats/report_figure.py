@@ -141,6 +141,8 @@ def _timeline_notes(runs):
         note = "%s: start spread %s s" % (run["label"][:30], "-" if spread is None else "%.3g" % spread)
         if run.get("synchronized") is False:
             note += " > %.3g s: not synchronized" % run["spread_bound_seconds"]
+        elif run.get("synchronized") is None and spread is not None and run.get("start_spread_uncertainty_seconds"):
+            note += " (clocks +/- %.2g s): not confirmed" % run["start_spread_uncertainty_seconds"]
         notes.append(note)
     unmeasured = sorted(set(host for run in runs for host in run.get("unmeasured_clocks") or []))
     if unmeasured:

@@ -61,3 +61,15 @@ def test_timeline_of_many_hosts_marks_the_latest_start_and_the_latest_end():
         assert "start spread 2.01 s > 1 s: not synchronized" in timeline.get_title()
     finally:
         pyplot.close(figure)
+
+
+def test_timeline_says_when_loosely_known_clocks_cannot_confirm_the_start():
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    ranks = [{"host": host, "rank": 0, "start": 100.0 + shift, "end": 110.0, "bytes": 1000, "error": None,
+              "clock_offset_seconds": 0.0, "clock_uncertainty_seconds": 0.6} for host, shift in (("a", 0.0), ("b", 0.004))]
+    metrics = report.bundle_metrics({"canary": {"start_at": 100.0}}, None, [], ranks, label="loose")
+    figure = report_figure.draw_figure(pyplot, report.figure_series(metrics))
+    try:
+        assert "start spread 0.004 s (clocks +/- 1.2 s): not confirmed" in figure.axes[3].get_title()
+    finally:
+        pyplot.close(figure)
