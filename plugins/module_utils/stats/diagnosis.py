@@ -735,7 +735,7 @@ def _achieved(canary, clients):
         # a value that is no positive number fails naming its key.
         _number(canary["bytes"], "canary.bytes")
         _number(canary["seconds"], "canary.seconds")
-        return context_throughput(canary), "canary bytes / seconds (max over ranks)"
+        return context_throughput(canary), "canary: total bytes / (latest end - earliest start), MLPerf rule"
     write_bytes = sum(client["delta"]["write_bytes"] for client in clients)
     interval = max(client["delta"]["interval_seconds"] for client in clients)
     return write_bytes / interval if interval else 0.0, "NFS WRITE bytes in mountstats / mount age delta"
