@@ -48,6 +48,9 @@ def _collections_root():
     """A directory holding ansible_collections/ckptio/nfs -> this checkout."""
     stage = os.path.join(tempfile.gettempdir(), "ckptio-bench-collections")
     link = os.path.join(stage, "ansible_collections", "ckptio", "nfs")
+    # A link left by another checkout (or a removed worktree) would bench that code, or none.
+    if os.path.islink(link) and os.readlink(link) != str(REPO):
+        os.unlink(link)
     if not os.path.islink(link):
         os.makedirs(os.path.dirname(link), exist_ok=True)
         os.symlink(REPO, link)
