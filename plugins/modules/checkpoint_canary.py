@@ -322,7 +322,10 @@ harness:
   description:
     - The harness's own CPU while the ranks ran - C(canary_cpu_seconds) (this module's process, getrusage),
       C(ranks_cpu_seconds), C(host_busy_cpu_seconds) (from the host samples at go and at the end) and
-      C(other_cpu_seconds) (the host's busy CPU that was neither, such as Ansible's own processes).
+      C(other_cpu_seconds) (the host's busy CPU that was neither, such as Ansible's own processes), and
+      C(dstate_sampler) - the D-state passes over /proc (C(passes), their C(cpu_seconds)), sampled every second
+      unless a pass costs more than C(max_share) of its interval, which then stretches
+      (C(longest_interval_seconds), at most 10 s; a pass took ~0.1 s of CPU in a 1-vCPU QEMU TCG guest).
   returned: when the ranks ran
   type: dict
 """
@@ -348,6 +351,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
@@ -380,26 +384,11 @@ def task_state(pid):
 
 
 def sample_dstate(rank_pids):
-    """Every task in D state right now: (wchans, rank pids among them)."""
-    wchans = []
-    ranks_in_d = []
-    try:
-        entries = os.listdir(PROC)
-    except OSError:
-        return wchans, ranks_in_d
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        stat = atomic_file.read_optional("%s/%s/stat" % (PROC, entry))
-        if not stat or dstate.task_state(stat) != "D":
-            continue
-        task = dstate.dstate_task(entry, stat, atomic_file.read_optional("%s/%s/wchan" % (PROC, entry)))
-        if task is None:
-            continue
-        wchans.append(task["wchan"])
-        if task["pid"] in rank_pids:
-            ranks_in_d.append(int(entry))
-    return sorted(wchans), sorted(ranks_in_d)
+    """Every task in D state right now: (wchans, rank pids among them, CPU seconds the pass took)."""
+    tasks, cpu_seconds = dstate_scan.scan(PROC)
+    wchans = sorted(task["wchan"] for task in tasks)
+    ranks_in_d = sorted(task["pid"] for task in tasks if task["pid"] in rank_pids)
+    return wchans, ranks_in_d, cpu_seconds
 
 
 def _quiet_stdio():
@@ -901,6 +890,9 @@ class Canary:
         # Pipes to the cleanup helper (started before the work directory exists), when keep=false.
         self.cleanup_control = None
         self.cleanup_report = None
+        # The D-state sampler's own cost and the interval it set itself (dstate.sampling_interval).
+        self.sampler = {"passes": 0, "cpu_seconds": 0.0, "interval_seconds": DSTATE_INTERVAL,
+                        "longest_interval_seconds": DSTATE_INTERVAL}
 
     def fail(self, msg, **extra):
         self.module.fail_json(msg=msg, **extra)
@@ -1157,6 +1149,9 @@ class Canary:
         harness = barrier.harness_cost(
             (own_after.ru_utime + own_after.ru_stime) - (own_before.ru_utime + own_before.ru_stime),
             ranks_cpu, host_samples.get("start"), host_samples.get("end"))
+        harness["dstate_sampler"] = {"passes": self.sampler["passes"], "cpu_seconds": round(self.sampler["cpu_seconds"], 3),
+                                     "longest_interval_seconds": round(self.sampler["longest_interval_seconds"], 3),
+                                     "max_share": dstate.SAMPLER_MAX_SHARE}
         return results, stalled, samples, host_samples, harness
 
     def run_restore(self, ranks, workdir, outcome, result):
@@ -1247,7 +1242,8 @@ class Canary:
         return {"cleaned_up": False, "cleanup_deferred_pid": helper_pid}
 
     def monitor(self, ranks, deadline, start_at, servers, first_line=False, on_stall=None):
-        """Collect rank results, sampling D state every DSTATE_INTERVAL, until done or deadline.
+        """Collect rank results, sampling D state every DSTATE_INTERVAL (longer when a pass costs more
+        than dstate.SAMPLER_MAX_SHARE of it), until done or deadline.
 
         Host samples (CPU, disks, links) are taken when the ranks start and when the last one
         ends, so the diagnosis measures this host over the checkpoint itself, not over the
@@ -1267,7 +1263,7 @@ class Canary:
                 host_samples["start"] = read_host_sample(servers, root=SYS_CLASS_NET, proc=PROC)
             if now >= next_sample:
                 samples.append(self.sample(rank_pids))
-                next_sample = now + DSTATE_INTERVAL
+                next_sample = now + self.sampler["interval_seconds"]
             wake = min(next_sample, deadline) if "start" in host_samples else min(next_sample, deadline, start_at)
             wait = max(0.0, wake - time.time())
             for fd in readable(list(pending), wait):
@@ -1325,7 +1321,13 @@ class Canary:
         return result
 
     def sample(self, rank_pids):
-        wchans, ranks_in_d = sample_dstate(rank_pids)
+        """One D-state pass; its cost sets the interval to the next (dstate.sampling_interval)."""
+        wchans, ranks_in_d, cpu_seconds = sample_dstate(rank_pids)
+        sampler = self.sampler
+        sampler["passes"] += 1
+        sampler["cpu_seconds"] += cpu_seconds
+        sampler["interval_seconds"] = dstate.sampling_interval(DSTATE_INTERVAL, cpu_seconds)
+        sampler["longest_interval_seconds"] = max(sampler["longest_interval_seconds"], sampler["interval_seconds"])
         return {"epoch": round(time.time(), 3), "count": len(wchans), "wchans": wchans, "rank_pids": ranks_in_d}
 
     def stop_stalled(self, items, rank_pids, samples):
@@ -1337,7 +1339,7 @@ class Canary:
                             "exited": False})
             _kill(item["pid"])
         deadline = time.time() + self.params["kill_grace"]
-        next_sample = time.time() + DSTATE_INTERVAL
+        next_sample = time.time() + self.sampler["interval_seconds"]
         while True:
             for entry in stalled:
                 if not entry["exited"]:
@@ -1346,7 +1348,7 @@ class Canary:
                 break
             if time.time() >= next_sample:
                 samples.append(self.sample(rank_pids))
-                next_sample = time.time() + DSTATE_INTERVAL
+                next_sample = time.time() + self.sampler["interval_seconds"]
             time.sleep(min(0.1, max(0.0, deadline - time.time())))
         for entry in stalled:
             if not entry["exited"]:

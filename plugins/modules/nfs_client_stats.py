@@ -165,7 +165,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import dstate_task, format_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import format_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path, nfs_mounts, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
@@ -218,23 +219,6 @@ def read_settings():
     return settings, "\n".join(lines) + ("\n" if lines else "")
 
 
-def sample_dstate():
-    """One pass over /proc: the tasks in D state right now."""
-    tasks = []
-    try:
-        pids = [name for name in os.listdir(PROC) if name.isdigit()]
-    except OSError:
-        return tasks
-    for pid in pids:
-        stat = read_proc(os.path.join(PROC, pid, "stat"))
-        if stat is None:
-            continue
-        task = dstate_task(pid, stat, read_proc(os.path.join(PROC, pid, "wchan")))
-        if task:
-            tasks.append(task)
-    return sorted(tasks, key=lambda task: task["pid"])
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -265,7 +249,7 @@ def main():
     for index in range(module.params["dstate_samples"]):
         if index:
             time.sleep(module.params["dstate_interval"])
-        tasks = sample_dstate()
+        tasks = dstate_scan.scan(PROC)[0]
         samples.append({"epoch": round(time.time(), 3), "count": len(tasks), "wchans": [task["wchan"] for task in tasks], "tasks": tasks})
     dstate_text = "".join(format_sample(sample["epoch"], sample["wchans"]) + "\n" for sample in samples)
 

@@ -23,6 +23,22 @@ WCHAN_GROUPS = (
 )
 
 
+# The D-state sampler's own cost (issue 14: the harness must not load what it measures): its
+# passes over /proc may take at most this share of one CPU; a slower pass stretches the interval
+# instead (a 1-vCPU TCG guest: ~0.1 s a pass, so one every 2 s), never beyond the cap, so a run
+# always has samples.
+SAMPLER_MAX_SHARE = 0.05
+MAX_SAMPLING_INTERVAL = 10.0
+
+
+def sampling_interval(base_seconds, scan_cpu_seconds, max_share=SAMPLER_MAX_SHARE):
+    """Seconds to the next D-state pass: base_seconds, or longer when the last pass cost more
+    than max_share of it (scan_cpu_seconds / interval <= max_share), at most MAX_SAMPLING_INTERVAL."""
+    if not scan_cpu_seconds or scan_cpu_seconds <= 0:
+        return float(base_seconds)
+    return min(MAX_SAMPLING_INTERVAL, max(float(base_seconds), scan_cpu_seconds / max_share))
+
+
 def wchan_group(wchan):
     for group, prefixes in WCHAN_GROUPS:
         for prefix in prefixes:

@@ -284,6 +284,26 @@ def test_dstate_samples_use_the_bundle_format(target, monkeypatch, tmp_path):
     assert first[1:] == ["1", "rpc_wait_bit_killable"]
 
 
+def test_a_costly_d_state_pass_stretches_the_sampling_interval(target, monkeypatch):
+    """Issue 14, the harness must not load what it measures: in the lab's 1-vCPU TCG clients a pass
+    over /proc took ~0.1-0.2 s of CPU, so one a second was 10-20 % of the CPU the ranks needed. A
+    pass that costs more than dstate.SAMPLER_MAX_SHARE of its interval stretches the interval, and
+    the result says what the sampler cost."""
+    passes = []
+
+    def slow_scan(proc):
+        passes.append(time.time())
+        return [], 0.25  # 0.25 s of CPU a pass: 5 s between passes keeps it at 5 %
+
+    monkeypatch.setattr(checkpoint_canary.dstate_scan, "scan", slow_scan)
+    result = run_module(checkpoint_canary, _args(target, ranks=1, bytes_per_rank=65536))
+    sampler = result["harness"]["dstate_sampler"]
+    assert sampler["passes"] == len(passes) >= 1
+    assert sampler["cpu_seconds"] == pytest.approx(0.25 * len(passes))
+    assert sampler["longest_interval_seconds"] == pytest.approx(5.0)
+    assert sampler["max_share"] == 0.05
+
+
 # --- resource bounds (issue 14): each is a clean error before the first byte, or works ---
 
 MIB = 1024 * KIB
@@ -532,7 +552,7 @@ def test_barrier_ranks_start_at_go_written_after_ready(tmp_path, target):
     assert json.loads((barrier_dir / "done.json").read_text())["failed"] is False
     assert result["cleaned_up"] and _workdirs(target) == []
     assert set(result["harness"]) == {"canary_cpu_seconds", "ranks_cpu_seconds", "host_busy_cpu_seconds",
-                                      "other_cpu_seconds"}
+                                      "other_cpu_seconds", "dstate_sampler"}
 
 
 def test_barrier_go_arriving_late_starts_at_once_and_says_so(tmp_path, target):
