@@ -273,12 +273,12 @@ def _result(mechanism, reason, exec_start=None, count=None, count_source=None, e
             "count_source": count_source, "edit_path": edit_path}
 
 
-def detect(unit_files, env_script_path, env_script, defaults_files):
+def detect(unit_files, env_script_path, env_script, defaults_files, editable=EDITABLE_DEFAULTS):
     """How nfs-server's rpc.nfsd gets its thread count on this host.
 
     unit_files: [(path, text)] of nfs-server.service then its drop-ins; env_script: the text of
     nfs-utils_env.sh at env_script_path (None: absent); defaults_files: [(path, text or None)] of
-    every file the script sources, in its order. Returns {mechanism, reason, exec_start, count,
+    every file the script sources, in its order; editable: the files ckptio may edit. Returns {mechanism, reason, exec_start, count,
     count_source {path, line, value, via}, edit_path}: count is what the next start uses when the
     command line decides (None otherwise), edit_path the file whose RPCNFSDCOUNT would set it.
     """
@@ -306,7 +306,7 @@ def detect(unit_files, env_script_path, env_script, defaults_files):
                                {"path": path, "line": None, "value": args[1], "via": "ExecStart"})
             continue
         if any(re.search(r"\$\{?%s\}?" % ARGS_VARIABLE, arg) for arg in args):
-            return _from_env_script(shown, env_script_path, env_script, defaults_files)
+            return _from_env_script(shown, env_script_path, env_script, defaults_files, editable)
         positional = first_positional(args)
         if positional is not None:
             return _result(UNIT_ARGUMENT, "%s runs rpc.nfsd with the count %s" % (path, positional[1]), shown,
@@ -315,15 +315,15 @@ def detect(unit_files, env_script_path, env_script, defaults_files):
                    % " / ".join(sorted(set(program for program, _args, _path in invocations))), shown)
 
 
-def _from_env_script(shown, env_script_path, env_script, defaults_files):
+def _from_env_script(shown, env_script_path, env_script, defaults_files, editable_paths):
     if env_script is None or ARGS_VARIABLE not in env_script:
         return _result(UNKNOWN, "nfs-server passes $%s to rpc.nfsd but %s, which writes it, is %s" % (
             ARGS_VARIABLE, env_script_path, "missing" if env_script is None else "not one that sets it"), shown)
     present = [(path, text) for path, text in defaults_files if text is not None]
     count_source = shell_value(present, COUNT_VARIABLE)
     opts_source = shell_value(present, OPTS_VARIABLE)
-    editable = [path for path, _text in defaults_files if path in EDITABLE_DEFAULTS]
-    edit_path = count_source["path"] if count_source and count_source["path"] in EDITABLE_DEFAULTS else (
+    editable = [path for path, _text in defaults_files if path in editable_paths]
+    edit_path = count_source["path"] if count_source and count_source["path"] in editable_paths else (
         editable[-1] if editable else None)
     for source, variable in ((count_source, COUNT_VARIABLE), (opts_source, OPTS_VARIABLE)):
         if source is not None and source["value"] is None:
