@@ -33,6 +33,11 @@ def read(path):
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
+    return build_tree(tmp_path, monkeypatch)
+
+
+def build_tree(tmp_path, monkeypatch):
+    """A stock Debian 12 server's /proc/fs/nfsd and nfs.conf under tmp_path, the module pointed at it."""
     root = tmp_path / "root"
     # Live values from the lab's 2 GiB server VM (kernel 6.1): the captured threads file, max_block_size.
     threads = read_sample("bundles", "seed_like_baseline", "servers", "nfs1", "threads.txt")

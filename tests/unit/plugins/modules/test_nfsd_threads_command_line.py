@@ -8,12 +8,17 @@ import shutil
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
-from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import args, dropin, read, tree, write  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import args, build_tree, read, write
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
 
 DISTRO = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "distro")
 BULLSEYE = "debian-bullseye-1.3.4-6+deb11u1"
 TEMPLATE = "usr/share/nfs-kernel-server/conffiles/nfs-kernel-server.default"
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    return build_tree(tmp_path, monkeypatch)
 
 
 def install(root, distro, defaults=True):
