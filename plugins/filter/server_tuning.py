@@ -88,6 +88,12 @@ def warning_lines(nfsd, client_io_size, need, clients_group):
     return lines
 
 
+def persist_summary(nfsd):
+    """How nfs-server gets its thread count (the module's persist_mechanism) and what the next restart uses."""
+    return {"mechanism": nfsd.get("persist_mechanism"), "reason": nfsd.get("persist_mechanism_reason"),
+            "effective_threads": nfsd.get("effective_persisted_threads"), "source": nfsd.get("effective_persisted_source")}
+
+
 def export_rows(reads):
     """(rows, warnings) from the slurp results of the export files; unread files are skipped.
 
@@ -130,6 +136,7 @@ def server_tuning_report(nfsd_result, connection_need, max_connections_plan, pro
         "settings": [dict(row, scope="nfsd") for row in nfsd.get("settings") or []],
         "exports": rows,
         "max_block_size": nfsd.get("max_block_size"),
+        "persist": persist_summary(nfsd),
         "connections": {
             "clients_group": clients_group, "clients": need.get("clients"), "connections": need.get("connections"),
             "extra": need.get("extra"), "margin_percent": need.get("margin_percent"), "margin": need.get("margin"),

@@ -17,6 +17,11 @@ description:
   - Reads C(/etc/nfs.conf) and every C(/etc/nfs.conf.d/*.conf) the way nfs-utils does (later files
     win, versionsort order, a last line without a newline is ignored) and reports the value the
     server will start with and any other C(threads=) that disagrees.
+  - Tells how nfs-server gets its count (RV(persist_mechanism)) from the files the host has (the
+    C(nfs-server.service) unit and its drop-ins, C(nfs-utils_env.sh) and the files it sources). Where
+    that script still exists (Debian 11, Ubuntu 20.04), C(nfs-server.service) runs C(rpc.nfsd $RPCNFSDARGS)
+    with C(RPCNFSDCOUNT) from C(/etc/default/nfs-kernel-server) (8 when unset) as a count argument, which
+    wins over C([nfsd] threads=); RV(effective_persisted_threads) is then that count. See O(persist_command_line).
   - Never starts a stopped server. When nfsd is not loaded or not running, the value is persisted and
     RV(live_applied) is false with a reason.
   - Edits change only the C(threads=) (and C(min-threads=)) line; every other byte stays. Files are
@@ -75,7 +80,19 @@ options:
     default: /etc/nfs.conf.d/ckptio-nfsd.conf
   backup:
     description:
-      - Keep a timestamped copy of O(conf_file) before changing it.
+      - Keep a timestamped copy of O(conf_file) (and of C(/etc/default/nfs-kernel-server) when
+        O(persist_command_line) edits it) before changing it.
+    type: bool
+    default: false
+  persist_command_line:
+    description:
+      - Where nfs-server passes rpc.nfsd a count from C(RPCNFSDCOUNT) (RV(persist_mechanism) is
+        V(command_line)), set that one C(RPCNFSDCOUNT=) line of C(/etc/default/nfs-kernel-server) (or
+        C(/etc/sysconfig/nfs)) to O(threads), keeping every other byte, and keep the line it replaced
+        in C(/etc/ckptio/nfsd-rpcnfsdcount.record) so O(state=absent) puts it back.
+      - V(false) (the default) leaves that file, which belongs to the distribution's package, alone and
+        warns naming the file, the line and the fix; the C(settings) row is then not in sync.
+      - A count in C(RPCNFSDOPTS) or in C(ExecStart) itself is never edited, only reported.
     type: bool
     default: false
 attributes:
@@ -120,6 +137,11 @@ EXAMPLES = r"""
     threads: 64
     max_connections: 5000
 
+- name: On Debian 11 / Ubuntu 20.04, also set RPCNFSDCOUNT, which overrides nfs.conf there
+  ckptio.nfs.nfsd_threads:
+    threads: 32
+    persist_command_line: true
+
 - name: Roll back to the distribution default
   ckptio.nfs.nfsd_threads:
     state: absent
@@ -157,10 +179,32 @@ effective_persisted_threads:
   type: int
   sample: 32
 effective_persisted_source:
-  description: File and line of the winning C(threads=).
+  description:
+    - File and line of the winning C(threads=); where the command line decides, the file and line of
+      C(RPCNFSDCOUNT) (C(via) V(RPCNFSDCOUNT), V(RPCNFSDOPTS), V(default) for the script's own 8, or
+      V(ExecStart)).
   returned: always
   type: dict
   sample: {path: /etc/nfs.conf.d/ckptio-nfsd.conf, line: 3, value: "32"}
+persist_mechanism:
+  description:
+    - How nfs-server gets its thread count after the run. V(nfs_conf) (rpc.nfsd or nfsdctl without a
+      count, C([nfsd] threads=) decides), V(command_line) (C(RPCNFSDCOUNT) or C(RPCNFSDOPTS) through
+      C(nfs-utils_env.sh)), V(unit_argument) (a count in C(ExecStart)), V(unknown) (then
+      RV(effective_persisted_threads) is what nfs.conf says, and RV(persist_mechanism_reason) why it is unknown).
+  returned: always
+  type: str
+  sample: nfs_conf
+persist_mechanism_reason:
+  description: The files and lines RV(persist_mechanism) rests on.
+  returned: always
+  type: str
+nfs_server_exec_start:
+  description: The C(ExecStart=) values of C(nfs-server.service) with its drop-ins (null when no unit was found).
+  returned: always
+  type: list
+  elements: str
+  sample: ["/usr/sbin/rpc.nfsd"]
 conflicts:
   description: C(threads=)/C(min-threads=) in other files with another value; C(overrides_ours) marks the one that wins.
   returned: always
@@ -229,6 +273,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_conf
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_server_start
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_connections
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
@@ -243,6 +288,17 @@ USR_NFS_CONF = "/usr/etc/nfs.conf"
 # into /proc/fs/nfsd/max_connections before nfsd starts (docs/tuning-modules.md says why).
 NFS_SERVER_DROPIN = "/etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf"
 MAX_CONNECTIONS_VALUE_FILE = "/etc/ckptio/nfsd-max-connections"
+# systemd's unit search path, highest precedence first (systemd.unit(5)); /lib on unmerged-/usr
+# Debian 11 and Ubuntu 20.04, where nfs-server.service lives.
+SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
+NFS_SERVER_UNIT = "nfs-server.service"
+# Shipped by nfs-utils' systemd/ up to Debian 11 and Ubuntu 20.04 (nfs-config.service runs it).
+ENV_SCRIPTS = ("/usr/lib/systemd/scripts/nfs-utils_env.sh", "/lib/systemd/scripts/nfs-utils_env.sh")
+EDITABLE_DEFAULTS = nfs_server_start.EDITABLE_DEFAULTS
+# Where the absolute paths a host file names (the files nfs-utils_env.sh sources) are found.
+SOURCED_ROOT = "/"
+# The RPCNFSDCOUNT line we replaced, so state=absent restores it (only with persist_command_line).
+RPCNFSDCOUNT_RECORD = "/etc/ckptio/nfsd-rpcnfsdcount.record"
 # coreutils dd: /usr/bin on merged-/usr systems (Debian 12, RHEL), /bin on older Debian.
 DD_PATHS = ("/usr/bin/dd", "/bin/dd")
 
@@ -356,6 +412,39 @@ def read_max_connections(module):
     }
 
 
+def read_unit_files(module):
+    """[(path, text)] of nfs-server.service as systemd loads it: the unit from the first directory
+    that has it, then its drop-ins (*.conf in every directory's nfs-server.service.d, a name in a
+    higher directory hiding the same name below, in name order)."""
+    unit = None
+    dropins = {}
+    for directory in SYSTEMD_UNIT_DIRS:
+        path = os.path.join(directory, NFS_SERVER_UNIT)
+        if unit is None and os.path.isfile(path):
+            unit = (path, atomic_file.read_optional(path))
+        dropin_dir = path + ".d"
+        try:
+            names = os.listdir(dropin_dir)
+        except OSError:
+            names = []
+        for name in names:
+            if name.endswith(".conf") and name not in dropins:
+                dropins[name] = os.path.join(dropin_dir, name)
+    if unit is None or unit[1] is None:
+        return []
+    return [unit] + [(path, atomic_file.read_optional(path) or "") for _name, path in sorted(dropins.items())]
+
+
+def read_start_view(module):
+    """How nfs-server starts rpc.nfsd: the view nfsd_plan.plan_start() reads."""
+    env_path = next((path for path in ENV_SCRIPTS if os.path.exists(path)), ENV_SCRIPTS[0])
+    env_script = atomic_file.read_optional(env_path)
+    sourced = [os.path.join(SOURCED_ROOT, path.lstrip("/")) for path in nfs_server_start.sourced_files(env_script or "")]
+    texts = dict((path, atomic_file.read_text_or_fail(module, path)) for path in list(EDITABLE_DEFAULTS) + sourced)
+    return nfsd_plan.start_view(read_unit_files(module), env_path, env_script, sourced, texts, RPCNFSDCOUNT_RECORD,
+                                atomic_file.read_text_or_fail(module, RPCNFSDCOUNT_RECORD), EDITABLE_DEFAULTS)
+
+
 # ---- applying --------------------------------------------------------------------------------
 def write_live(name, value):
     try:
@@ -411,15 +500,26 @@ def run(module):
     # from the same old file.
     with contextlib.ExitStack() as lock:
         lock.enter_context(atomic_file.locked(module, request.conf_file))
+        if request.persist_command_line or not request.present:
+            # Only runs that may edit RPCNFSDCOUNT (or restore it) lock the files that hold it.
+            for path in (RPCNFSDCOUNT_RECORD,) + EDITABLE_DEFAULTS:
+                lock.enter_context(atomic_file.locked(module, path))
+        start_view = read_start_view(module)
         before = atomic_file.read_text_or_fail(module, request.conf_file)
         after = nfsd_plan.plan_file(request, before)
         views = nfsd_plan.Views(PROC_NFSD, threads_before, min_before, max_block_size, max_view, before,
                                 files_after=read_config_files(module, request.conf_file, after),
-                                files_now=read_config_files(module, request.conf_file, before) if module.check_mode else None)
+                                files_now=read_config_files(module, request.conf_file, before) if module.check_mode else None,
+                                start_view=start_view)
         plan = nfsd_plan.plan(request, views, after, max_plan)
         outcome = None
         if not module.check_mode:
             backups = file_edits.apply_edits(module, plan.edits)
+            if plan.start.edits:
+                # Re-read what nfs-config.service will source and tell again what nfs-server starts.
+                mismatch = nfsd_plan.start_verified(plan.start.after, nfsd_plan.detect_start(read_start_view(module)))
+                if mismatch:
+                    warnings.append(mismatch)
             if plan.dropin_changed:
                 warnings = reload_systemd(module)
             lock.close()
@@ -440,6 +540,7 @@ def main():
             state=dict(type="str", choices=["present", "absent"], default="present"),
             conf_file=dict(type="path", default="/etc/nfs.conf.d/ckptio-nfsd.conf"),
             backup=dict(type="bool", default=False),
+            persist_command_line=dict(type="bool", default=False),
         ),
         required_if=[("state", "present", ["threads"])],
         supports_check_mode=True,

@@ -143,7 +143,12 @@ def build_world(root, monkeypatch):
         "nfsd_threads": {"PROC_NFSD": "proc/fs/nfsd", "NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
                          "USR_NFS_CONF": "usr/etc/nfs.conf",
                          "NFS_SERVER_DROPIN": "etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf",
-                         "MAX_CONNECTIONS_VALUE_FILE": "etc/ckptio/nfsd-max-connections"},
+                         "MAX_CONNECTIONS_VALUE_FILE": "etc/ckptio/nfsd-max-connections",
+                         "SYSTEMD_UNIT_DIRS": ("etc/systemd/system", "run/systemd/system", "usr/lib/systemd/system",
+                                               "lib/systemd/system"),
+                         "ENV_SCRIPTS": ("usr/lib/systemd/scripts/nfs-utils_env.sh", "lib/systemd/scripts/nfs-utils_env.sh"),
+                         "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
+                         "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
         "nfs_mount": {"PROC_ROOT": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_MOUNTSTATS": "proc/self/mountstats"},
         "nfs_client_stats": {"PROC": "proc", "PROC_MOUNTSTATS": "proc/self/mountstats", "PROC_SUNRPC": "proc/sys/sunrpc",
                              "SYS_MODULE": "sys/module"},
@@ -559,7 +564,7 @@ path_rows("nfsd_threads", "conf_file", "etc/nfs.conf.d")
 row("nfsd_threads", "conf_file", "hidden", Deferred(lambda w: {"conf_file": w.path("etc/nfs.conf.d/.ckptio.conf")}))
 row("nfsd_threads", "conf_file", "not-conf", Deferred(lambda w: {"conf_file": w.path("etc/nfs.conf.d/ckptio.txt")}))
 choice_rows("nfsd_threads", "state", "present")
-for _option in ("apply_live", "persist", "backup"):
+for _option in ("apply_live", "persist", "backup", "persist_command_line"):
     bool_rows("nfsd_threads", _option)
 unknown_row("nfsd_threads", "thread")
 

@@ -68,6 +68,9 @@ def test_report_of_a_stock_server_in_check_mode(world):
              "options": ["rw", "async", "no_root_squash"], "notes": [ASYNC_NOTE]},
         ],
         "max_block_size": 262144,
+        # The fake host has no nfs-server.service: said, and nfs.conf (with ours as planned) is what is read.
+        "persist": {"mechanism": "unknown", "reason": "no nfs-server.service unit found", "effective_threads": 64,
+                    "source": {"path": world.path("etc/nfs.conf.d/ckptio-nfsd.conf"), "line": 3, "value": "64"}},
         "connections": {"clients_group": "nfs_clients", "clients": 0, "connections": 0, "extra": 0, "margin_percent": 25,
                         "margin": 0, "need": 0, "setting": "auto", "max_connections": 0,
                         "reason": "the default limit (64 + 3) * 20 = 1340 covers the need 0",
@@ -103,3 +106,39 @@ def test_files_of_the_exports_dir_are_reported_after_the_main_file(world):
     assert [(entry["file"], entry["path"]) for entry in result["exports"]] == [
         (world.path("etc/exports"), "/srv/main"), (world.path("etc/exports.d/a.exports"), "/srv/a"),
         (world.path("etc/exports.d/b.exports"), "/srv/b")]
+
+
+BULLSEYE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "distro", "debian-bullseye-1.3.4-6+deb11u1")
+
+
+def install_bullseye(world):
+    """Debian 11's nfs-server.service, nfs-utils_env.sh and the /etc/default file its postinst installs."""
+    for relative, target in (("lib/systemd/system/nfs-server.service", "lib/systemd/system/nfs-server.service"),
+                             ("usr/lib/systemd/scripts/nfs-utils_env.sh.txt", "usr/lib/systemd/scripts/nfs-utils_env.sh"),
+                             ("usr/share/nfs-kernel-server/conffiles/nfs-kernel-server.default", "etc/default/nfs-kernel-server")):
+        with open(os.path.join(BULLSEYE, relative)) as handle:
+            write(world.path(target), handle.read())
+    with open(world.path("etc/default/nfs-kernel-server")) as handle:
+        return handle.read()
+
+
+def test_command_line_count_is_reported_and_left_alone_by_default(world):
+    template = install_bullseye(world)
+    result = report(world, "/srv a(rw)\n", check_mode=False)
+    assert result["persist"]["mechanism"] == "command_line"
+    assert result["persist"]["effective_threads"] == 8
+    assert "nfs-server restart would set threads to 8 (live: 64)" in result["pending"]
+    assert any("RPCNFSDCOUNT=8 from %s line 2" % world.path("etc/default/nfs-kernel-server") in line for line in result["warnings"])
+    with open(world.path("etc/default/nfs-kernel-server")) as handle:
+        assert handle.read() == template
+
+
+def test_persist_command_line_sets_rpcnfsdcount_and_rollback_restores_it(world):
+    template = install_bullseye(world)
+    result = report(world, "/srv a(rw)\n", check_mode=False, server_tuning_persist_command_line=True)
+    assert result["persist"]["effective_threads"] == 64 and result["pending"] == []
+    with open(world.path("etc/default/nfs-kernel-server")) as handle:
+        assert handle.read() == template.replace("RPCNFSDCOUNT=8\n", "RPCNFSDCOUNT=64\n", 1)
+    report(world, "/srv a(rw)\n", check_mode=False, server_tuning_profile="distro_default")
+    with open(world.path("etc/default/nfs-kernel-server")) as handle:
+        assert handle.read() == template

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_conf
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_server_start
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_connections
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
@@ -44,6 +45,8 @@ class Request:
         self.persist = params["persist"]
         self.conf_file = params["conf_file"]
         self.backup = params["backup"]
+        # Editing /etc/default/nfs-kernel-server (not ours) only when asked (docs/tuning-modules.md).
+        self.persist_command_line = bool(params.get("persist_command_line"))
         self.is_main_conf = is_main_conf
 
 
@@ -52,7 +55,11 @@ class Views:
     (a dict: proc_file, live, supported, dropin/value texts and paths, dd_path), the conf file,
     and every nfs.conf file with ours as planned (files_after) and as found (files_now, check mode)."""
 
-    def __init__(self, proc_nfsd, threads, min_threads, max_block_size, max_view, conf_before, files_after, files_now):
+    def __init__(self, proc_nfsd, threads, min_threads, max_block_size, max_view, conf_before, files_after, files_now,
+                 start_view=None):
+        # start_view: how nfs-server starts rpc.nfsd (units, nfs-utils_env.sh, the files it sources,
+        # our RPCNFSDCOUNT record); None when not read (nothing but nfs.conf is then known).
+        self.start_view = start_view
         self.proc_nfsd = proc_nfsd
         self.threads = threads
         self.min_threads = min_threads
@@ -139,6 +146,104 @@ def persisted_max_connections(dropin, value):
     return 0
 
 
+# ---- the command line (RPCNFSDCOUNT) ------------------------------------------------------------
+StartPlan = namedtuple("StartPlan", ["now", "after", "edits", "warnings"])
+UNREAD_START = {"mechanism": nfs_server_start.UNKNOWN, "reason": "not read", "exec_start": None, "count": None,
+                "count_source": None, "edit_path": None}
+
+
+def start_view(unit_files, env_script_path, env_script, sourced, texts, record_path, record,
+               editable=nfs_server_start.EDITABLE_DEFAULTS):
+    """The start view the module reads: units, the env script, the paths it sources in order,
+    {path: text} of those and of every editable defaults file, our record, and the editable files."""
+    return {"unit_files": unit_files, "env_script_path": env_script_path, "env_script": env_script,
+            "sourced": list(sourced), "texts": dict(texts), "record_path": record_path, "record": record,
+            "editable": tuple(editable)}
+
+
+def detect_start(view, texts=None):
+    """nfs_server_start.detect() on the view, with texts (planned contents) in place of the view's."""
+    if view is None:
+        return dict(UNREAD_START)
+    texts = view["texts"] if texts is None else texts
+    return nfs_server_start.detect(view["unit_files"], view["env_script_path"], view["env_script"],
+                                   [(path, texts.get(path)) for path in view["sourced"]], view["editable"])
+
+
+def _where(source):
+    return "%s line %s" % (source["path"], source["line"]) if source["line"] else source["path"]
+
+
+def _command_line_warning(now, wanted, can_edit, editable):
+    """What to tell the user when the command-line count wins and is not the wanted one."""
+    source, variable = now["count_source"], nfs_server_start.COUNT_VARIABLE
+    if source["via"] == variable:
+        cause, fix = "%s=%s from %s" % (variable, source["value"], _where(source)), "set %s=%d on that line" % (variable, wanted)
+    else:
+        target = now["edit_path"] or editable[0]
+        cause, fix = "its default count %s (%s is unset)" % (source["value"], variable), "add %s=%d to %s" % (variable, wanted, target)
+    return ("nfs-server starts %d threads, not %d, after every restart: %s passes rpc.nfsd %s, and a count on the command "
+            "line wins over [nfsd] threads in nfs.conf; %s%s" % (
+                now["count"], wanted, now["reason"].split(" passes")[0], cause, fix,
+                ", or run with persist_command_line=true" if can_edit else ""))
+
+
+def plan_start(request, view):
+    """StartPlan: the RPCNFSDCOUNT edit (and our record of the line it replaced) or the warning that says why not."""
+    now = detect_start(view)
+    if view is None:
+        return StartPlan(now, now, [], [])
+    record = nfs_server_start.parse_record(view["record"])
+    if view["record"] is not None and record is None:
+        raise PlanError("%s exists and was not written by ckptio.nfs; refusing to change it or %s"
+                        % (view["record_path"], nfs_server_start.COUNT_VARIABLE))
+    texts = dict(view["texts"])
+    edits, warnings = [], []
+    variable = nfs_server_start.COUNT_VARIABLE
+    if request.present and request.persist and now["count"] is not None and now["count"] != request.threads:
+        source, wanted = now["count_source"], request.threads
+        where = _where(source)
+        if now["mechanism"] == nfs_server_start.UNIT_ARGUMENT:
+            warnings.append("nfs-server starts %d threads whatever nfs.conf says: ExecStart in %s passes the count %s "
+                            "(%s); remove the count from ExecStart (a drop-in with an empty ExecStart= first)"
+                            % (now["count"], source["path"], source["value"], now["reason"]))
+        elif source["via"] == nfs_server_start.OPTS_VARIABLE:
+            warnings.append("nfs-server starts %d threads whatever nfs.conf says: %s in %s holds the count %s; remove "
+                            "it from %s there (ckptio does not edit %s)" % (
+                                now["count"], nfs_server_start.OPTS_VARIABLE, where, source["value"],
+                                nfs_server_start.OPTS_VARIABLE, nfs_server_start.OPTS_VARIABLE))
+        elif not request.persist_command_line or now["edit_path"] is None:
+            warnings.append(_command_line_warning(now, wanted, now["edit_path"] is not None, view["editable"]))
+        else:
+            path = now["edit_path"]
+            before = texts.get(path)
+            texts[path] = nfs_server_start.set_shell_value(before or "", variable, wanted)
+            record_after = view["record"]
+            if record is None:
+                # First tuning wins: the record keeps the line from before ckptio ever changed it.
+                found = nfs_server_start.shell_assignments(before, variable)
+                record_after = nfs_server_start.record_text(path, found[-1]["raw"] if found else None)
+            # The record first: a failure between the two leaves a record and the old line.
+            edits = [owned_files.FileEdit(view["record_path"], view["record"], record_after, False),
+                     owned_files.FileEdit(path, before, texts[path], request.backup)]
+    elif not request.present and record is not None:
+        path = record["path"]
+        before = texts.get(path)
+        if before is not None:
+            texts[path] = nfs_server_start.restore_line(before, variable, record["line"])
+        # The file first, the record last: a failure between them keeps the record for the next rollback.
+        edits = [owned_files.FileEdit(path, before, texts.get(path), request.backup),
+                 owned_files.FileEdit(view["record_path"], view["record"], None, False)]
+    return StartPlan(now, detect_start(view, texts), edits, warnings)
+
+
+def start_verified(planned, verified):
+    """The warning when the count read back after the edit is not the planned one (None when it is)."""
+    if planned["count"] == verified["count"]:
+        return None
+    return "after the edit nfs-server would start %s threads, not %s: %s" % (verified["count"], planned["count"], verified["reason"])
+
+
 # ---- the live values -----------------------------------------------------------------------------
 def plan_live_threads(request, wanted_threads, wanted_min, views):
     """LivePlan for threads and min_threads; after is the pair (threads, min_threads)."""
@@ -199,7 +304,7 @@ def verified_max_connections(wanted, after, errors):
 # ---- the plan ------------------------------------------------------------------------------------
 NfsdPlan = namedtuple("NfsdPlan", [
     "conf_after", "edits", "dropin_changed", "winner", "effective_threads", "effective_min", "wanted_threads",
-    "wanted_min", "conflicts", "threads_live", "max_plan", "max_live", "warnings"])
+    "wanted_min", "conflicts", "threads_live", "max_plan", "max_live", "warnings", "start"])
 
 
 def _wanted_threads(request, effective_threads, effective_min, min_before):
@@ -212,9 +317,17 @@ def _wanted_threads(request, effective_threads, effective_min, min_before):
     return wanted_threads, wanted_min
 
 
+def _command_line_count(detected):
+    """(winner, count) when a count on nfs-server's command line decides, else None."""
+    if detected["mechanism"] in (nfs_server_start.COMMAND_LINE, nfs_server_start.UNIT_ARGUMENT) and detected["count"] is not None:
+        return dict(detected["count_source"]), detected["count"]
+    return None
+
+
 def plan(request, views, conf_after, max_plan):
     """The NfsdPlan of the run, from the views and the conf text and MaxPlan planned before."""
-    warnings = list(max_plan.warnings)
+    start = plan_start(request, views.start_view)
+    warnings = list(max_plan.warnings) + start.warnings
     for file_path, text in views.files_after:
         for included in nfs_conf.includes(text):
             warnings.append("%s includes %s: not followed, its values are not checked" % (file_path, included))
@@ -222,22 +335,26 @@ def plan(request, views, conf_after, max_plan):
     min_winner, min_every = nfs_conf.effective(views.files_after, SECTION, "min-threads")
     effective_threads = nfs_conf.atoi(winner["value"]) if winner else None
     effective_min = nfs_conf.atoi(min_winner["value"]) if min_winner else None
+    command_line = _command_line_count(start.after)
+    if command_line is not None:
+        # rpc.nfsd: a count argument replaces conf_get_num("nfsd", "threads") (utils/nfsd/nfsd.c).
+        winner, effective_threads = command_line
     wanted_threads, wanted_min = _wanted_threads(request, effective_threads, effective_min, views.min_threads)
     conflict_rows = [dict(row, key="threads") for row in nfs_conf.conflicts(every, request.conf_file, wanted_threads)]
     if request.present and wanted_min is not None:
         conflict_rows.extend(dict(row, key="min-threads") for row in nfs_conf.conflicts(min_every, request.conf_file, wanted_min))
-    if request.present and request.persist and effective_threads != wanted_threads:
+    if request.present and request.persist and effective_threads != wanted_threads and command_line is None:
         warnings.append("nfs-server will start with threads=%s from %s:%s, not %d" % (
             winner["value"], winner["path"], winner["line"], wanted_threads) if winner else
             "no nfs.conf file sets threads after this run")
     threads_live = plan_live_threads(request, wanted_threads, wanted_min, views)
     conf_edit = owned_files.FileEdit(request.conf_file, views.conf_before, conf_after, request.backup)
     return NfsdPlan(
-        conf_after=conf_after, edits=[conf_edit] + max_connections_edits(views.max_view, max_plan),
+        conf_after=conf_after, edits=[conf_edit] + start.edits + max_connections_edits(views.max_view, max_plan),
         dropin_changed=max_plan.dropin_after != views.max_view["dropin"], winner=winner,
         effective_threads=effective_threads, effective_min=effective_min, wanted_threads=wanted_threads,
         wanted_min=wanted_min, conflicts=conflict_rows, threads_live=threads_live, max_plan=max_plan,
-        max_live=plan_live_max_connections(request, views.max_view, max_plan.wanted), warnings=warnings)
+        max_live=plan_live_max_connections(request, views.max_view, max_plan.wanted), warnings=warnings, start=start)
 
 
 class Outcome:
@@ -298,6 +415,9 @@ def _settings_rows(request, views, plan_, outcome, threads_live, max_live):
     view, max_plan = views.max_view, plan_.max_plan
     if outcome is None:
         persisted_threads = _effective_value(views.files_now, "threads")
+        command_line_now = _command_line_count(plan_.start.now)
+        if command_line_now is not None:
+            persisted_threads = command_line_now[1]
         persisted_min = _effective_value(views.files_now, "min-threads")
         live_threads, live_min = views.threads, views.min_threads
         persisted_max, live_max = persisted_max_connections(view["dropin"], view["value"]), view["live"]
@@ -338,6 +458,9 @@ def report(request, views, plan_, outcome=None, diff=False):
         "persisted_threads": nfs_conf.atoi(own["value"]) if own else None,
         "effective_persisted_threads": plan_.effective_threads,
         "effective_persisted_source": plan_.winner,
+        "persist_mechanism": plan_.start.after["mechanism"],
+        "persist_mechanism_reason": plan_.start.after["reason"],
+        "nfs_server_exec_start": plan_.start.after["exec_start"],
         "conflicts": plan_.conflicts,
         "max_block_size": views.max_block_size,
         "max_connections_before": views.max_view["live"],

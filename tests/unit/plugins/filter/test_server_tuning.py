@@ -20,6 +20,9 @@ NFSD = {"changed": True, "threads_before": 8, "threads_after": 64, "min_threads_
         "max_connections_before": 0, "max_connections_after": 0, "persisted_max_connections": 0,
         "connection_limit": {"configured": 0, "effective": 1340, "threads": 64, "supported": True},
         "live_applied": True, "live_not_applied_reason": "", "warnings": [],
+        "effective_persisted_source": {"path": "/etc/nfs.conf.d/ckptio-nfsd.conf", "line": 3, "value": "64"},
+        "persist_mechanism": "nfs_conf",
+        "persist_mechanism_reason": "nfs-server runs rpc.nfsd without a thread count: [nfsd] threads in nfs.conf decides",
         "settings": [{"name": "threads", "wanted": 64, "persisted": 64, "live": 64, "in_sync": True}]}
 NEED = {"clients": 64, "hosts_checked": 64, "connections": 256, "extra": 0, "margin_percent": 25, "margin": 64, "need": 320}
 PLAN = {"max_connections": 0, "default_limit": 1340, "need": 320, "reason": "the default limit (64 + 3) * 20 = 1340 covers the need 320"}
@@ -44,10 +47,22 @@ def test_tuned_server():
         "changed": ["nfsd threads: 64 (live 8 -> 64)"], "pending": [], "warnings": [],
         "settings": [{"name": "threads", "wanted": 64, "persisted": 64, "live": 64, "in_sync": True, "scope": "nfsd"}],
         "exports": [], "max_block_size": 1048576,
+        "persist": {"mechanism": "nfs_conf", "reason": NFSD["persist_mechanism_reason"], "effective_threads": 64,
+                    "source": NFSD["effective_persisted_source"]},
         "connections": {"clients_group": "nfs_clients", "clients": 64, "connections": 256, "extra": 0, "margin_percent": 25,
                         "margin": 64, "need": 320, "setting": "auto", "max_connections": 0, "reason": PLAN["reason"],
                         "limit": NFSD["connection_limit"], "sufficient": True},
     }
+
+
+def test_command_line_count_is_shown_with_its_file_and_pending_restart():
+    # nfsd_threads on Debian 11 without persist_command_line (tests/unit/plugins/modules/test_nfsd_threads_command_line.py).
+    source = {"path": "/etc/default/nfs-kernel-server", "line": 2, "value": "8", "via": "RPCNFSDCOUNT"}
+    result = report({"persist_mechanism": "command_line", "effective_persisted_threads": 8, "effective_persisted_source": source,
+                     "persist_mechanism_reason": "nfs-utils_env.sh passes rpc.nfsd the count RPCNFSDCOUNT=8"})
+    assert result["persist"] == {"mechanism": "command_line", "effective_threads": 8, "source": source,
+                                 "reason": "nfs-utils_env.sh passes rpc.nfsd the count RPCNFSDCOUNT=8"}
+    assert result["pending"] == ["nfs-server restart would set threads to 8 (live: 64)"]
 
 
 def test_nothing_changed():

@@ -33,6 +33,11 @@ def read(path):
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
+    return build_tree(tmp_path, monkeypatch)
+
+
+def build_tree(tmp_path, monkeypatch):
+    """A stock Debian 12 server's /proc/fs/nfsd and nfs.conf under tmp_path, the module pointed at it."""
     root = tmp_path / "root"
     # Live values from the lab's 2 GiB server VM (kernel 6.1): the captured threads file, max_block_size.
     threads = read_sample("bundles", "seed_like_baseline", "servers", "nfs1", "threads.txt")
@@ -45,6 +50,7 @@ def tree(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "NFS_CONF", str(root / "etc/nfs.conf"))
     monkeypatch.setattr(module, "NFS_CONF_D", str(root / "etc/nfs.conf.d"))
     monkeypatch.setattr(module, "USR_NFS_CONF", str(root / "usr/etc/nfs.conf"))
+    point_start_paths(monkeypatch, root)
 
     def no_commands(self, argv, **kwargs):
         if os.path.basename(argv[0]) == "lsattr":
@@ -52,6 +58,15 @@ def tree(tmp_path, monkeypatch):
         pytest.fail("unexpected command: %r" % (argv,))
     monkeypatch.setattr(basic.AnsibleModule, "run_command", no_commands)
     return root
+
+
+def point_start_paths(monkeypatch, root):
+    """The unit, env script, defaults and record paths inside root (the host's own are never read)."""
+    monkeypatch.setattr(module, "SYSTEMD_UNIT_DIRS", tuple(str(root) + path for path in module.SYSTEMD_UNIT_DIRS))
+    monkeypatch.setattr(module, "ENV_SCRIPTS", tuple(str(root) + path for path in module.ENV_SCRIPTS))
+    monkeypatch.setattr(module, "EDITABLE_DEFAULTS", tuple(str(root) + path for path in module.EDITABLE_DEFAULTS))
+    monkeypatch.setattr(module, "SOURCED_ROOT", str(root))
+    monkeypatch.setattr(module, "RPCNFSDCOUNT_RECORD", str(root / "etc/ckptio/nfsd-rpcnfsdcount.record"))
 
 
 def dropin(root, name="ckptio-nfsd.conf"):

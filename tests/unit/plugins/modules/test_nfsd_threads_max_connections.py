@@ -8,6 +8,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import point_start_paths
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
 
 SYSTEMCTL = "/usr/bin/systemctl"
@@ -78,6 +79,7 @@ def tree(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "USR_NFS_CONF", world.path("usr/etc/nfs.conf"))
     monkeypatch.setattr(module, "NFS_SERVER_DROPIN", world.dropin)
     monkeypatch.setattr(module, "MAX_CONNECTIONS_VALUE_FILE", world.value_file)
+    point_start_paths(monkeypatch, world.root)
 
     def run_command(self, argv, **kwargs):
         world.commands.append(list(argv))
