@@ -64,20 +64,30 @@ def canary_failures(results, hosts):
     return canary.failed_hosts(hosts, results)
 
 
-def canary_barrier(hosts, ready_results, clocks, launch_at, now):
-    """The go plan (barrier.plan_go) from the wait for every client's ready.json."""
+def _announced(result):
+    """A wait_for result on a ready/written file: the file came, and (written.json, waited for with
+    barrier.WRITTEN_READY_PATTERN) it does not say read_ready false."""
+    if not result or result.get("failed") or result.get("state") not in ("file", "present"):
+        return False
+    return (result.get("match_groupdict") or {}).get("read_ready", "true") == "true"
+
+
+def canary_barrier(hosts, ready_results, clocks, launch_at, now, fanout_seconds=None, abort_reason=None):
+    """The go plan (barrier.plan_go) from the wait for every client's ready.json (or written.json,
+    for the read go: fanout_seconds is then the write start's, abort_reason says why a host does not read)."""
     hosts = list(hosts or [])
     ready_results = _results(ready_results, "canary_barrier")
     clocks = list(clocks or [])
     if len(ready_results) != len(hosts) or len(clocks) != len(hosts):
         raise AnsibleFilterError("canary_barrier: %d hosts, %d ready results and %d clocks must match"
                                  % (len(hosts), len(ready_results), len(clocks)))
-    ready = dict((host, bool(result) and not result.get("failed") and result.get("state") in ("file", "present"))
-                 for host, result in zip(hosts, ready_results))
+    ready = dict((host, _announced(result)) for host, result in zip(hosts, ready_results))
     offsets = dict((host, clock.get("offset_seconds") if isinstance(clock, Mapping) else None)
                    for host, clock in zip(hosts, clocks))
     now = _number(now, "canary_barrier", "now")
-    return barrier.plan_go(ready, offsets, now - _number(launch_at, "canary_barrier", "launch_at"), now)
+    fanout = (now - _number(launch_at, "canary_barrier", "launch_at") if fanout_seconds is None
+              else _number(fanout_seconds, "canary_barrier", "fanout_seconds"))
+    return barrier.plan_go(ready, offsets, fanout, now, abort_reason)
 
 
 def canary_server_samples(start_results, end_results):

@@ -143,3 +143,40 @@ def test_canary_barrier_splits_ready_from_not_ready_from_the_wait_results():
 def test_canary_barrier_refuses_lists_that_do_not_match():
     with pytest.raises(AnsibleFilterError):
         FILTERS["canary_barrier"](["a"], [], [None], 1.0, 2.0)
+
+
+def _written_wait(document):
+    """What ansible.builtin.wait_for returns for written.json with the role's search_regex."""
+    import json as _json
+    match = re.search(_role_written_regex(), _json.dumps(document))
+    return {"state": "file", "match_groupdict": match.groupdict(), "match_groups": list(match.groups())}
+
+
+def _role_written_regex():
+    with open(os.path.join(ROLE, "tasks", "clients.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    every = [task for item in tasks for task in [item] + item.get("block", [])]
+    regexes = [task["vars"]["__canary_validation_barrier_ready_regex"] for task in every
+               if "__canary_validation_barrier_ready_regex" in (task.get("vars") or {})]
+    assert len(regexes) == 1
+    return regexes[0]
+
+
+def test_the_roles_written_regex_is_the_modules_marker():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+    assert _role_written_regex() == barrier.WRITTEN_READY_PATTERN
+
+
+def test_read_go_plan_goes_only_to_hosts_that_wrote_with_the_write_barriers_fanout():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+    wrote = _written_wait(barrier.written_document(10.0, 1, 2, "/w"))
+    failed = _written_wait(barrier.written_document(10.0, 1, 2, "/w", skipped="not run: the write phase failed (ranks 1)"))
+    plan = FILTERS["canary_barrier"](["a", "b", "c"], [wrote, failed, {"failed": True, "msg": "Timeout"}],
+                                     [{"offset_seconds": -1.0}, None, None], launch_at=100.0, now=160.0,
+                                     fanout_seconds=2.0, abort_reason="no read: writes failed or no written.json")
+    assert plan["ready"] == ["a"] and plan["not_ready"] == ["b", "c"]
+    # The margin is the write start's measured fan-out (writing read_go.json costs what go.json did),
+    # not the 60 s the writes took.
+    assert plan["fanout_seconds"] == 2.0 and plan["margin_seconds"] == 3.0 and plan["go_at"] == 163.0
+    assert plan["go"]["a"]["go_at"] == 162.0
+    assert plan["abort"]["b"] == {"abort": "no read: writes failed or no written.json"}
