@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier, bundle, canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier, bundle, canary, restore
 
 
 def _results(value, name):
@@ -41,7 +41,7 @@ def _number(value, name, option, kind=float):
 
 
 def canary_context(results, mount_point, label, layout, target_window_seconds, target_checkpoint_bytes=0, network=None,
-                   start_at=None, clocks=None, hosts=None):
+                   start_at=None, clocks=None, hosts=None, read_go_at=None, restore_window_seconds=0):
     results = _results(results, "canary_context")
     if clocks is not None:
         clocks = [clock if isinstance(clock, Mapping) else None for clock in clocks]
@@ -51,9 +51,13 @@ def canary_context(results, mount_point, label, layout, target_window_seconds, t
                                      % (len(results), len(clocks), len(hosts)))
     block = canary.context_block(results, layout, None if start_at is None else _number(start_at, "canary_context", "start_at"),
                                  clocks, hosts)
+    restore_block = restore.context_restore_block(
+        results, None if read_go_at is None else _number(read_go_at, "canary_context", "read_go_at"), clocks,
+        hosts if clocks is not None else ["client%d" % index for index in range(len(results))],
+        _number(restore_window_seconds or 0, "canary_context", "restore_window_seconds"))
     return bundle.context_document(mount_point, label, _number(target_checkpoint_bytes, "canary_context", "target_checkpoint_bytes", int),
                                    _number(target_window_seconds, "canary_context", "target_window_seconds"),
-                                   dict(network) if network else {}, block)
+                                   dict(network) if network else {}, block, restore_block)
 
 
 def canary_failures(results, hosts):

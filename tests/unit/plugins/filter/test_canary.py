@@ -180,3 +180,16 @@ def test_read_go_plan_goes_only_to_hosts_that_wrote_with_the_write_barriers_fano
     assert plan["fanout_seconds"] == 2.0 and plan["margin_seconds"] == 3.0 and plan["go_at"] == 163.0
     assert plan["go"]["a"]["go_at"] == 162.0
     assert plan["abort"]["b"] == {"abort": "no read: writes failed or no written.json"}
+
+
+def test_context_gains_a_restore_block_only_when_a_client_read_back():
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats.test_restore import _host
+    results = [_host(0.0, 200.0, [0.0, 0.1]), _host(-2.0, 200.0, [0.05])]
+    clocks = [{"offset_seconds": 0.0, "uncertainty_seconds": 0.01}, {"offset_seconds": -2.0, "uncertainty_seconds": 0.01}]
+    context = FILTERS["canary_context"](results, "/mnt/nfs", "r", "shared_file", 300, start_at=1.0, clocks=clocks,
+                                        hosts=["a", "b"], read_go_at="200.0", restore_window_seconds="60")
+    assert list(context) == ["mount_point", "label", "target", "canary", "restore"]
+    assert context["restore"]["bytes"] == 300 and context["restore"]["seconds"] == 2.1
+    assert context["restore"]["start_spread_seconds"] == 0.1 and context["restore"]["target_window_seconds"] == 60.0
+    plain = FILTERS["canary_context"](client_results(capture("clock_step")), "/mnt/nfs", "r", "shared_file", 300)
+    assert "restore" not in plain
