@@ -193,3 +193,20 @@ def test_context_gains_a_restore_block_only_when_a_client_read_back():
     assert context["restore"]["start_spread_seconds"] == 0.1 and context["restore"]["target_window_seconds"] == 60.0
     plain = FILTERS["canary_context"](client_results(capture("clock_step")), "/mnt/nfs", "r", "shared_file", 300)
     assert "restore" not in plain
+
+
+def test_the_restore_fixtures_context_is_what_the_filter_writes_from_its_canary_results():
+    """restore_clock_step is hand-built (its NOTES.txt): its context.yml must stay what the role would write."""
+    loaded = capture("restore_clock_step")
+    context = loaded["context"]
+    hosts = sorted(loaded["clients"])
+    results = client_results(loaded)
+    built = FILTERS["canary_context"](results, context["mount_point"], context["label"], context["canary"]["layout"],
+                                      context["target"]["window_seconds"], start_at=context["canary"]["start_at"],
+                                      clocks=[result["clock"] for result in results], hosts=hosts,
+                                      read_go_at=results[0]["read_barrier"]["go_at"],
+                                      restore_window_seconds=context["restore"]["target_window_seconds"])
+    assert built == context
+    # On the hosts' own clocks the reads start ~2 s apart (nfs3 runs 2.38 s ahead); on the controller's together.
+    own = [rank["read_start"] for result in results for rank in result["ranks"]]
+    assert max(own) - min(own) > 2.0 and context["restore"]["start_spread_seconds"] < 0.01
