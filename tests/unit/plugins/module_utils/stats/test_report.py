@@ -253,11 +253,11 @@ def test_figure_series_gets_a_restore_bar_and_read_spans_only_with_a_restore():
     _loaded, metrics = _restore_bundle()
     series = report.figure_series(metrics)
     bars = series["throughput"]
-    assert [bar.get("phase", "checkpoint") for bar in bars] == ["checkpoint", "restore"]
+    assert [entry.get("phase", "checkpoint") for entry in bars] == ["checkpoint", "restore"]
     assert bars[1]["mb_per_second"] == pytest.approx(metrics["restore_bytes_per_second"] / report.MB)
     assert bars[1]["target_mb_per_second"] == pytest.approx(16777216 / 10.0 / report.MB)
     hosts = series["timeline"][0]["hosts"]
     assert all(host["read_first_start"] > host["last_end"] for host in hosts)
     assert all(host["read_last_end"] > host["read_first_start"] for host in hosts)
     plain = report.figure_series(report.bundle_metrics(CONTEXT, DIAGNOSIS, []))
-    assert [bar.get("phase", "checkpoint") for bar in plain["throughput"]] == ["checkpoint"]
+    assert [entry.get("phase", "checkpoint") for entry in plain["throughput"]] == ["checkpoint"]
