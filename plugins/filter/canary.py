@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier, bundle, canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier, bundle, canary, restore
 
 
 def _results(value, name):
@@ -41,7 +41,7 @@ def _number(value, name, option, kind=float):
 
 
 def canary_context(results, mount_point, label, layout, target_window_seconds, target_checkpoint_bytes=0, network=None,
-                   start_at=None, clocks=None, hosts=None):
+                   start_at=None, clocks=None, hosts=None, read_go_at=None, restore_window_seconds=0):
     results = _results(results, "canary_context")
     if clocks is not None:
         clocks = [clock if isinstance(clock, Mapping) else None for clock in clocks]
@@ -51,9 +51,13 @@ def canary_context(results, mount_point, label, layout, target_window_seconds, t
                                      % (len(results), len(clocks), len(hosts)))
     block = canary.context_block(results, layout, None if start_at is None else _number(start_at, "canary_context", "start_at"),
                                  clocks, hosts)
+    restore_block = restore.context_restore_block(
+        results, None if read_go_at is None else _number(read_go_at, "canary_context", "read_go_at"), clocks,
+        hosts if clocks is not None else ["client%d" % index for index in range(len(results))],
+        _number(restore_window_seconds or 0, "canary_context", "restore_window_seconds"))
     return bundle.context_document(mount_point, label, _number(target_checkpoint_bytes, "canary_context", "target_checkpoint_bytes", int),
                                    _number(target_window_seconds, "canary_context", "target_window_seconds"),
-                                   dict(network) if network else {}, block)
+                                   dict(network) if network else {}, block, restore_block)
 
 
 def canary_failures(results, hosts):
@@ -64,20 +68,30 @@ def canary_failures(results, hosts):
     return canary.failed_hosts(hosts, results)
 
 
-def canary_barrier(hosts, ready_results, clocks, launch_at, now):
-    """The go plan (barrier.plan_go) from the wait for every client's ready.json."""
+def _announced(result):
+    """A wait_for result on a ready/written file: the file came, and (written.json, waited for with
+    barrier.WRITTEN_READY_PATTERN) it does not say read_ready false."""
+    if not result or result.get("failed") or result.get("state") not in ("file", "present"):
+        return False
+    return (result.get("match_groupdict") or {}).get("read_ready", "true") == "true"
+
+
+def canary_barrier(hosts, ready_results, clocks, launch_at, now, fanout_seconds=None, abort_reason=None):
+    """The go plan (barrier.plan_go) from the wait for every client's ready.json (or written.json,
+    for the read go: fanout_seconds is then the write start's, abort_reason says why a host does not read)."""
     hosts = list(hosts or [])
     ready_results = _results(ready_results, "canary_barrier")
     clocks = list(clocks or [])
     if len(ready_results) != len(hosts) or len(clocks) != len(hosts):
         raise AnsibleFilterError("canary_barrier: %d hosts, %d ready results and %d clocks must match"
                                  % (len(hosts), len(ready_results), len(clocks)))
-    ready = dict((host, bool(result) and not result.get("failed") and result.get("state") in ("file", "present"))
-                 for host, result in zip(hosts, ready_results))
+    ready = dict((host, _announced(result)) for host, result in zip(hosts, ready_results))
     offsets = dict((host, clock.get("offset_seconds") if isinstance(clock, Mapping) else None)
                    for host, clock in zip(hosts, clocks))
     now = _number(now, "canary_barrier", "now")
-    return barrier.plan_go(ready, offsets, now - _number(launch_at, "canary_barrier", "launch_at"), now)
+    fanout = (now - _number(launch_at, "canary_barrier", "launch_at") if fanout_seconds is None
+              else _number(fanout_seconds, "canary_barrier", "fanout_seconds"))
+    return barrier.plan_go(ready, offsets, fanout, now, abort_reason)
 
 
 def canary_server_samples(start_results, end_results):

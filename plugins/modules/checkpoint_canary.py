@@ -47,8 +47,9 @@ description:
   - Read start with O(barrier_dir) (the hook for a read barrier across hosts) - after the writes the canary
     writes C(written.json) in O(barrier_dir) and waits for C(read_go.json) (key C(go_at), like C(go.json)) or
     C(abort.json) for at most O(barrier_timeout) seconds. Without O(barrier_dir) the reads start as soon as
-    the last rank of this host has written. A canary whose write failed writes no C(written.json), only
-    C(done.json).
+    the last rank of this host has written. C(written.json) says C(read_ready) - a canary whose write failed
+    or stalled writes it too, with C(read_ready=false) and C(skipped) (why), and does not wait, so the
+    controller's wait for it ends at once; it then writes C(done.json) and fails.
 author:
   - ckptio.nfs maintainers (@ckptio)
 attributes:
@@ -1169,6 +1170,8 @@ class Canary:
                 result["barrier"]["read"] = info
             if read_at is None:
                 skipped = "not run: aborted: %s" % info["abort"]
+        else:
+            self.announce_unread(workdir, len(ranks), skipped)
         if skipped is not None:
             return {"results": [restore.complete_read(r) for r in results], "stalled": [], "host_samples": {},
                     "read_at": None, "skipped": skipped}
@@ -1188,6 +1191,17 @@ class Canary:
         return barrier_files.wait_for_read_go(
             self.module, self.params["barrier_dir"],
             barrier.written_document(time.time(), os.getpid(), rank_count, workdir), self.params["barrier_timeout"])
+
+    def announce_unread(self, workdir, rank_count, skipped):
+        """written.json with read_ready false (barrier.WRITTEN_READY_PATTERN): the controller's wait
+        for this host ends now, and it leaves the host out of the read go; nothing waits here."""
+        if self.params["barrier_dir"] is None:
+            return
+        try:
+            barrier_files.write_json(self.module, self.params["barrier_dir"], barrier.WRITTEN_FILE,
+                                     barrier.written_document(time.time(), os.getpid(), rank_count, workdir, skipped))
+        except OSError as exc:
+            self.module.warn("could not write %s in %s: %s" % (barrier.WRITTEN_FILE, self.params["barrier_dir"], exc))
 
     def make_barrier_dir(self):
         error = barrier_files.prepare_dir(self.params["barrier_dir"])

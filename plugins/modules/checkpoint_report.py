@@ -86,7 +86,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 metrics:
-  description: Headline numbers of this bundle (throughput, target, duration, per-op latency, slots, D-state, server).
+  description:
+    - Headline numbers of this bundle (throughput, target, duration, per-op latency, slots, D-state, server).
+    - C(restore_bytes_per_second) and C(restore) (C(aggregate) over the reads by the write's rule, C(restore_cache),
+      C(guarantee), C(verify_error_count), C(skipped), C(target_window_seconds), C(target_bytes_per_second) - null
+      without a restore target -, C(meets_target), C(read_spans)); both null without a read phase.
   returned: always
   type: dict
 baseline:
@@ -94,7 +98,9 @@ baseline:
   returned: when O(compare_to) is set
   type: dict
 comparison:
-  description: Rows C({metric, unit, before, after, ratio, better, improved}).
+  description:
+    - Rows C({metric, unit, before, after, ratio, better, improved}).
+    - A C(restore throughput) row when either bundle read back; C(missing) true and C(warning) naming the side without one.
   returned: always
   type: list
   elements: dict

@@ -130,6 +130,15 @@ diagnosis:
         device, problems, problem_details}); C(problems) holds C(truncated), C(reset) and/or C(new_mount).
       type: list
       elements: dict
+    restore:
+      description:
+        - The restore (read-back) judged like the save, from context.yml's C(restore) block; null without one.
+        - C(verdict) (C(meets_target), C(below_target), C(no_target) - no restore window given, none assumed -,
+          C(failed_verification), C(unmeasured)), C(achieved_bytes_per_second) and C(achieved_source) (the write's rule over
+          the reads), C(target_bytes_per_second), C(target_window_seconds), C(gap_factor), C(restore_cache), C(guarantee),
+          C(verify_error_count), C(synchronized), C(skipped), C(ops) (C(READ) and C(WRITE) per op from the mountstats
+          deltas; latencies null when the op was not seen), C(read_ops_note), C(summary).
+      type: dict
   sample: {"verdict": "tune", "limiting_layer": "client_rpc_slots", "gap_factor": 2.68}
 files:
   description: The files written (or that would be written in check mode); empty when nothing is written.

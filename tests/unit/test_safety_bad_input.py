@@ -811,6 +811,9 @@ row(PREPARE, "canary_validation_ranks", "zero", {"canary_validation_ranks": 0})
 row(PREPARE, "canary_validation_ranks", "type", {"canary_validation_ranks": "many"})
 row(PREPARE, "canary_validation_target_window_seconds", "zero", {"canary_validation_target_window_seconds": 0})
 choice_rows(PREPARE, "canary_validation_layout", "shared_file")
+choice_rows(PREPARE, "canary_validation_restore_cache", "fadvise")
+row(PREPARE, "canary_validation_restore_window_seconds", "negative", {"canary_validation_restore_window_seconds": -1})
+row(PREPARE, "canary_validation_restore", "without-fsync", {"canary_validation_restore": True, "canary_validation_fsync": False})
 unknown_row(PREPARE, "canary_validation_rank")
 row(("canary_validation", "server_stats"), "canary_validation_phase", "unknown", {"canary_validation_phase": "during"})
 for _option, _module_option, _value in (("canary_validation_bytes_per_rank", "bytes_per_rank", 0),
@@ -819,6 +822,9 @@ for _option, _module_option, _value in (("canary_validation_bytes_per_rank", "by
                                         ("canary_validation_timeout", "timeout", 0),
                                         ("canary_validation_kill_grace", "kill_grace", -1)):
     row(CLIENTS, _option, "bad", {_option: _value}, names=_module_option)
+row(CLIENTS, "canary_validation_restore_cache", "direct-unaligned",
+    {"canary_validation_restore": True, "canary_validation_restore_cache": "direct", "canary_validation_block_size": 1000,
+     "canary_validation_bytes_per_rank": 8000}, names="block_size")
 for _case, _value in (("relative", "mnt/nfs"), ("missing-space", Deferred(lambda w: w.path("mnt/no such dir"))),
                       ("symlink", Deferred(lambda w: w.path("mnt/link"))), ("not-nfs", Deferred(lambda w: w.path("local")))):
     row(CLIENTS, "canary_validation_path", _case,

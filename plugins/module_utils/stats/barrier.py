@@ -35,6 +35,11 @@ DONE_FILE = "done.json"
 # on this host's clock) or ABORT_FILE before any rank reads, the same two steps as the write's start.
 WRITTEN_FILE = "written.json"
 READ_GO_FILE = "read_go.json"
+# A canary whose write failed or stalled writes written.json too, with read_ready false, and exits
+# without waiting: the controller's one wait per client (ansible.builtin.wait_for with this
+# search_regex, whose match_groupdict says which) then ends on every host that got go, instead of
+# sitting out the whole bound for a host that will never read. json.dumps writes `"key": value`.
+WRITTEN_READY_PATTERN = r'"read_ready": (?P<read_ready>true|false)'
 
 # The bound on the start spread (controller clock) above which the aggregate is not one
 # synchronized checkpoint: the goal is <= 1 s at 64 hosts, and a spread above it is flagged.
@@ -63,9 +68,14 @@ def ready_document(host_time, pid, ranks, workdir):
     return {"ready_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir}
 
 
-def written_document(host_time, pid, ranks, workdir):
-    """written.json: every rank of the canary has written and fsynced at host_time; its reads wait for read_go.json."""
-    return {"written_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir}
+def written_document(host_time, pid, ranks, workdir, skipped=None):
+    """written.json: every rank of the canary has written and fsynced at host_time; its reads wait for read_go.json.
+
+    skipped (restore.skip_reason: the write failed or stalled) makes it read_ready false: the canary
+    will not read and does not wait, and the controller leaves the host out of the read go.
+    """
+    return {"written_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir,
+            "read_ready": skipped is None, "skipped": skipped}
 
 
 def go_document(go_controller, offset):
@@ -105,20 +115,22 @@ def go_margin(fanout_seconds):
     return round(max(GO_MARGIN_MIN_SECONDS, GO_MARGIN_FACTOR * fanout), 3)
 
 
-def plan_go(ready, offsets, fanout_seconds, now):
+def plan_go(ready, offsets, fanout_seconds, now, abort_reason=None):
     """Who goes, who is aborted, and the go time.
 
     ready: {host: True when its ready file appeared within the bound}; offsets: {host: the host's
     clock offset in seconds, None when unmeasured}; fanout_seconds: controller seconds from the
     launch to the last ready file; now: the controller's time. Returns {go_at (controller clock),
     margin_seconds, fanout_seconds, ready: [hosts], not_ready: [hosts], go: {host: go.json},
-    abort: {host: abort.json}}; go_at is None when no host is ready.
+    abort: {host: abort.json}}; go_at is None when no host is ready. abort_reason replaces the
+    write start's reason in the abort documents (the read go: the host's writes failed or its
+    written.json did not come).
     """
     ready_hosts = sorted(host for host, flag in ready.items() if flag)
     not_ready = sorted(host for host, flag in ready.items() if not flag)
     margin = go_margin(fanout_seconds)
     go_at = round(_finite(now, "now") + margin, 6) if ready_hosts else None
-    reason = "not ready within the barrier bound (%.1f s after launch)" % max(0.0, float(fanout_seconds))
+    reason = abort_reason or "not ready within the barrier bound (%.1f s after launch)" % max(0.0, float(fanout_seconds))
     return {
         "go_at": go_at, "margin_seconds": margin, "fanout_seconds": round(float(fanout_seconds), 3),
         "ready": ready_hosts, "not_ready": not_ready,

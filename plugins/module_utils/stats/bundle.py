@@ -128,8 +128,11 @@ def file_names(kind):
     return dict(FILE_TABLES[kind])
 
 
-def context_document(mount_point, label, target_checkpoint_bytes, target_window_seconds, network, canary_block):
+def context_document(mount_point, label, target_checkpoint_bytes, target_window_seconds, network, canary_block,
+                     restore_block=None):
     """context.yml as the role writes it; a key whose value is None or {} is left out.
+
+    restore_block: restore.context_restore_block() (None without a read phase: no `restore` key).
 
     target_checkpoint_bytes 0 means the bytes the canary wrote over all clients
     (canary_block["bytes"], from canary.context_block()).
@@ -141,5 +144,6 @@ def context_document(mount_point, label, target_checkpoint_bytes, target_window_
                    "window_seconds": float(target_window_seconds)},
         "network": network,
         "canary": canary_block,
+        "restore": restore_block,
     }
     return dict((key, value) for key, value in document.items() if value is not None and value != {})

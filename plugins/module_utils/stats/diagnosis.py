@@ -1056,7 +1056,94 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "clients": dict((client["host"], _client_summary(client)) for client in run["clients"]),
         "excluded_clients": run["excluded_clients"],
         "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
+        "restore": restore_verdict(run["context"], run["clients"]),
     }
+
+
+RESTORE_RULE = "canary reads: total bytes / (latest end - earliest start), MLPerf rule"
+
+
+def restore_op_figures(clients):
+    """Per-op READ and WRITE figures over the usable clients' mountstats deltas (ops, avg queue,
+    RTT and exe re-averaged by op count, retransmissions): the read phase's READs beside the save's WRITEs."""
+    figures = {}
+    for name in ("READ", "WRITE"):
+        total = _sum_op(clients, (name,))
+        # No op in the window: its latencies are unmeasured (None), not 0 ms.
+        seen = total["ops"] > 0
+        figures[name] = {"ops": total["ops"], "avg_queue_ms": _round(total["avg_queue_ms"]) if seen else None,
+                         "avg_rtt_ms": _round(total["avg_rtt_ms"]) if seen else None,
+                         "avg_exe_ms": _round(total["avg_exe_ms"]) if seen else None, "retrans": total["retrans"]}
+    return figures
+
+
+def restore_verdict(context, clients):
+    """The restore (read-back) judged like the save: None without context.yml's `restore` block.
+
+    A read-limited restore is a checkpoint's load: achieved = the read aggregate (context.yml, the
+    write's rule over the read spans on the controller's clock); the target is the checkpoint's
+    bytes over the restore's own window, and without one the verdict is no_target (the figure is
+    given, never judged against an assumed window). Bad blocks fail it (failed_verification); a read
+    start spread over the bound is flagged in the summary, not averaged.
+    """
+    block = context.get("restore")
+    if not isinstance(block, dict):
+        return None
+    achieved = context_throughput(block)
+    window = block.get("target_window_seconds")
+    checkpoint = (context.get("target") or {}).get("checkpoint_bytes") or block.get("bytes")
+    target = float(checkpoint) / float(window) if window and checkpoint else None
+    gap = target / achieved if target and achieved else None
+    ops = restore_op_figures(clients)
+    bad = int(block.get("verify_error_count") or 0)
+    if bad:
+        verdict = "failed_verification"
+    elif achieved is None:
+        verdict = "unmeasured"
+    elif target is None:
+        verdict = "no_target"
+    else:
+        verdict = "meets_target" if achieved >= target else "below_target"
+    return {"verdict": verdict, "achieved_bytes_per_second": achieved, "achieved_source": RESTORE_RULE,
+            "target_bytes_per_second": target, "target_window_seconds": window, "gap_factor": gap,
+            "restore_cache": block.get("restore_cache"), "guarantee": block.get("guarantee"),
+            "verify_error_count": bad, "synchronized": block.get("synchronized"), "skipped": block.get("skipped") or {},
+            "ops": ops, "read_ops_note": _read_ops_note(ops["READ"], block.get("restore_cache")),
+            "summary": _restore_summary(verdict, block, achieved, target, window, bad)}
+
+
+def _read_ops_note(read, cache):
+    """What the READ figures rest on; none in the window is said, not filled in."""
+    if read["ops"]:
+        return "READ per op from the clients' mountstats deltas (before/after the canary, which include the read phase)"
+    return ("no READ ops in the clients' mountstats deltas: the reads did not reach the server as READs (served from the"
+            " client cache%s) or the statistics do not bracket the read phase; READ latency unmeasured"
+            % (" - restore_cache=fadvise does not prove the cache was cold" if cache == "fadvise" else ""))
+
+
+def _restore_summary(verdict, block, achieved, target, window, bad):
+    rate = "-" if achieved is None else "%.4g MB/s" % (achieved / 1e6)
+    text = {"meets_target": "restore %s meets the restore target %s (%s bytes in %s s)",
+            "below_target": "restore %s is below the restore target %s (%s bytes in %s s)",
+            "no_target": "restore %s; no restore target was given (canary_validation_restore_window_seconds)%s%s%s%s",
+            "unmeasured": "restore not measured: no rank finished reading%s%s%s%s",
+            "failed_verification": "restore failed verification: %d bad blocks (%s)%s%s"}[verdict]
+    checkpoint = block.get("bytes")
+    if verdict in ("meets_target", "below_target"):
+        line = text % (rate, "%.4g MB/s" % (target / 1e6), checkpoint, _round(window))
+    elif verdict == "no_target":
+        line = text % (rate, "", "", "", "")
+    elif verdict == "unmeasured":
+        line = text % ("", "", "", "")
+    else:
+        line = text % (bad, rate, "", "")
+    line += "; from a cold cache by %s, total bytes / (latest end - earliest start) over the reads" % (
+        block.get("restore_cache") or "-")
+    if block.get("synchronized") is False:
+        line += "; not a synchronized restore: %s" % block.get("spread_message")
+    for host, reason in sorted((block.get("skipped") or {}).items()):
+        line += "; %s did not read (%s)" % (host, reason)
+    return line + "."
 
 
 def _start_block(canary_block):

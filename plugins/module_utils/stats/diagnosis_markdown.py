@@ -60,6 +60,7 @@ def render_markdown(diagnosis):
         lines.append("| links | %.4g B/s raw, %.4g B/s practical; observed %.1f %% of raw |" % (
             capacity["raw_link_bytes_per_second"], capacity["practical_link_bytes_per_second"],
             100 * (capacity.get("observed_link_utilisation") or 0)))
+    lines += _restore_lines(diagnosis.get("restore"))
     lines += ["", "## Evidence", ""] + _evidence_lines(diagnosis["evidence"], hosts)
     lines += ["", "## Recommendations", ""] + _recommendation_lines(diagnosis["recommendations"], hosts)
     lines += ["", "## Per host", ""]
@@ -73,6 +74,21 @@ def render_markdown(diagnosis):
         lines.append("")
     lines += _server_lines(diagnosis["servers"], bool(hosts))
     return "\n".join(lines) + "\n"
+
+
+def _restore_lines(restore):
+    """The restore's verdict and what it rests on, its READ figures beside WRITE's; nothing without a restore."""
+    if not restore:
+        return []
+    lines = ["", "## Restore (read-back)", "", "**%s%s**" % (restore["summary"][0].upper(), restore["summary"][1:]), "",
+             "Cold cache: %s (%s). %s." % (restore.get("restore_cache") or "-", restore.get("guarantee") or "-",
+                                           restore["read_ops_note"][0].upper() + restore["read_ops_note"][1:]), "",
+             "| op | ops | avg queue ms | avg RTT ms | avg exe ms | retrans |", "|---|---|---|---|---|---|"]
+    for name in ("READ", "WRITE"):
+        op = restore["ops"][name]
+        cells = ["-" if op[key] is None else _figure(op[key]) for key in ("avg_queue_ms", "avg_rtt_ms", "avg_exe_ms")]
+        lines.append("| %s | %s | %s | %s | %s | %s |" % tuple([name, op["ops"]] + cells + [op["retrans"]]))
+    return lines
 
 
 def _folded_hosts(diagnosis):

@@ -117,12 +117,101 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "backlog_per_send": _backlog_per_send(mount_deltas),
     })
     metrics.update(_host_metrics(diagnosis))
+    metrics.update(restore_metrics(context, canary_ranks))
     if canary_ranks is not None:
         metrics["canary_aggregate"] = canary.cluster_aggregate(canary_ranks, canary_context.get("start_at"))
         metrics["canary_hosts"] = host_rows(canary_ranks, harness)
         metrics["canary_host_summary"] = host_distribution(metrics["canary_hosts"],
                                                            metrics["canary_aggregate"].get("spread_bound_seconds"))
     return metrics
+
+
+def restore_metrics(context, canary_ranks=None):
+    """{restore, restore_bytes_per_second} of a bundle: the read phase by the write's rule.
+
+    restore is None without a `restore` block in context.yml (no client read back). With the
+    ranks (on the controller's clock, canary.combine_hosts) the aggregate is canary.cluster_aggregate
+    over READ_FIELDS from the read go, exactly as the write's; without them context.yml's bytes and
+    seconds. The restore target (checkpoint bytes / the restore's own window) is None when no
+    restore window was given: never the write's window.
+    """
+    block = (context or {}).get("restore")
+    if not block:
+        return {"restore": None, "restore_bytes_per_second": None}
+    if canary_ranks is not None:
+        aggregate = canary.cluster_aggregate(canary_ranks, block.get("read_go_at"), canary.READ_FIELDS)
+        throughput = aggregate["throughput_bytes_per_second"]
+    else:
+        aggregate = {"total_bytes": block.get("bytes"), "seconds": block.get("seconds"),
+                     "start_spread_seconds": block.get("start_spread_seconds"), "synchronized": block.get("synchronized"),
+                     "spread_message": block.get("spread_message"), "finished_ranks": block.get("finished_ranks"),
+                     "ranks": block.get("ranks")}
+        throughput = canary.context_throughput(block)
+    window = block.get("target_window_seconds")
+    checkpoint = ((context.get("target") or {}).get("checkpoint_bytes")) or block.get("bytes")
+    target = float(checkpoint) / float(window) if window and checkpoint else None
+    spans = {}
+    for rank in canary_ranks or []:
+        if rank.get(canary.READ_FIELDS.start) is None or rank.get(canary.READ_FIELDS.end) is None:
+            continue
+        first, last = spans.get(rank.get("host", "-"), (None, None))
+        spans[rank.get("host", "-")] = (min(x for x in (first, rank["read_start"]) if x is not None),
+                                        max(x for x in (last, rank["read_end"]) if x is not None))
+    return {"restore_bytes_per_second": throughput, "restore": {
+        "aggregate": aggregate, "restore_cache": block.get("restore_cache"), "guarantee": block.get("guarantee"),
+        "verify_error_count": block.get("verify_error_count"), "skipped": block.get("skipped") or {},
+        "target_window_seconds": window, "target_bytes_per_second": target,
+        "meets_target": None if target is None or throughput is None else throughput >= target,
+        "read_spans": dict((host, {"first_start": first, "last_end": last}) for host, (first, last) in spans.items())}}
+
+
+def _restore_lines(metrics):
+    """report.md's restore section: throughput by the write's rule, the target (or that none was
+    given), the cold-cache method and its guarantee, the verification, the read start spread."""
+    restore = metrics.get("restore")
+    if not restore:
+        return []
+    aggregate = restore["aggregate"]
+    rate = metrics.get("restore_bytes_per_second")
+    lines = ["", "## Restore (read-back)", "",
+             "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start) over the reads): %s bytes in %s s"
+             " = %s MB/s; read start spread %s s." % (
+                 aggregate.get("total_bytes"), _fmt(aggregate.get("seconds")), _fmt(rate / MB if rate else None),
+                 _fmt(aggregate.get("start_spread_seconds"))), ""]
+    if restore["target_bytes_per_second"] is None:
+        lines += ["Restore target: no restore target was given (canary_validation_restore_window_seconds): the figure"
+                  " is reported, not judged.", ""]
+    else:
+        lines += ["Restore target: %s MB/s (the checkpoint in %s s): %s." % (
+            _fmt(restore["target_bytes_per_second"] / MB), _fmt(restore["target_window_seconds"]),
+            {True: "met", False: "not met", None: "not measured (no rank finished reading)"}[restore["meets_target"]]), ""]
+    if aggregate.get("synchronized") is False:
+        lines += ["**Not a synchronized restore: %s.**" % aggregate.get("spread_message"), ""]
+    lines += ["Cold cache: %s (%s)." % (restore.get("restore_cache") or "-", restore.get("guarantee") or "-"), ""]
+    bad = restore.get("verify_error_count")
+    lines += ["Verification: %s." % ("every block verified: no bad block" if bad == 0 and not restore["skipped"]
+                                     else "%s bad blocks" % _fmt(bad))]
+    for host, reason in sorted(restore["skipped"].items()):
+        lines += ["- %s did not read: %s" % (host, reason)]
+    return lines
+
+
+def _restore_comparison_row(before, after):
+    """The restore throughput row, or None when neither bundle read back; a side without a restore
+    is named (missing) instead of being compared."""
+    old, new = before.get("restore_bytes_per_second"), after.get("restore_bytes_per_second")
+    if old is None and new is None:
+        return None
+    warning = None
+    if old is None or new is None:
+        side, run = ("before", before) if old is None else ("after", after)
+        warning = "no restore in the %s bundle (%s)" % (side, run.get("label") or "-")
+    old = None if old is None else old / MB
+    new = None if new is None else new / MB
+    ratio = round(new / old, 3) if old and new is not None else None
+    return {"metric": "restore throughput", "unit": "MB/s", "before": old, "after": new, "ratio": ratio,
+            "better": "higher", "improved": None if warning or new == old else new > old, "warning": warning,
+            "missing": warning is not None}
 
 
 def _link_and_cpu_metrics(diagnosis):
@@ -381,10 +470,14 @@ def comparison_rows(before, after):
             unit = slot_cap_scope(after.get("slot_cap_setting") or before.get("slot_cap_setting"))
         rows.append({"metric": name, "unit": unit, "before": old, "after": new, "ratio": ratio,
                      "better": better, "improved": improved, "warning": warning})
+        if key == "achieved_bytes_per_second":
+            rows.extend(row for row in [_restore_comparison_row(before, after)] if row)
     return rows
 
 
 def _better_cell(row):
+    if row.get("missing"):
+        return row["warning"]
     if row.get("warning"):
         return "not comparable: different bytes"
     return {True: "improved", False: "worse", None: "-"}[row["improved"]]
@@ -446,6 +539,7 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
                          for name in sorted(ops, key=lambda n: (n not in REPORT_OPS, n))])
     if metrics.get("canary_aggregate"):
         lines += _canary_lines(metrics)
+    lines += _restore_lines(metrics)
     if before is not None and rows:
         lines += ["", "## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
                   "Limiting layer before: %s (%s); after: %s (%s)." % (
@@ -464,8 +558,9 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
 def figure_series(metrics, before=None):
     """What report.png draws, as plain data: throughput bars and stacked latency bars."""
     runs = ([before] if before is not None else []) + [metrics]
-    throughput = [{"label": run.get("label") or "run", "limiting_layer": run.get("limiting_layer"),
-                   "mb_per_second": (run.get("achieved_bytes_per_second") or 0.0) / MB} for run in runs]
+    throughput = [{"label": run.get("label") or "run", "limiting_layer": run.get("limiting_layer"), "run_index": index,
+                   "mb_per_second": (run.get("achieved_bytes_per_second") or 0.0) / MB} for index, run in enumerate(runs)]
+    throughput += _restore_bars(runs)
     names = [name for name in FIGURE_OPS if any(_op_field(run, name, "ops") for run in runs)]
     latency = []
     for name in names:
@@ -483,6 +578,28 @@ def figure_series(metrics, before=None):
     return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency,
             "metadata": metadata, "timeline": [line for line in (timeline(run) for run in runs) if line["hosts"]],
             "links": links}
+
+
+def _restore_bars(runs):
+    """The throughput panel's restore bars (phase "restore"), one per run that read back, each
+    against its own restore target (None: no restore target was given)."""
+    bars = []
+    for index, run in enumerate(runs):
+        if run.get("restore_bytes_per_second") is None:
+            continue
+        target = (run.get("restore") or {}).get("target_bytes_per_second")
+        bars.append({"label": "%s restore" % (run.get("label") or "run"), "limiting_layer": None, "run_index": index,
+                     "phase": "restore", "mb_per_second": run["restore_bytes_per_second"] / MB,
+                     "target_mb_per_second": target / MB if target else None})
+    return bars
+
+
+def _read_span(metrics, host, since):
+    """A host's read span in the timeline (first read start, last read end); {} without a read phase."""
+    if not metrics.get("restore"):
+        return {}
+    span = ((metrics.get("restore") or {}).get("read_spans") or {}).get(host) or {}
+    return {"read_first_start": since(span.get("first_start")), "read_last_end": since(span.get("last_end"))}
 
 
 def timeline(metrics):
@@ -503,7 +620,7 @@ def timeline(metrics):
 
     hosts = [{"host": row["host"], "first_start": since(row["earliest_start"]), "last_start": since(row.get("last_start")),
               "first_end": since(row.get("first_end")), "last_end": since(row.get("latest_end")),
-              "incomplete_ranks": len(row.get("incomplete_ranks") or [])}
+              "incomplete_ranks": len(row.get("incomplete_ranks") or []), **_read_span(metrics, row["host"], since)}
              for row in sorted(rows, key=lambda row: (row["earliest_start"], row["host"]))]
     return {"label": metrics.get("label") or "run", "zero": "go" if go_at is not None else "earliest start",
             "hosts": hosts, "start_spread_seconds": aggregate.get("start_spread_seconds"),

@@ -51,13 +51,22 @@ def _draw_throughput(axes, series):
     target = series["target_mb_per_second"]
     values = [run["mb_per_second"] for run in runs]
     positions = list(range(len(runs)))[::-1]
-    axes.barh(positions, values, color=[_run_colour(i, len(runs)) for i in range(len(runs))], height=0.5)
+    count = len([run for run in runs if run.get("phase") != "restore"])
+    for position, run in zip(positions, runs):
+        # A restore bar (the read phase) is hatched in its run's colour.
+        axes.barh([position], [run["mb_per_second"]], color=_run_colour(run.get("run_index", 0), count), height=0.5,
+                  hatch="//" if run.get("phase") == "restore" else None, edgecolor="white")
     axes.set_yticks(positions)
     axes.set_yticklabels([_wrap(run["label"]) for run in runs], fontsize=8)
-    top = max(values + [target or 0]) or 1.0
+    top = max(values + [target or 0] + [run.get("target_mb_per_second") or 0 for run in runs]) or 1.0
     for position, run in zip(positions, runs):
         text = "%s MB/s" % _ms(run["mb_per_second"])
-        if target:
+        if run.get("phase") == "restore":
+            # Judged against the restore's own target only; without one, said so, never the write's.
+            own = run.get("target_mb_per_second")
+            text += (" = %.2fx restore target %s MB/s" % (run["mb_per_second"] / own, _ms(own)) if own
+                     else "\nno restore target given")
+        elif target:
             text += " = %.2fx target" % (run["mb_per_second"] / target)
         if run.get("limiting_layer"):
             text += "\nlimit: %s" % run["limiting_layer"]
@@ -151,6 +160,21 @@ def _timeline_notes(runs):
     return notes
 
 
+READ_COLOUR = "#2ca02c"
+
+
+def _draw_read_spans(axes, rows, positions):
+    """The restore's read span per host (first read start to last read end), on the host's row."""
+    from matplotlib.collections import PolyCollection
+    boxes = []
+    for position, (_run, host) in zip(positions, rows):
+        left, right = host.get("read_first_start"), host.get("read_last_end")
+        if left is not None and right is not None:
+            boxes.append([(left, position - 0.35), (right, position - 0.35), (right, position + 0.35), (left, position + 0.35)])
+    if boxes:
+        axes.add_collection(PolyCollection(boxes, facecolors=READ_COLOUR, edgecolors="none", label="reading back (restore)"))
+
+
 def _draw_timeline(axes, series):
     axes.set_title("Ranks per host, sorted by first start", fontsize=10)
     runs = series.get("timeline") or []
@@ -171,6 +195,7 @@ def _draw_timeline(axes, series):
         # Past a pixel per host an edge of the same colour keeps a lone slow host visible.
         axes.add_collection(PolyCollection(boxes, facecolors=colour, edgecolors=colour if len(rows) > 100 else "none",
                                            linewidths=0.5, label=name))
+    _draw_read_spans(axes, rows, positions)
     latest_end = max(range(len(rows)), key=lambda index: rows[index][1]["last_end"] or 0.0)
     if len(rows) <= 24:
         for position, (_run, host) in zip(positions, rows):
@@ -202,7 +227,7 @@ def _draw_timeline(axes, series):
     axes.set_yticks([positions[index] for index in shown])
     axes.set_yticklabels([("%s: " % rows[index][0]["label"][:16] if prefix else "") + rows[index][1]["host"][:24]
                           for index in shown], fontsize=7)
-    ends = [host["last_end"] or 0.0 for _run, host in rows]
+    ends = [max(host["last_end"] or 0.0, host.get("read_last_end") or 0.0) for _run, host in rows]
     axes.set_xlim(min(0.0, min(host["first_start"] for _run, host in rows)) - 1, max(ends) * 1.05 + 1)
     # A free band on top for the legend, clear of the hosts' bars.
     axes.set_ylim(-0.6, len(rows) - 0.4 + max(0.6, 0.06 * len(rows)))

@@ -188,3 +188,45 @@ def failure_message(results, skipped=None):
         notes.append("%d bad blocks in all" % bad_blocks)
     return "canary restore failed: %s%s" % ("; ".join(text for _is_block, text in shown),
                                             " (%s)" % ", ".join(notes) if notes else "")
+
+
+def _restore_summaries(results):
+    """Each result's summary.restore (None where the canary ran without restore or returned nothing)."""
+    return [((result or {}).get("summary") or {}).get("restore") for result in results]
+
+
+def context_restore_block(results, read_go_at, clocks, hosts, window_seconds):
+    """context.yml's `restore` block, or None when no client ran with restore=true.
+
+    The write's cluster aggregate (canary.cluster_aggregate, READ_FIELDS) over every rank of every
+    client, each host's read times put on the controller's clock with its clock_offset result
+    (clocks, one per result, None where unmeasured) exactly as the write's are; read_go_at is the
+    one read go (controller clock). A start spread over the bound is flagged (synchronized false,
+    spread_message), never averaged. window_seconds is the restore's own target: 0 or None means
+    none was given (target_window_seconds None), never a default.
+    """
+    results = list(results)
+    names = list(hosts)
+    summaries = _restore_summaries(results)
+    if not any(summaries):
+        return None
+    offsets = dict(zip(names, clocks)) if clocks is not None else {}
+    ranks = canary.combine_hosts(dict((name, (result or {}).get("ranks") or []) for name, result in zip(names, results)),
+                                 offsets)
+    go_at = None if read_go_at is None else float(read_go_at)
+    total = canary.cluster_aggregate(ranks, go_at, canary.READ_FIELDS)
+    seconds = None if total["latest_end"] is None else round(total["latest_end"] - total["earliest_start"], 3)
+    caches = sorted({s["restore_cache"] for s in summaries if s and s.get("restore_cache")})
+    cache = caches[0] if len(caches) == 1 else (", ".join(caches) or None)
+    window = float(window_seconds or 0)
+    return {
+        "bytes": int(total["total_bytes"]), "seconds": seconds, "read_go_at": go_at,
+        "ranks": total["ranks"], "finished_ranks": total["finished_ranks"],
+        "start_spread_seconds": total["start_spread_seconds"], "synchronized": total["synchronized"],
+        "start_spread_uncertainty_seconds": total["start_spread_uncertainty_seconds"],
+        "spread_message": total["spread_message"], "clocks_measured": total["clocks_measured"],
+        "restore_cache": cache, "guarantee": CACHE_GUARANTEES.get(cache),
+        "verify_error_count": sum(int(s.get("verify_error_count") or 0) for s in summaries if s),
+        "skipped": dict((name, s["skipped"]) for name, s in zip(names, summaries) if s and s.get("skipped")),
+        "target_window_seconds": window if window > 0 else None,
+    }

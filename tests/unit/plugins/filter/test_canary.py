@@ -143,3 +143,70 @@ def test_canary_barrier_splits_ready_from_not_ready_from_the_wait_results():
 def test_canary_barrier_refuses_lists_that_do_not_match():
     with pytest.raises(AnsibleFilterError):
         FILTERS["canary_barrier"](["a"], [], [None], 1.0, 2.0)
+
+
+def _written_wait(document):
+    """What ansible.builtin.wait_for returns for written.json with the role's search_regex."""
+    import json as _json
+    match = re.search(_role_written_regex(), _json.dumps(document))
+    return {"state": "file", "match_groupdict": match.groupdict(), "match_groups": list(match.groups())}
+
+
+def _role_written_regex():
+    with open(os.path.join(ROLE, "tasks", "clients.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    every = [task for item in tasks for task in [item] + item.get("block", [])]
+    regexes = [task["vars"]["__canary_validation_barrier_ready_regex"] for task in every
+               if "__canary_validation_barrier_ready_regex" in (task.get("vars") or {})]
+    assert len(regexes) == 1
+    return regexes[0]
+
+
+def test_the_roles_written_regex_is_the_modules_marker():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+    assert _role_written_regex() == barrier.WRITTEN_READY_PATTERN
+
+
+def test_read_go_plan_goes_only_to_hosts_that_wrote_with_the_write_barriers_fanout():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+    wrote = _written_wait(barrier.written_document(10.0, 1, 2, "/w"))
+    failed = _written_wait(barrier.written_document(10.0, 1, 2, "/w", skipped="not run: the write phase failed (ranks 1)"))
+    plan = FILTERS["canary_barrier"](["a", "b", "c"], [wrote, failed, {"failed": True, "msg": "Timeout"}],
+                                     [{"offset_seconds": -1.0}, None, None], launch_at=100.0, now=160.0,
+                                     fanout_seconds=2.0, abort_reason="no read: writes failed or no written.json")
+    assert plan["ready"] == ["a"] and plan["not_ready"] == ["b", "c"]
+    # The margin is the write start's measured fan-out (writing read_go.json costs what go.json did),
+    # not the 60 s the writes took.
+    assert plan["fanout_seconds"] == 2.0 and plan["margin_seconds"] == 3.0 and plan["go_at"] == 163.0
+    assert plan["go"]["a"]["go_at"] == 162.0
+    assert plan["abort"]["b"] == {"abort": "no read: writes failed or no written.json"}
+
+
+def test_context_gains_a_restore_block_only_when_a_client_read_back():
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats.test_restore import _host
+    results = [_host(0.0, 200.0, [0.0, 0.1]), _host(-2.0, 200.0, [0.05])]
+    clocks = [{"offset_seconds": 0.0, "uncertainty_seconds": 0.01}, {"offset_seconds": -2.0, "uncertainty_seconds": 0.01}]
+    context = FILTERS["canary_context"](results, "/mnt/nfs", "r", "shared_file", 300, start_at=1.0, clocks=clocks,
+                                        hosts=["a", "b"], read_go_at="200.0", restore_window_seconds="60")
+    assert list(context) == ["mount_point", "label", "target", "canary", "restore"]
+    assert context["restore"]["bytes"] == 300 and context["restore"]["seconds"] == 2.1
+    assert context["restore"]["start_spread_seconds"] == 0.1 and context["restore"]["target_window_seconds"] == 60.0
+    plain = FILTERS["canary_context"](client_results(capture("clock_step")), "/mnt/nfs", "r", "shared_file", 300)
+    assert "restore" not in plain
+
+
+def test_the_restore_fixtures_context_is_what_the_filter_writes_from_its_canary_results():
+    """restore_clock_step is hand-built (its NOTES.txt): its context.yml must stay what the role would write."""
+    loaded = capture("restore_clock_step")
+    context = loaded["context"]
+    hosts = sorted(loaded["clients"])
+    results = client_results(loaded)
+    built = FILTERS["canary_context"](results, context["mount_point"], context["label"], context["canary"]["layout"],
+                                      context["target"]["window_seconds"], start_at=context["canary"]["start_at"],
+                                      clocks=[result["clock"] for result in results], hosts=hosts,
+                                      read_go_at=results[0]["read_barrier"]["go_at"],
+                                      restore_window_seconds=context["restore"]["target_window_seconds"])
+    assert built == context
+    # On the hosts' own clocks the reads start ~2 s apart (nfs3 runs 2.38 s ahead); on the controller's together.
+    own = [rank["read_start"] for result in results for rank in result["ranks"]]
+    assert max(own) - min(own) > 2.0 and context["restore"]["start_spread_seconds"] < 0.01

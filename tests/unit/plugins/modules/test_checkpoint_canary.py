@@ -743,6 +743,7 @@ def test_restore_barrier_written_then_read_go(tmp_path, target):
     result = run_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir)))
     ranks = result["ranks"]
     assert seen["written"]["ranks"] == 3 and seen["written"]["workdir"] == result["workdir"]
+    assert seen["written"]["read_ready"] is True and seen["written"]["skipped"] is None
     # written.json came after every rank wrote; every read waited for read_go.json's go_at.
     assert seen["written"]["written_at"] >= max(r["end"] for r in ranks)
     assert all(seen["read_go"] <= r["read_start"] < seen["read_go"] + 0.3 for r in ranks)
@@ -836,7 +837,10 @@ def test_restore_is_skipped_when_a_write_failed(tmp_path, target, monkeypatch):
     result = fail_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir)))
     assert result["msg"] == "canary ranks failed: rank 2: EIO: boom"
     assert result["summary"]["restore"]["skipped"] == "not run: the write phase failed (ranks 2)"
-    assert not (barrier_dir / "written.json").exists() and (barrier_dir / "done.json").exists()
+    # written.json says it will not read (the controller's wait ends on it), and nothing waited for read_go.json.
+    written = json.loads((barrier_dir / "written.json").read_text())
+    assert written["read_ready"] is False and written["skipped"] == "not run: the write phase failed (ranks 2)"
+    assert "read" not in result["barrier"] and (barrier_dir / "done.json").exists()
     assert result["cleaned_up"] is True and _workdirs(target) == []
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -52,7 +53,8 @@ def test_ready_document_round_trips():
 
 def test_written_document_and_the_read_barrier_file_names():
     document = barrier.written_document(20.5, 42, 8, "/mnt/x")
-    assert json.loads(json.dumps(document)) == {"written_at": 20.5, "pid": 42, "ranks": 8, "workdir": "/mnt/x"}
+    assert json.loads(json.dumps(document)) == {"written_at": 20.5, "pid": 42, "ranks": 8, "workdir": "/mnt/x",
+                                                "read_ready": True, "skipped": None}
     assert (barrier.WRITTEN_FILE, barrier.READ_GO_FILE) == ("written.json", "read_go.json")
     # read_go.json has go.json's format: the controller's go_document parses the same way.
     assert barrier.parse_signal(json.dumps(barrier.go_document(30.0, -1.0)), None) == ("go", 29.0)
@@ -92,3 +94,21 @@ def test_harness_cost_is_host_busy_minus_ranks_minus_canary():
     assert cost == {"canary_cpu_seconds": 0.2, "ranks_cpu_seconds": 3.0, "host_busy_cpu_seconds": 5.0,
                     "other_cpu_seconds": 1.8}
     assert barrier.harness_cost(0.1, 1.0, None, end)["other_cpu_seconds"] is None
+
+
+def test_a_failed_write_still_writes_written_json_saying_it_will_not_read():
+    """The controller's one wait per client ends on written.json; a host whose write failed says so
+    in it instead of leaving the controller to sit out the whole bound (docs/validation.md)."""
+    document = barrier.written_document(20.5, 42, 8, "/mnt/x", skipped="not run: the write phase failed (ranks 2)")
+    assert document["read_ready"] is False and document["skipped"] == "not run: the write phase failed (ranks 2)"
+    for flag, text in ((True, json.dumps(barrier.written_document(1.0, 1, 1, "/w"))), (False, json.dumps(document))):
+        match = re.search(barrier.WRITTEN_READY_PATTERN, text)
+        assert match.groupdict() == {"read_ready": "true" if flag else "false"}
+
+
+def test_the_read_go_plan_takes_its_margin_from_the_given_fanout_and_names_why_a_host_does_not_read():
+    plan = barrier.plan_go({"a": True, "b": False}, {"a": 0.25, "b": None}, fanout_seconds=4.0, now=500.0,
+                           abort_reason="its writes failed or written.json did not come")
+    assert plan["go_at"] == 506.0 and plan["margin_seconds"] == 6.0
+    assert plan["go"] == {"a": {"go_at": 506.25, "go_controller": 506.0, "offset_seconds": 0.25}}
+    assert plan["abort"] == {"b": {"abort": "its writes failed or written.json did not come"}}

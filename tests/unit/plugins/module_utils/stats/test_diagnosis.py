@@ -423,3 +423,54 @@ def test_start_note_flags_an_unsynchronized_start_and_unmeasured_clocks():
     loose = {"synchronized": None, "start_spread_seconds": 0.004, "start_spread_uncertainty_seconds": 1.2, "clocks_measured": True}
     assert "not confirmed" in _diagnosis._start_note(loose) and "+/- 1.2 s" in _diagnosis._start_note(loose)
     assert _diagnosis._start_block(loose)["start_spread_uncertainty_seconds"] == 1.2
+
+
+def _restore_capture():
+    return load_bundle(sample_path("..", "captures", "restore_clock_step"))
+
+
+def test_restore_with_a_target_says_whether_it_meets_it_and_from_what():
+    result = diagnose(_restore_capture())
+    restore = result["restore"]
+    block = _restore_capture()["context"]["restore"]
+    assert restore["achieved_bytes_per_second"] == pytest.approx(block["bytes"] / block["seconds"])
+    assert restore["target_bytes_per_second"] == pytest.approx(16777216 / 10.0)
+    assert restore["verdict"] == "meets_target" and restore["gap_factor"] < 1
+    assert "total bytes / (latest end - earliest start)" in restore["achieved_source"]
+    assert "meets the restore target" in restore["summary"] and "fadvise" in restore["summary"]
+    # The fixture's mountstats are the write-only capture's: no READ seen, said, never invented.
+    assert restore["ops"]["READ"]["ops"] == 0 and restore["ops"]["WRITE"]["ops"] > 0
+    assert restore["ops"]["READ"]["avg_rtt_ms"] is None  # unmeasured, not 0 ms
+    assert "no READ ops" in restore["read_ops_note"]
+    markdown = render_markdown(result)
+    assert "## Restore (read-back)" in markdown and "| READ | 0 | - | - | - | 0 |" in markdown and "| WRITE |" in markdown
+
+
+def test_restore_below_its_target_and_without_a_target():
+    loaded = _restore_capture()
+    loaded["context"]["restore"]["target_window_seconds"] = 0.5
+    slow = diagnose(loaded)["restore"]
+    assert slow["verdict"] == "below_target" and slow["gap_factor"] > 1 and "below the restore target" in slow["summary"]
+    loaded["context"]["restore"]["target_window_seconds"] = None
+    none = diagnose(loaded)["restore"]
+    assert none["verdict"] == "no_target" and none["target_bytes_per_second"] is None and none["gap_factor"] is None
+    assert "no restore target was given" in none["summary"]
+    loaded["context"]["restore"].update(verify_error_count=3, synchronized=False, spread_message="start spread 2 s exceeds 1.0 s")
+    bad = diagnose(loaded)["restore"]
+    assert bad["verdict"] == "failed_verification" and "3 bad blocks" in bad["summary"]
+    assert "not a synchronized restore" in bad["summary"]
+
+
+def test_no_restore_block_no_restore_verdict():
+    assert diagnose(load_bundle(sample_path("..", "captures", "clock_step")))["restore"] is None
+
+
+def test_read_ops_from_the_mountstats_deltas_beside_write():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis
+    clients = [{"delta": {"ops": {"READ": {"ops": 10, "avg_rtt_ms": 2.0, "avg_exe_ms": 5.0, "avg_queue_ms": 1.0, "bytes_sent": 1,
+                                           "bytes_recv": 10, "retrans": 0, "timeouts": 0, "errors": 0}}}},
+               {"delta": {"ops": {"READ": {"ops": 30, "avg_rtt_ms": 4.0, "avg_exe_ms": 9.0, "avg_queue_ms": 3.0, "bytes_sent": 1,
+                                           "bytes_recv": 10, "retrans": 1, "timeouts": 0, "errors": 0}}}}]
+    ops = diagnosis.restore_op_figures(clients)
+    assert ops["READ"]["ops"] == 40 and ops["READ"]["avg_rtt_ms"] == pytest.approx((10 * 2 + 30 * 4) / 40.0)
+    assert ops["READ"]["avg_queue_ms"] == pytest.approx(2.5) and ops["WRITE"]["ops"] == 0

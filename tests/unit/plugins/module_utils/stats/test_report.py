@@ -196,3 +196,68 @@ def test_timeline_without_measured_clocks_starts_at_the_earliest_start_not_the_g
     assert line["zero"] == "earliest start" and line["unmeasured_clocks"] == ["a", "b"]
     assert [(host["host"], host["first_start"]) for host in line["hosts"]] == [("a", 0.0), ("b", 2.5)]
     assert report.figure_series(report.bundle_metrics(CONTEXT, None, []))["timeline"] == []
+
+
+def _restore_bundle():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+    from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+    loaded = bundle.load_bundle(sample_path("..", "captures", "restore_clock_step"))
+    return loaded, report.bundle_metrics(loaded["context"], None, [], bundle.canary_ranks(loaded), label="restore")
+
+
+def test_restore_throughput_by_the_writes_rule_on_the_controllers_clock():
+    loaded, metrics = _restore_bundle()
+    restore = metrics["restore"]
+    block = loaded["context"]["restore"]
+    aggregate = restore["aggregate"]
+    # total bytes / (latest end - earliest start) over the read spans, after the clock offsets (nfs3 2.38 s ahead).
+    assert aggregate["total_bytes"] == block["bytes"] == 16777216
+    assert aggregate["seconds"] == pytest.approx(block["seconds"], abs=5e-4)
+    assert metrics["restore_bytes_per_second"] == pytest.approx(aggregate["total_bytes"] / aggregate["seconds"])
+    assert aggregate["start_spread_seconds"] < 0.01 and aggregate["synchronized"] is True
+    assert restore["restore_cache"] == "fadvise" and restore["verify_error_count"] == 0
+    assert restore["target_window_seconds"] == 10.0
+    assert restore["target_bytes_per_second"] == pytest.approx(16777216 / 10.0)
+    markdown = report.render_markdown(metrics)
+    assert "## Restore (read-back)" in markdown
+    assert "total bytes / (latest end - earliest start)" in markdown.split("## Restore (read-back)")[1]
+    assert "fadvise" in markdown and "every block verified: no bad block" in markdown
+
+
+def test_no_restore_says_so_and_a_missing_restore_target_is_not_assumed():
+    metrics = report.bundle_metrics(CONTEXT, DIAGNOSIS, [])
+    assert metrics["restore"] is None and metrics["restore_bytes_per_second"] is None
+    assert "Restore" not in report.render_markdown(metrics)
+    _loaded, restored = _restore_bundle()
+    restored["restore"]["target_window_seconds"] = None
+    restored["restore"]["target_bytes_per_second"] = None
+    assert "no restore target was given" in report.render_markdown(restored)
+
+
+def test_the_comparison_gets_a_restore_row_only_when_both_bundles_have_one():
+    _loaded, after = _restore_bundle()
+    _loaded, before = _restore_bundle()
+    before["restore_bytes_per_second"] = after["restore_bytes_per_second"] / 2
+    rows = dict((row["metric"], row) for row in report.comparison_rows(before, after))
+    row = rows["restore throughput"]
+    assert row["ratio"] == 2.0 and row["improved"] is True and row["unit"] == "MB/s"
+    plain = report.bundle_metrics(CONTEXT, DIAGNOSIS, [], label="baseline")
+    one_side = dict((row["metric"], row) for row in report.comparison_rows(plain, after))["restore throughput"]
+    assert one_side["before"] is None and one_side["improved"] is None
+    assert one_side["warning"] == "no restore in the before bundle (baseline)"
+    assert "no restore in the before bundle (baseline)" in report.render_markdown(after, plain, report.comparison_rows(plain, after))
+    assert "restore throughput" not in [row["metric"] for row in report.comparison_rows(plain, plain)]
+
+
+def test_figure_series_gets_a_restore_bar_and_read_spans_only_with_a_restore():
+    _loaded, metrics = _restore_bundle()
+    series = report.figure_series(metrics)
+    bars = series["throughput"]
+    assert [entry.get("phase", "checkpoint") for entry in bars] == ["checkpoint", "restore"]
+    assert bars[1]["mb_per_second"] == pytest.approx(metrics["restore_bytes_per_second"] / report.MB)
+    assert bars[1]["target_mb_per_second"] == pytest.approx(16777216 / 10.0 / report.MB)
+    hosts = series["timeline"][0]["hosts"]
+    assert all(host["read_first_start"] > host["last_end"] for host in hosts)
+    assert all(host["read_last_end"] > host["read_first_start"] for host in hosts)
+    plain = report.figure_series(report.bundle_metrics(CONTEXT, DIAGNOSIS, []))
+    assert [entry.get("phase", "checkpoint") for entry in plain["throughput"]] == ["checkpoint"]

@@ -138,3 +138,47 @@ def test_failure_message_names_rank_file_and_offset_and_bounds_its_length():
     assert restore.failure_message([{"rank": 0, "read_error": "read: EIO: x"}]) == "canary restore failed: rank 0: read: EIO: x"
     assert restore.failure_message([], "not run: aborted: x") == "canary restore not run: aborted: x"
     assert restore.failure_message([{"rank": 0}]) is None
+
+
+def _host(offset, go_controller, read_starts, read_seconds=2.0, cache="fadvise", skipped=None, bad_blocks=0):
+    """One client's canary result with a read phase on that host's own clock (offset: host - controller)."""
+    ranks = []
+    for rank, start in enumerate(read_starts):
+        host_start = None if start is None else go_controller + offset + start
+        ranks.append({"rank": rank, "start": 1.0 + offset, "end": 5.0 + offset, "bytes": 100, "error": None,
+                      "read_start": host_start, "read_end": None if start is None else host_start + read_seconds,
+                      "read_bytes": 0 if start is None else 100, "read_error": None,
+                      "verify_errors": [{"file": "f", "offset": 0, "problem": "torn"}] if bad_blocks and rank == 0 else [],
+                      "verify_error_count": bad_blocks if rank == 0 else 0})
+    return {"ranks": ranks, "summary": {"restore": {"restore_cache": cache, "skipped": skipped,
+                                                    "verify_error_count": bad_blocks}}}
+
+
+def test_restore_context_block_puts_reads_on_the_controllers_clock_and_flags_a_spread_over_the_bound():
+    go = 1000.0
+    # b's clock runs 3 s ahead: on its own clock its reads start 3 s after a's, on the controller's together.
+    results = [_host(0.0, go, [0.01, 0.02]), _host(3.0, go, [0.0, 0.03])]
+    clocks = [{"offset_seconds": 0.0, "uncertainty_seconds": 0.01}, {"offset_seconds": 3.0, "uncertainty_seconds": 0.02}]
+    block = restore.context_restore_block(results, go, clocks, ["a", "b"], window_seconds=10)
+    assert block["bytes"] == 400 and block["seconds"] == 2.03 and block["read_go_at"] == go
+    assert block["start_spread_seconds"] == 0.03 and block["synchronized"] is True and block["clocks_measured"] is True
+    assert block["restore_cache"] == "fadvise" and "not verified" in block["guarantee"]
+    assert block["verify_error_count"] == 0 and block["finished_ranks"] == 4 and block["ranks"] == 4
+    assert block["target_window_seconds"] == 10.0 and block["skipped"] == {}
+    # Without the offsets the 3 s step would be read as a 3 s spread: flagged, and the time span not averaged.
+    late = restore.context_restore_block([_host(0.0, go, [0.0]), _host(0.0, go, [1.5])], go, clocks, ["a", "b"], 0)
+    assert late["synchronized"] is False and late["seconds"] == 3.5
+    assert "exceeds" in late["spread_message"] and late["target_window_seconds"] is None
+
+
+def test_restore_context_block_names_skipped_clients_and_bad_blocks_and_is_none_without_a_read_phase():
+    go = 50.0
+    results = [_host(0.0, go, [0.0], cache="direct", bad_blocks=2),
+               _host(0.0, go, [None], cache="direct", skipped="not run: the write phase failed (ranks 0)")]
+    block = restore.context_restore_block(results, go, None, ["a", "b"], None)
+    assert block["skipped"] == {"b": "not run: the write phase failed (ranks 0)"}
+    assert block["verify_error_count"] == 2 and block["finished_ranks"] == 0
+    assert block["restore_cache"] == "direct" and block["guarantee"].startswith("O_DIRECT")
+    assert block["clocks_measured"] is False
+    assert restore.context_restore_block([{"ranks": [{"rank": 0, "start": 1, "end": 2, "bytes": 1, "error": None}],
+                                           "summary": {}}], None, None, ["a"], 0) is None
