@@ -1109,7 +1109,31 @@ def restore_verdict(context, clients):
             "restore_cache": block.get("restore_cache"), "guarantee": block.get("guarantee"),
             "verify_error_count": bad, "synchronized": block.get("synchronized"), "skipped": block.get("skipped") or {},
             "ops": ops, "read_ops_note": _read_ops_note(ops["READ"], block.get("restore_cache")),
+            "cold_cache": cold_cache_evidence(block, clients),
             "summary": _restore_summary(verdict, block, achieved, target, window, bad)}
+
+
+# A restore read this share of its bytes from the server, or more, started from a cold client
+# cache; the margin only absorbs the counters' page rounding.
+COLD_CACHE_SHARE = 0.99
+
+
+def cold_cache_evidence(block, clients):
+    """Whether the read phase really read from the server: the usable clients' serverreadbytes
+    delta (mountstats `bytes:` line, what READ replies carried) against the bytes read back.
+
+    Why: restore_cache=fadvise drops the pages with POSIX_FADV_DONTNEED, which the kernel may
+    decline (pages still dirty or under writeback are kept), so a cold cache is measured, not
+    assumed; the deltas bracket the whole canary, and the save's aligned writes read nothing.
+    cold is None when it cannot be told (no client delta, or nothing was read back).
+    """
+    restore_bytes = int(block.get("bytes") or 0)
+    server_read = sum(int((client.get("delta") or {}).get("read_bytes") or 0) for client in clients)
+    share = float(server_read) / restore_bytes if restore_bytes and clients else None
+    return {"server_read_bytes": server_read if clients else None, "restore_bytes": restore_bytes,
+            "server_share": None if share is None else round(share, 4),
+            "cold": None if share is None else share >= COLD_CACHE_SHARE,
+            "rests_on": "the clients' mountstats serverreadbytes delta (bytes READ replies carried) over the bytes read back"}
 
 
 def _read_ops_note(read, cache):

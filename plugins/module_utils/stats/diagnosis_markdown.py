@@ -83,12 +83,22 @@ def _restore_lines(restore):
     lines = ["", "## Restore (read-back)", "", "**%s%s**" % (restore["summary"][0].upper(), restore["summary"][1:]), "",
              "Cold cache: %s (%s). %s." % (restore.get("restore_cache") or "-", restore.get("guarantee") or "-",
                                            restore["read_ops_note"][0].upper() + restore["read_ops_note"][1:]), "",
+             _cold_cache_line(restore.get("cold_cache")), "",
              "| op | ops | avg queue ms | avg RTT ms | avg exe ms | retrans |", "|---|---|---|---|---|---|"]
     for name in ("READ", "WRITE"):
         op = restore["ops"][name]
         cells = ["-" if op[key] is None else _figure(op[key]) for key in ("avg_queue_ms", "avg_rtt_ms", "avg_exe_ms")]
         lines.append("| %s | %s | %s | %s | %s | %s |" % tuple([name, op["ops"]] + cells + [op["retrans"]]))
     return lines
+
+
+def _cold_cache_line(cold):
+    """Measured, not assumed: how much of the restore came from the server."""
+    if not cold or cold.get("cold") is None:
+        return "Cold cache unmeasured: no client statistics bracket the read phase, or nothing was read back."
+    verdict = "really cold" if cold["cold"] else "NOT cold: part of the restore came from the client's page cache"
+    return "Cache %s: the server sent %s of the %s bytes read back (%.0f %%; %s)." % (
+        verdict, cold["server_read_bytes"], cold["restore_bytes"], 100.0 * cold["server_share"], cold["rests_on"])
 
 
 def _folded_hosts(diagnosis):

@@ -474,3 +474,22 @@ def test_read_ops_from_the_mountstats_deltas_beside_write():
     ops = diagnosis.restore_op_figures(clients)
     assert ops["READ"]["ops"] == 40 and ops["READ"]["avg_rtt_ms"] == pytest.approx((10 * 2 + 30 * 4) / 40.0)
     assert ops["READ"]["avg_queue_ms"] == pytest.approx(2.5) and ops["WRITE"]["ops"] == 0
+
+
+def test_the_restore_says_from_the_server_read_bytes_whether_the_cache_was_cold():
+    """Issue 16: prove the read phase really read from the server (fadvise's DONTNEED is not
+    verified by the kernel's contract): the clients' serverreadbytes delta against the bytes read
+    back. Every byte from the server is a cold cache; fewer came from the page cache."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis
+    block = {"bytes": 1000, "restore_cache": "fadvise"}
+    cold = diagnosis.cold_cache_evidence(block, [{"delta": {"read_bytes": 600}}, {"delta": {"read_bytes": 400}}])
+    assert cold == {"server_read_bytes": 1000, "restore_bytes": 1000, "server_share": 1.0, "cold": True,
+                    "rests_on": cold["rests_on"]}
+    assert "serverreadbytes" in cold["rests_on"]
+    warm = diagnosis.cold_cache_evidence(block, [{"delta": {"read_bytes": 100}}])
+    assert warm["cold"] is False and warm["server_share"] == pytest.approx(0.1)
+    assert diagnosis.cold_cache_evidence(block, [])["cold"] is None  # no client deltas: unmeasured
+    assert diagnosis.cold_cache_evidence({"bytes": 0}, [{"delta": {"read_bytes": 5}}])["cold"] is None
+    restore = diagnose(_restore_capture())["restore"]
+    # The hand-built fixture's mountstats hold no READ: not a cold cache, and said so.
+    assert restore["cold_cache"]["cold"] is False and restore["cold_cache"]["server_read_bytes"] == 0
