@@ -118,6 +118,15 @@ msg:
     picture when matplotlib is missing.
   returned: always
   type: str
+console_lines:
+  description:
+    - What a play prints at the end, one line each - the diagnosis summary, the canary (ranks, clients, bytes,
+      seconds, start spread), the restore when the bundle has one, the bundle path, RV(msg), then one
+      C(metric | before | after | after/before) line per RV(comparison) row.
+  returned: always
+  type: list
+  elements: str
+  sample: ["tune: achieved 2.05 MB/s of 13.4 MB/s target ...", "canary: 8 ranks on 2 clients, 134217728 bytes in 65.3 s, ..."]
 """
 
 import json
@@ -216,7 +225,8 @@ def main():
     for warning in warnings:
         module.warn(warning)
     result = {"changed": changed, "metrics": metrics, "comparison": rows, "files": files,
-              "png_written": png is not None, "msg": msg}
+              "png_written": png is not None, "msg": msg,
+              "console_lines": report.console_lines(metrics, rows, bundle, msg)}
     if baseline is not None:
         result["baseline"] = baseline
     if module._diff:

@@ -196,6 +196,30 @@ def _restore_lines(metrics):
     return lines
 
 
+def console_lines(metrics, rows, bundle_path, message):
+    """What the validation play prints at the end, one line each: the diagnosis, the save, the
+    restore when there was one, the bundle, what was written, then the comparison rows
+    (metric | before | after | after/before). Decided here so the task only prints it."""
+    aggregate = metrics.get("canary_aggregate") or {}
+    lines = [metrics.get("summary") or "no diagnosis (statistics not collected)",
+             "canary: %s ranks on %s clients, %s bytes in %s s, start spread %s s (%s)" % (
+                 metrics.get("canary_ranks") if metrics.get("canary_ranks") is not None else "-",
+                 len(metrics.get("canary_hosts") or []), aggregate.get("total_bytes", 0),
+                 _fmt(aggregate.get("seconds")), _fmt(aggregate.get("start_spread_seconds")),
+                 aggregate.get("spread_message") or "-")]
+    restore = metrics.get("restore")
+    if restore:
+        read = restore.get("aggregate") or {}
+        lines.append("restore: %s bytes read back in %s s = %s MB/s (%s), start spread %s s, %s bad blocks" % (
+            read.get("total_bytes", 0), _fmt(read.get("seconds")),
+            _fmt((metrics.get("restore_bytes_per_second") or 0) / MB) if metrics.get("restore_bytes_per_second") else "-",
+            restore.get("restore_cache") or "-", _fmt(read.get("start_spread_seconds")),
+            restore.get("verify_error_count") if restore.get("verify_error_count") is not None else "-"))
+    lines += ["bundle: %s" % bundle_path, message]
+    lines += [" | ".join(str(row.get(key)) for key in ("metric", "before", "after", "ratio")) for row in rows]
+    return lines
+
+
 def _restore_comparison_row(before, after):
     """The restore throughput row, or None when neither bundle read back; a side without a restore
     is named (missing) instead of being compared."""

@@ -261,3 +261,22 @@ def test_figure_series_gets_a_restore_bar_and_read_spans_only_with_a_restore():
     assert all(host["read_last_end"] > host["read_first_start"] for host in hosts)
     plain = report.figure_series(report.bundle_metrics(CONTEXT, DIAGNOSIS, []))
     assert [entry.get("phase", "checkpoint") for entry in plain["throughput"]] == ["checkpoint"]
+
+
+def test_console_lines_say_the_verdict_the_canary_the_restore_and_the_comparison():
+    """The play's last words are decided in Python (the task only prints them)."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report as report_utils
+    metrics = {"summary": "tune: achieved 2 MB/s", "canary_ranks": 8, "canary_hosts": [{}, {}],
+               "canary_aggregate": {"total_bytes": 100, "seconds": 2.0, "start_spread_seconds": 0.01,
+                                    "spread_message": "within 1.0 s"},
+               "restore": {"aggregate": {"total_bytes": 100, "seconds": 1.0, "start_spread_seconds": 0.02},
+                           "restore_cache": "fadvise", "verify_error_count": 0},
+               "restore_bytes_per_second": 100.0}
+    rows = [{"metric": "throughput", "before": 1.0, "after": 2.0, "ratio": 2.0}]
+    lines = report_utils.console_lines(metrics, rows, "/r/b", "wrote report.md")
+    assert lines[0] == "tune: achieved 2 MB/s"
+    assert lines[1] == "canary: 8 ranks on 2 clients, 100 bytes in 2 s, start spread 0.01 s (within 1.0 s)"
+    assert lines[2].startswith("restore: 100 bytes read back in 1 s") and "(fadvise)" in lines[2] and lines[2].endswith("0 bad blocks")
+    assert lines[3:] == ["bundle: /r/b", "wrote report.md", "throughput | 1.0 | 2.0 | 2.0"]
+    bare = report_utils.console_lines({}, [], "/r/b", "m")
+    assert bare[0] == "no diagnosis (statistics not collected)" and not any(line.startswith("restore") for line in bare)
