@@ -622,6 +622,7 @@ for _option in ("dstate_samples", "dstate_interval"):
         row("nfs_client_stats", _option, _case, {_option: _value})
 row("nfs_client_stats", "mount_points", "type", {"mount_points": {"a": 1}})
 row("nfs_client_stats", "mount_points", "relative", {"mount_points": ["mnt/nfs"]})
+row("nfs_client_stats", "dstate_stop_path", "relative", {"dstate_stop_path": "dev/shm/ckpt-done"})
 unknown_row("nfs_client_stats", "mountpoints")
 unknown_row("nfsd_stats", "threads")
 row("nfsd_stats", "wait_until", "type", {"wait_until": "soon"})
