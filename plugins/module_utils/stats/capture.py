@@ -24,6 +24,7 @@ import datetime
 import math
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 
 KINDS = ("seconds", "between", "marker")
 DEFAULT_MAX_SECONDS = 3600.0
@@ -292,3 +293,47 @@ def context_document(mount_point, label, target_checkpoint_bytes, target_window_
         "capture": block,
     }
     return dict((key, value) for key, value in document.items() if value is not None and value != {})
+
+
+# What a client's capture.json keeps of its clock_offset result (the canary's canary.json keeps the same).
+CLOCK_KEYS = ("offset_seconds", "uncertainty_seconds", "samples", "bound_seconds", "within_bound", "message", "reader", "readings")
+
+
+def client_record(mount_point, before, after, clock_result=None, sampler=None, marker_seen=None):
+    """A client's capture.json from its two nfs_client_stats reads, its clock and its D-state sampler.
+
+    start and end are the times of the host samples read with mountstats at each end (this host's
+    clock; window_block() moves them onto the controller's); written is written_bytes() of its
+    mount's delta (the last block on mount_point, the mount on top, as the diagnosis reads it);
+    problems name a delta that cannot be used (stats_delta decides).
+    """
+    deltas = mountstats_delta(after.get("raw_mountstats") or "", before.get("raw_mountstats") or "", mount_points=[mount_point])
+    problems = []
+    if not deltas:
+        problems.append("no NFS mount on %s in the statistics after the window" % mount_point)
+    elif not deltas[-1]["usable"]:
+        problems.extend(deltas[-1]["problem_details"] or deltas[-1]["problems"])
+    sampler = sampler or {}
+    clock_result = clock_result if isinstance(clock_result, dict) else None
+    return {
+        "start": (before.get("host_sample") or {}).get("time"),
+        "end": (after.get("host_sample") or {}).get("time"),
+        "clock": None if clock_result is None else dict((key, clock_result.get(key)) for key in CLOCK_KEYS if key in clock_result),
+        "written": written_bytes(deltas[-1:] if deltas and deltas[-1]["usable"] else []),
+        "dstate_samples": len(sampler.get("dstate") or []),
+        "dstate_stop": sampler.get("dstate_stop"),
+        "marker_seen": marker_seen,
+        "problems": problems,
+        "msg": sampler.get("msg") if sampler.get("failed") else "",
+    }
+
+
+def context_from_records(window, records, mount_point, label, target_checkpoint_bytes, target_window_seconds, network):
+    """context.yml of a capture bundle from every client's client_record() ({host: record})."""
+    timed = dict((host, record) for host, record in records.items()
+                 if record.get("start") is not None and record.get("end") is not None)
+    written = {"server_write_bytes": sum(record["written"]["server_write_bytes"] for record in timed.values()),
+               "application_write_bytes": sum(record["written"]["application_write_bytes"] for record in timed.values()),
+               "clients": sum(record["written"]["clients"] for record in timed.values())}
+    return context_document(mount_point, label, target_checkpoint_bytes, target_window_seconds, network,
+                            window_block(window, timed), written)

@@ -1,10 +1,13 @@
 """Capture of a real checkpoint (no canary): the window plan, the sampler, context.yml and the achieved figure."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.capture import CaptureError
+from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
 
 NOW = 1796137300.0
 
@@ -195,3 +198,45 @@ def test_context_document_keeps_the_operators_checkpoint_size():
     document = capture.context_document("/mnt/nfs", "prod", 2400000000000, 300, {"server_link_gbps": 200}, window(), None)
     assert document["target"] == {"checkpoint_bytes": 2400000000000, "window_seconds": 300.0, "checkpoint_bytes_from": "operator"}
     assert document["network"] == {"server_link_gbps": 200}
+
+
+# -- the clients' records and context.yml from them, on a real lab capture's statistics ------------
+
+CLOCK_STEP = ("..", "captures", "clock_step", "clients")
+
+
+def stats(host, phase):
+    return {"raw_mountstats": read_sample(*(CLOCK_STEP + (host, "mountstats_%s.txt" % phase))),
+            "host_sample": json.loads(read_sample(*(CLOCK_STEP + (host, "host_%s.json" % phase))))}
+
+
+def test_client_record_takes_the_window_ends_from_the_host_samples_and_the_written_bytes_from_mountstats():
+    clock = {"offset_seconds": 0.320459, "uncertainty_seconds": 0.247, "within_bound": False, "message": "m",
+             "samples": 5, "bound_seconds": 0.1, "reader": "date +%s.%N", "readings": []}
+    sampler = {"dstate": [{"epoch": 1.0}, {"epoch": 2.0}], "dstate_stop": None}
+    record = capture.client_record("/mnt/nfs", stats("nfs2", "before"), stats("nfs2", "after"), clock, sampler)
+    assert record["start"] == 1796137314.669 and record["end"] == 1796137428.055
+    assert record["clock"]["offset_seconds"] == 0.320459 and "readings" in record["clock"]
+    # bytes: 0 8388608 0 0 0 8388608 0 2048 after, zeros before: 8 MiB through write() and on the wire.
+    assert record["written"] == {"server_write_bytes": 8388608, "application_write_bytes": 8388608, "clients": 1}
+    assert record["dstate_samples"] == 2 and record["marker_seen"] is None and record["problems"] == []
+
+
+def test_client_record_of_a_mount_missing_after_the_window_names_it():
+    after = dict(stats("nfs2", "after"), raw_mountstats="")
+    record = capture.client_record("/mnt/nfs", stats("nfs2", "before"), after, None, None)
+    assert record["written"]["clients"] == 0 and "no NFS mount on /mnt/nfs" in record["problems"][0]
+
+
+def test_context_from_the_records_sums_the_clients_on_the_controllers_clock():
+    records = {}
+    for host, offset in (("nfs2", 0.320459), ("nfs3", 2.382669)):
+        records[host] = capture.client_record("/mnt/nfs", stats(host, "before"), stats(host, "after"),
+                                              {"offset_seconds": offset, "uncertainty_seconds": 0.25}, None)
+    window = plan(seconds=100)
+    document = capture.context_from_records(window, records, "/mnt/nfs", "prod", 0, 10, {})
+    assert document["source"] == "capture" and document["target"]["checkpoint_bytes"] == 16777216
+    block = document["capture"]
+    assert block["server_write_bytes"] == 16777216 and block["clients"] == 2 and block["clocks_measured"] is True
+    # nfs3 ran 2.38 s ahead: its before (1796137314.102) is 1796137311.719 on the controller's clock.
+    assert block["start_at"] == pytest.approx(1796137311.719331) and block["end_at"] == pytest.approx(1796137427.734541)
