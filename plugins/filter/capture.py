@@ -33,12 +33,15 @@ def _number(value, name, option):
 
 def capture_window(now, seconds=0, start="", end="", marker="", max_seconds=capture.DEFAULT_MAX_SECONDS,
                    max_lead_seconds=capture.DEFAULT_MAX_LEAD_SECONDS, dstate_interval=1.0):
+    # A window the options cannot make is returned as errors, not raised: the role's assert then
+    # fails with the message naming the option, before anything is read on any host.
     try:
-        return capture.plan_window(seconds=seconds, start=start, end=end, marker=marker, max_seconds=max_seconds,
+        plan = capture.plan_window(seconds=seconds, start=start, end=end, marker=marker, max_seconds=max_seconds,
                                    max_lead_seconds=max_lead_seconds, dstate_interval=dstate_interval,
                                    now=_number(now, "capture_window", "now"))
     except capture.CaptureError as exc:
-        raise AnsibleFilterError(str(exc))
+        return {"errors": [str(exc)]}
+    return dict(plan, errors=[])
 
 
 def capture_sampling(window, now):
