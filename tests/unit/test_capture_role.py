@@ -92,3 +92,18 @@ def test_prepare_in_check_mode_plans_the_window_and_writes_nothing(world):
 def test_main_explains_the_entry_points(world):
     with pytest.raises(Rejected, match="playbooks/capture.yml"):
         RoleWalk(world, "checkpoint_capture", "main", {}).run()
+
+
+def test_the_playbook_runs_the_entry_points_in_the_windows_order(tmp_path):
+    """ckptio.nfs.capture: plan -> servers at the start -> clients (start, sampler, wait, end) -> servers at the end -> report."""
+    from ansible_collections.ckptio.nfs.tests.unit.test_playbook_tags import listed, names
+    order = names(listed(tmp_path, "capture.yml"))
+    wanted = ["Plan the window on the controller's clock (module_utils/stats/capture.py)",
+              "Read nfsd statistics, {{ checkpoint_capture_phase }} the window", "Read client statistics at the window's start",
+              "Sample D state for the whole window (one call per client, asynchronously; it stops at the marker)",
+              "Wait on the controller until the window's planned end (nothing polls the clients meanwhile)",
+              "Read client statistics at the window's end",
+              "Write context.yml (source capture, the window on the controller's clock, the written bytes)",
+              "Diagnose the bundle"]
+    positions = [order.index(name) for name in wanted]
+    assert positions == sorted(positions)
