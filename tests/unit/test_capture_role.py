@@ -99,7 +99,7 @@ def test_the_playbook_runs_the_entry_points_in_the_windows_order(tmp_path):
     from ansible_collections.ckptio.nfs.tests.unit.test_playbook_tags import listed, names
     order = names(listed(tmp_path, "capture.yml"))
     wanted = ["Plan the window on the controller's clock (module_utils/stats/capture.py)",
-              "Read nfsd statistics, {{ checkpoint_capture_phase }} the window", "Read client statistics at the window's start",
+              "Read nfsd statistics at the window's {{ checkpoint_capture_phase }}", "Read client statistics at the window's start",
               "Sample D state for the whole window (one call per client, asynchronously; it stops at the marker)",
               "Wait on the controller until the window's planned end (nothing polls the clients meanwhile)",
               "Read client statistics at the window's end",
