@@ -14,13 +14,13 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.filter.capture import capture_window
 from ansible_collections.ckptio.nfs.plugins.modules import nfs_client_stats
-from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import (  # noqa: F401 (world is a fixture)
-    Rejected,
-    RoleWalk,
-    Unmodelled,
-    role_base,
-    world,
-)
+from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import Rejected, RoleWalk, Unmodelled, build_world, role_base
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """The safety tests' fake host: module paths in tmp_path, commands and forks recorded, never run."""
+    return build_world(tmp_path / "host", monkeypatch)
 
 
 class ClientWalk(RoleWalk):

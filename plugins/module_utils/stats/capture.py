@@ -133,9 +133,10 @@ def plan_window(seconds=None, start=None, end=None, marker=None, max_seconds=DEF
         return result
     else:
         result.update(_between(start, end, now, max_lead_seconds))
-    if result["seconds"] > max_seconds:
+    planned = float(result["seconds"])
+    if planned > max_seconds:
         raise CaptureError("the window is %g s, longer than %s=%g: raise the maximum or shorten the window"
-                           % (result["seconds"], _option("max_seconds"), max_seconds))
+                           % (planned, _option("max_seconds"), max_seconds))
     return result
 
 

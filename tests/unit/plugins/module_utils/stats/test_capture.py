@@ -186,8 +186,8 @@ def test_no_bytes_written_is_zero_throughput_flagged():
 
 def test_context_document_says_capture_and_takes_the_written_bytes_when_no_size_is_given():
     block = window(10.0)
-    document = capture.context_document("/mnt/nfs", "prod", 0, 300, {}, block, {"server_write_bytes": 4096, "application_write_bytes": 4096,
-                                                                                  "clients": 2})
+    written = {"server_write_bytes": 4096, "application_write_bytes": 4096, "clients": 2}
+    document = capture.context_document("/mnt/nfs", "prod", 0, 300, {}, block, written)
     assert list(document) == ["source", "mount_point", "label", "target", "capture"]
     assert document["source"] == "capture"
     assert document["target"] == {"checkpoint_bytes": 4096, "window_seconds": 300.0, "checkpoint_bytes_from": "measured"}
