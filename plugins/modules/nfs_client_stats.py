@@ -309,7 +309,8 @@ def main():
     for warning in warnings:
         module.warn(warning)
     module.exit_json(changed=False, mounts=mounts, raw_mountstats=show_undecodable(raw), dstate=json_safe(samples),
-                     dstate_text=show_undecodable(dstate_text), dstate_stop=json_safe(stop), sunrpc=json_safe(settings), sunrpc_text=show_undecodable(settings_text),
+                     dstate_text=show_undecodable(dstate_text), dstate_stop=json_safe(stop), sunrpc=json_safe(settings),
+                     sunrpc_text=show_undecodable(settings_text),
                      missing_mount_points=missing, host_sample=json_safe(host_sample))
 
 

@@ -753,9 +753,9 @@ def _capture_note(capture_view):
     if capture_view is None:
         return ""
     # The summary line ends without a full stop (_summary_line); this note follows it directly.
+    flags = "".join("; " + flag["message"] for flag in capture_view["flags"])
     return (". No canary ranks: the achieved figure is every writer's WRITE bytes on the mount over the %.0f s window, "
-            "idle time included%s." % (
-        capture_view["seconds"], "".join("; " + flag["message"] for flag in capture_view["flags"])))
+            "idle time included%s." % (capture_view["seconds"], flags))
 
 
 def _saved_window(context):
