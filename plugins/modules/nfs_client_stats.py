@@ -39,9 +39,17 @@ options:
     default: 1
   dstate_interval:
     description:
-      - Seconds between D-state samples.
+      - Seconds between D-state samples. Sample N is due O(dstate_interval) x N after the first, so the time a pass
+        over C(/proc) takes shortens the next sleep instead of stretching the sampling.
     type: float
     default: 1.0
+  dstate_stop_path:
+    description:
+      - Stop sampling as soon as this path exists on this host (checked before every sample, C(lstat) only); O(dstate_samples)
+        is then the most samples taken. The capture of a real checkpoint (C(ckptio.nfs.capture)) passes the marker its
+        checkpoint hook touches, so one call samples D state for the whole window and ends when the checkpoint does.
+      - A path that exists already at the call takes no sample. Nothing is created, removed or opened.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -129,6 +137,12 @@ dstate_text:
   description: The samples as bundle C(dstate.txt) lines (C(EPOCH COUNT wchan1,wchan2,...)).
   returned: always
   type: str
+dstate_stop:
+  description: With O(dstate_stop_path), C(path), C(seen) (whether it existed before the samples ran out) and C(seen_at)
+    (this host's epoch when it was seen, null when not); null without O(dstate_stop_path).
+  returned: always
+  type: dict
+  sample: {"path": "/dev/shm/ckpt-done", "seen": true, "seen_at": 1796137414.202}
 sunrpc:
   description: Live values of C(/proc/sys/sunrpc/*) and the sunrpc and nfs module parameters (name to text).
   returned: always
@@ -219,12 +233,30 @@ def read_settings():
     return settings, "\n".join(lines) + ("\n" if lines else "")
 
 
+def sample_dstate_series(count, interval, stop_path=None):
+    """(samples, stop): up to count samples, one every interval seconds on a fixed schedule, ending
+    early once stop_path exists; stop is {path, seen, seen_at} with a stop_path, else None."""
+    samples = []
+    stop = None if stop_path is None else {"path": stop_path, "seen": False, "seen_at": None}
+    first = time.monotonic()
+    for index in range(count):
+        if index:
+            time.sleep(max(0.0, first + index * interval - time.monotonic()))
+        if stop is not None and os.path.lexists(stop_path):
+            stop.update(seen=True, seen_at=round(time.time(), 3))
+            break
+        tasks = dstate_scan.scan(PROC)[0]
+        samples.append({"epoch": round(time.time(), 3), "count": len(tasks), "wchans": [task["wchan"] for task in tasks], "tasks": tasks})
+    return samples, stop
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             mount_points=dict(type="list", elements="path", default=[]),
             dstate_samples=dict(type="int", default=1),
             dstate_interval=dict(type="float", default=1.0),
+            dstate_stop_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -232,6 +264,9 @@ def main():
         module.fail_json(msg="dstate_samples must be 0 or more, got %d" % module.params["dstate_samples"])
     if module.params["dstate_interval"] < 0:
         module.fail_json(msg="dstate_interval must be 0 or more, got %s" % module.params["dstate_interval"])
+    stop_path = module.params["dstate_stop_path"]
+    if stop_path is not None and not os.path.isabs(stop_path):
+        module.fail_json(msg="dstate_stop_path must be an absolute path, got %r" % stop_path)
     relative = [path for path in module.params["mount_points"] if not os.path.isabs(path)]
     if relative:
         # The kernel lists mount points as absolute paths: a relative one can never match.
@@ -245,12 +280,7 @@ def main():
     mounts = [mount for mount in json_safe(parse_mountstats(raw)) if not wanted or mount["mount_point"] in wanted]
     missing = sorted(wanted - set(mount["mount_point"] for mount in mounts))
 
-    samples = []
-    for index in range(module.params["dstate_samples"]):
-        if index:
-            time.sleep(module.params["dstate_interval"])
-        tasks = dstate_scan.scan(PROC)[0]
-        samples.append({"epoch": round(time.time(), 3), "count": len(tasks), "wchans": [task["wchan"] for task in tasks], "tasks": tasks})
+    samples, stop = sample_dstate_series(module.params["dstate_samples"], module.params["dstate_interval"], stop_path)
     dstate_text = "".join(format_sample(sample["epoch"], sample["wchans"]) + "\n" for sample in samples)
 
     settings, settings_text = read_settings()
@@ -263,7 +293,8 @@ def main():
     for warning in warnings:
         module.warn(warning)
     module.exit_json(changed=False, mounts=mounts, raw_mountstats=show_undecodable(raw), dstate=json_safe(samples),
-                     dstate_text=show_undecodable(dstate_text), sunrpc=json_safe(settings), sunrpc_text=show_undecodable(settings_text),
+                     dstate_text=show_undecodable(dstate_text), dstate_stop=json_safe(stop), sunrpc=json_safe(settings),
+                     sunrpc_text=show_undecodable(settings_text),
                      missing_mount_points=missing, host_sample=json_safe(host_sample))
 
 

@@ -478,6 +478,8 @@ def role_base(world, role):
         "canary_validation": {"canary_validation_path": world.mount_point, "canary_validation_mount_point": world.mount_point,
                               "canary_validation_reports_dir": world.path("reports"), "canary_validation_ranks": 2,
                               "canary_validation_bytes_per_rank": 8192, "canary_validation_block_size": 4096},
+        "checkpoint_capture": {"checkpoint_capture_mount_point": world.mount_point, "checkpoint_capture_seconds": 30,
+                               "checkpoint_capture_reports_dir": world.path("reports")},
     }[role]
 
 
@@ -627,6 +629,7 @@ for _option in ("dstate_samples", "dstate_interval"):
         row("nfs_client_stats", _option, _case, {_option: _value})
 row("nfs_client_stats", "mount_points", "type", {"mount_points": {"a": 1}})
 row("nfs_client_stats", "mount_points", "relative", {"mount_points": ["mnt/nfs"]})
+row("nfs_client_stats", "dstate_stop_path", "relative", {"dstate_stop_path": "dev/shm/ckpt-done"})
 unknown_row("nfs_client_stats", "mountpoints")
 unknown_row("nfsd_stats", "threads")
 row("nfsd_stats", "wait_until", "type", {"wait_until": "soon"})
@@ -830,6 +833,38 @@ for _case, _value in (("relative", "mnt/nfs"), ("missing-space", Deferred(lambda
     row(CLIENTS, "canary_validation_path", _case,
         Deferred(lambda w, v=_value: {"canary_validation_path": v.build(w) if isinstance(v, Deferred) else v}), names="path")
 
+# -- checkpoint_capture: every window option is refused in prepare, before any host is read ----
+CAPTURE_PREPARE = ("checkpoint_capture", "prepare")
+for _case, _value in (("semicolon", "cap;reboot"), ("space", "cap one"), ("slash", "../cap"), ("subshell", "$(reboot)")):
+    row(CAPTURE_PREPARE, "checkpoint_capture_label", _case, {"checkpoint_capture_label": _value})
+row(CAPTURE_PREPARE, "checkpoint_capture_compare_to", "missing", {"checkpoint_capture_compare_to": "/no such/bundle"})
+row(CAPTURE_PREPARE, "checkpoint_capture_mount_point", "relative", {"checkpoint_capture_mount_point": "mnt/nfs"})
+row(CAPTURE_PREPARE, "checkpoint_capture_target_window_seconds", "zero", {"checkpoint_capture_target_window_seconds": 0})
+row(CAPTURE_PREPARE, "checkpoint_capture_checkpoint_bytes", "negative", {"checkpoint_capture_checkpoint_bytes": -1})
+for _case, _value in (("negative", -5), ("type", "soon"), ("over-max", 7200)):
+    row(CAPTURE_PREPARE, "checkpoint_capture_seconds", _case, {"checkpoint_capture_seconds": _value},
+        names="checkpoint_capture_max_seconds" if _case == "over-max" else None)
+row(CAPTURE_PREPARE, "checkpoint_capture_start", "past",
+    {"checkpoint_capture_seconds": 0, "checkpoint_capture_start": "1000000000", "checkpoint_capture_end": "1000000100"})
+row(CAPTURE_PREPARE, "checkpoint_capture_start", "no-zone",
+    {"checkpoint_capture_seconds": 0, "checkpoint_capture_start": "2099-01-01T00:00:00", "checkpoint_capture_end": "2099-01-01T00:01:00Z"})
+row(CAPTURE_PREPARE, "checkpoint_capture_start", "too-far",
+    {"checkpoint_capture_seconds": 0, "checkpoint_capture_start": "2099-01-01T00:00:00Z", "checkpoint_capture_end": "2099-01-01T00:01:00Z"},
+    names="checkpoint_capture_max_lead_seconds")
+row(CAPTURE_PREPARE, "checkpoint_capture_end", "before-start",
+    Deferred(lambda w: {"checkpoint_capture_seconds": 0, "checkpoint_capture_start": str(time.time() + 120),
+                        "checkpoint_capture_end": str(time.time() + 60)}))
+row(CAPTURE_PREPARE, "checkpoint_capture_end", "alone", {"checkpoint_capture_seconds": 0, "checkpoint_capture_end": "2099-01-01T00:01:00Z"},
+    names="checkpoint_capture_start")
+row(CAPTURE_PREPARE, "checkpoint_capture_marker", "two-forms", {"checkpoint_capture_marker": "/dev/shm/ckpt-done"})
+for _case, _value in (("relative", "dev/shm/done"), ("newline", "/dev/shm/a\nb")):
+    row(CAPTURE_PREPARE, "checkpoint_capture_marker", _case, {"checkpoint_capture_seconds": 0, "checkpoint_capture_marker": _value})
+row(CAPTURE_PREPARE, "checkpoint_capture_max_seconds", "zero", {"checkpoint_capture_max_seconds": 0})
+row(CAPTURE_PREPARE, "checkpoint_capture_max_lead_seconds", "zero", {"checkpoint_capture_max_lead_seconds": 0})
+row(CAPTURE_PREPARE, "checkpoint_capture_dstate_interval", "too-small", {"checkpoint_capture_dstate_interval": 0.01})
+unknown_row(CAPTURE_PREPARE, "checkpoint_capture_second")
+row(("checkpoint_capture", "server_stats"), "checkpoint_capture_phase", "unknown", {"checkpoint_capture_phase": "during"})
+
 
 def resolve(value, world):
     return value.build(world) if isinstance(value, Deferred) else value
@@ -868,7 +903,7 @@ def test_bad_input_is_refused_naming_the_option_before_anything_changes(world, e
     assert world.commands == []
 
 
-@pytest.mark.parametrize("role, point", [CLIENT, SERVER, PREPARE, CLIENTS])
+@pytest.mark.parametrize("role, point", [CLIENT, SERVER, PREPARE, CLIENTS, CAPTURE_PREPARE])
 def test_role_walk_accepts_the_valid_base_input(world, role, point):
     """Without this the role rows could pass because the walk fails on everything."""
     walk = RoleWalk(world, role, point, role_base(world, role), check_mode=True)
@@ -894,7 +929,8 @@ def test_every_module_has_rows_for_every_option(entry, monkeypatch):
     assert any("unknown-option" in param.id for param in ROWS if param.values[0] == entry)
 
 
-@pytest.mark.parametrize("role, point", [CLIENT, SERVER, PREPARE, CLIENTS, ("canary_validation", "server_stats")])
+@pytest.mark.parametrize("role, point", [CLIENT, SERVER, PREPARE, CLIENTS, ("canary_validation", "server_stats"),
+                                         CAPTURE_PREPARE, ("checkpoint_capture", "server_stats")])
 def test_every_role_entry_point_is_in_the_table(role, point):
     assert any(param.values[0] == (role, point) for param in ROWS)
     assert any(param.values[0] == (role, point) and "unknown-option" in param.id for param in ROWS) or point in (

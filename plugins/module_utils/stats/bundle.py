@@ -37,6 +37,8 @@ CLIENT_FILES = {
     # samples at the first rank's start and the last rank's end
     "host_before": "host_before.json", "host_after": "host_after.json",
     "canary": "canary.json", "probe": "probe.json",
+    # a capture of a real checkpoint (no canary): this client's clock, window ends and sampler (capture.py)
+    "capture": "capture.json",
 }
 SERVER_FILES = {
     "nfsd_before": "nfsd_before.txt", "nfsd_after": "nfsd_after.txt",
@@ -147,3 +149,33 @@ def context_document(mount_point, label, target_checkpoint_bytes, target_window_
         "restore": restore_block,
     }
     return dict((key, value) for key, value in document.items() if value is not None and value != {})
+
+
+def _json_line(value):
+    return json.dumps(value) + "\n"
+
+
+def stats_files(kind, before, after, dstate_text=None):
+    """[{name, content}] of a host's statistics files from the two reads that bracket the window.
+
+    kind "clients": before/after are ckptio.nfs.nfs_client_stats results (mountstats, sunrpc from
+    the first read, host samples) and dstate_text the D-state samples, left out when None; kind
+    "servers": ckptio.nfs.nfsd_stats results (nfsd, pool_stats, host samples, the threads after
+    the window when the host has the file). The capture role writes these (filter
+    ckptio.nfs.bundle_stats_files); the canary's are the same list.
+    """
+    names = file_names(kind) if kind in ("clients", "servers") else None
+    if names is None:
+        raise ValueError("statistics files are \"clients\" or \"servers\", not %r" % (kind,))
+    if kind == "clients":
+        files = [(names["mountstats_before"], before["raw_mountstats"]), (names["mountstats_after"], after["raw_mountstats"]),
+                 (names["sunrpc"], before["sunrpc_text"]),
+                 (names["host_before"], _json_line(before["host_sample"])), (names["host_after"], _json_line(after["host_sample"])),
+                 (names["dstate"], dstate_text)]
+    else:
+        threads = after.get("threads")
+        files = [(names["nfsd_before"], before["raw_nfsd"]), (names["nfsd_after"], after["raw_nfsd"]),
+                 (names["pool_stats_before"], before["raw_pool_stats"]), (names["pool_stats_after"], after["raw_pool_stats"]),
+                 (names["host_before"], _json_line(before["host_sample"])), (names["host_after"], _json_line(after["host_sample"])),
+                 (names["threads"], None if threads is None else "%s\n" % threads)]
+    return [{"name": name, "content": content} for name, content in files if content is not None]

@@ -21,6 +21,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
 # diagnosis.md (per-host lines, or a summary at scale) is rendered in its own file; re-exported.
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import render_markdown  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -646,6 +647,7 @@ def diagnose(bundle):
     evidence = _Evidence()
     _add_capture_problems(evidence, run["excluded_clients"])
     _add_window_evidence(evidence, run["window"])
+    _add_capture_evidence(evidence, run["capture"])
     for problem in bundle.get("problems") or []:
         evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
     figures = _client_figures(run["context"], run["clients"])
@@ -689,7 +691,11 @@ def _read_run(bundle):
     clients, excluded_clients = _client_views(client_files, mount_point)
     servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
     canary = context.get("canary") or {}
-    achieved, achieved_source = _achieved(canary, clients)
+    capture_view = _capture_view(context, clients)
+    if capture_view is None:
+        achieved, achieved_source = _achieved(canary, clients)
+    else:
+        achieved, achieved_source = capture_view["bytes_per_second"], capture_view["source"]
     network = context.get("network") or {}
     capacity = checkpoint_capacity(target["checkpoint_bytes"], target["window_seconds"],
                                    server_link_gbps=network.get("server_link_gbps"),
@@ -702,10 +708,54 @@ def _read_run(bundle):
         "servers": servers, "window": _saved_window(context),
         # Host evidence only from the clients whose statistics are usable (the same set as every figure).
         "client_files": dict((client["host"], client_files[client["host"]]) for client in clients),
-        "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else None,
+        "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view),
+        "capture": capture_view,
         "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
         "gap": target_bps / achieved if achieved > 0 else None,
     }
+
+
+def _capture_view(context, clients):
+    """A capture bundle's window and achieved figure (capture.achieved()), None for other bundles.
+
+    A capture (roles/checkpoint_capture, `source: capture`) has no canary ranks: the figure is the
+    written bytes of the usable clients' deltas over the window's seconds, with its flags. The
+    operator's checkpoint size is compared with the written bytes; one taken from them is not.
+    """
+    block = context.get("capture")
+    if context.get("source") != "capture" or not isinstance(block, dict):
+        return None
+    _number(block.get("seconds"), "capture.seconds")
+    target = context.get("target") or {}
+    stated = target.get("checkpoint_bytes") if target.get("checkpoint_bytes_from") != "measured" else 0
+    view = capture.achieved(block, [client["delta"] for client in clients], _number(stated or 0, "target.checkpoint_bytes", False))
+    view["window"] = block
+    return view
+
+
+def _capture_seconds(capture_view):
+    """The window on the controller's clock: the host samples bracket it, so CPU and link shares are not scaled."""
+    return capture_view["seconds"] if capture_view else None
+
+
+def _add_capture_evidence(evidence, capture_view):
+    """What a capture's figure rests on, once, and each of its flags as a crossed row."""
+    if capture_view is None:
+        return
+    evidence.add(None, "capture window (no canary)", capture_view["seconds"], "a canary's ranks", False,
+                 "%s; achieved = %s" % (capture_view["note"], capture_view["source"]))
+    for flag in capture_view["flags"]:
+        evidence.add(None, "capture: %s" % flag["kind"], None, "-", True, flag["message"])
+
+
+def _capture_note(capture_view):
+    """What the summary adds for a capture: no canary, and every flag."""
+    if capture_view is None:
+        return ""
+    # The summary line ends without a full stop (_summary_line); this note follows it directly.
+    flags = "".join("; " + flag["message"] for flag in capture_view["flags"])
+    return (". No canary ranks: the achieved figure is every writer's WRITE bytes on the mount over the %.0f s window, "
+            "idle time included%s." % (capture_view["seconds"], flags))
 
 
 def _saved_window(context):
@@ -1050,9 +1100,10 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "recommendations": recommendations,
         "capacity": run["capacity"],
         "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"])
-        + _start_note(run["canary"]) + _window_note(run["window"]),
+        + _start_note(run["canary"]) + _window_note(run["window"]) + _capture_note(run["capture"]),
         "start": _start_block(run["canary"]),
         "window": run["window"],
+        "capture": _capture_result(run["capture"]),
         "clients": dict((client["host"], _client_summary(client)) for client in run["clients"]),
         "excluded_clients": run["excluded_clients"],
         "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
@@ -1168,6 +1219,16 @@ def _restore_summary(verdict, block, achieved, target, window, bad):
     for host, reason in sorted((block.get("skipped") or {}).items()):
         line += "; %s did not read (%s)" % (host, reason)
     return line + "."
+
+
+def _capture_result(capture_view):
+    """diagnosis.json `capture`: the window as context.yml has it, the written bytes and the flags; None without a capture."""
+    if capture_view is None:
+        return None
+    window = capture_view["window"]
+    return {"kind": window.get("kind"), "seconds": capture_view["seconds"], "start_at": window.get("start_at"),
+            "end_at": window.get("end_at"), "hit_max": bool(window.get("hit_max")), "written": capture_view["written"],
+            "flags": capture_view["flags"], "source": capture_view["source"]}
 
 
 def _start_block(canary_block):

@@ -118,6 +118,7 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
     })
     metrics.update(_host_metrics(diagnosis))
     metrics.update(restore_metrics(context, canary_ranks))
+    metrics.update(_capture_metrics(context, diagnosis))
     if canary_ranks is not None:
         metrics["canary_aggregate"] = canary.cluster_aggregate(canary_ranks, canary_context.get("start_at"))
         metrics["canary_hosts"] = host_rows(canary_ranks, harness)
@@ -236,6 +237,22 @@ def _restore_comparison_row(before, after):
     return {"metric": "restore throughput", "unit": "MB/s", "before": old, "after": new, "ratio": ratio,
             "better": "higher", "improved": None if warning or new == old else new > old, "warning": warning,
             "missing": warning is not None}
+
+
+def _capture_metrics(context, diagnosis):
+    """source (canary or capture) and, for a capture of a real checkpoint, its window, written bytes and flags
+    (diagnosis.json `capture`, else context.yml's `capture` block)."""
+    if context.get("source") != "capture":
+        return {"source": "canary"}
+    found = diagnosis.get("capture") or {}
+    block = context.get("capture") or {}
+    return {"source": "capture",
+            "capture_kind": found.get("kind", block.get("kind")),
+            "capture_seconds": found.get("seconds", block.get("seconds")),
+            "capture_bytes": (found.get("written") or {}).get("server_write_bytes", block.get("server_write_bytes")),
+            "capture_hit_max": found.get("hit_max", block.get("hit_max")),
+            "capture_flags": found.get("flags") or [],
+            "capture_basis": found.get("source")}
 
 
 def _link_and_cpu_metrics(diagnosis):
@@ -525,6 +542,27 @@ def _table(header, rows):
     return lines
 
 
+def _run_rows(metrics):
+    """The headline rows of what ran: the canary's shape and duration, or the capture's window and bytes."""
+    if metrics.get("source") == "capture":
+        return [["capture", "%s window, %s bytes written (no canary)" % (metrics.get("capture_kind"), metrics.get("capture_bytes"))],
+                ["capture window s (target window s)", "%s (%s)" % (_fmt(metrics.get("capture_seconds")),
+                                                                    _fmt(metrics.get("window_seconds")))]]
+    return [["canary", "%s x %s ranks, %s bytes" % (metrics.get("canary_layout"), metrics.get("canary_ranks"), metrics.get("canary_bytes"))],
+            ["duration s (window s)", "%s (%s)" % (_fmt(metrics.get("canary_seconds")), _fmt(metrics.get("window_seconds")))]]
+
+
+def _capture_lines(metrics):
+    """The report's capture section: no canary ranks, what the achieved figure rests on, every flag."""
+    lines = ["", "## Capture (no canary)", "",
+             "A real checkpoint observed: no canary ranks ran, so there is no per-rank start, end or spread. "
+             "Achieved = %s." % (metrics.get("capture_basis") or "written bytes / window seconds")]
+    if metrics.get("capture_hit_max"):
+        lines += ["", "**The window reached its maximum before the marker existed on every client.**"]
+    flags = ["- %s" % flag["message"] for flag in metrics.get("capture_flags") or []]
+    return lines + ([""] + flags if flags else [])
+
+
 def render_markdown(metrics, before=None, rows=None, figure_note=None):
     """report.md: verdict, headline table, per-op latency, canary hosts, comparison."""
     lines = ["# Checkpoint validation: %s" % (metrics.get("label") or "run"), ""]
@@ -540,8 +578,7 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
         ["target MB/s", (metrics.get("target_bytes_per_second") or 0) / MB if metrics.get("target_bytes_per_second") else None],
         ["achieved MB/s", metrics["achieved_bytes_per_second"] / MB if metrics.get("achieved_bytes_per_second") else None],
         ["gap factor", metrics.get("gap_factor")],
-        ["canary", "%s x %s ranks, %s bytes" % (metrics.get("canary_layout"), metrics.get("canary_ranks"), metrics.get("canary_bytes"))],
-        ["duration s (window s)", "%s (%s)" % (_fmt(metrics.get("canary_seconds")), _fmt(metrics.get("window_seconds")))],
+    ] + _run_rows(metrics) + [
         ["backlog per send", metrics.get("backlog_per_send")],
         ["max_slots reached / slot cap", "%s per connection / %s %s (%s)" % (
             _fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
@@ -564,6 +601,8 @@ def render_markdown(metrics, before=None, rows=None, figure_note=None):
     if metrics.get("canary_aggregate"):
         lines += _canary_lines(metrics)
     lines += _restore_lines(metrics)
+    if metrics.get("source") == "capture":
+        lines += _capture_lines(metrics)
     if before is not None and rows:
         lines += ["", "## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
                   "Limiting layer before: %s (%s); after: %s (%s)." % (

@@ -114,3 +114,67 @@ def test_truncated_block_is_marked(fake_host):
     shutil.copy(sample_path("broken", "mountstats_after_cut_in_write.txt"), str(fake_host / "proc" / "self" / "mountstats"))
     mount = run_module(nfs_client_stats, {"dstate_samples": 0})["mounts"][0]
     assert "WRITE" in mount["truncated"]
+
+
+def test_dstate_stop_path_ends_sampling_once_the_path_exists(fake_host, monkeypatch):
+    marker = fake_host / "shm" / "ckpt-done"
+    sleeps = []
+
+    def sleep(seconds):
+        # The checkpoint hook touches the marker while the sampler sleeps before its third sample.
+        sleeps.append(seconds)
+        if len(sleeps) == 2:
+            write(str(marker), "")
+    monkeypatch.setattr(nfs_client_stats.time, "sleep", sleep)
+    result = run_module(nfs_client_stats, {"dstate_samples": 100, "dstate_interval": 0.5, "dstate_stop_path": str(marker)},
+                        check_mode=True)
+    assert len(result["dstate"]) == 2 and len(result["dstate_text"].splitlines()) == 2
+    assert result["dstate_stop"]["path"] == str(marker) and result["dstate_stop"]["seen"] is True
+    assert result["dstate_stop"]["seen_at"] >= result["dstate"][-1]["epoch"]
+    assert result["changed"] is False
+
+
+def test_dstate_stop_path_missing_samples_to_the_maximum(fake_host, monkeypatch):
+    monkeypatch.setattr(nfs_client_stats.time, "sleep", lambda seconds: None)
+    before = tree_checksums(str(fake_host))
+    result = run_module(nfs_client_stats, {"dstate_samples": 3, "dstate_interval": 0, "dstate_stop_path": str(fake_host / "absent")},
+                        check_mode=True)
+    assert tree_checksums(str(fake_host)) == before
+    assert len(result["dstate"]) == 3 and result["dstate_stop"] == {"path": str(fake_host / "absent"), "seen": False, "seen_at": None}
+
+
+def test_dstate_stop_path_present_at_the_start_takes_no_sample(fake_host):
+    marker = fake_host / "old-marker"
+    write(str(marker), "")
+    result = run_module(nfs_client_stats, {"dstate_samples": 5, "dstate_stop_path": str(marker)})
+    assert result["dstate"] == [] and result["dstate_stop"]["seen"] is True
+
+
+def test_without_a_stop_path_dstate_stop_is_null(fake_host):
+    assert run_module(nfs_client_stats, {"dstate_samples": 0})["dstate_stop"] is None
+
+
+def test_samples_keep_their_schedule_whatever_a_pass_costs(fake_host, monkeypatch):
+    # Sample i is due interval * i after the first: a slow pass over /proc shortens the next sleep
+    # instead of stretching a window planned to end at a given time.
+    clock = [1000.0]
+    sleeps = []
+    monkeypatch.setattr(nfs_client_stats.time, "monotonic", lambda: clock[0])
+
+    def sleep(seconds):
+        sleeps.append(round(seconds, 3))
+        clock[0] += seconds
+    real_sample = nfs_client_stats.sample_dstate
+
+    def slow_sample():
+        clock[0] += 0.25
+        return real_sample()
+    monkeypatch.setattr(nfs_client_stats.time, "sleep", sleep)
+    monkeypatch.setattr(nfs_client_stats, "sample_dstate", slow_sample)
+    run_module(nfs_client_stats, {"dstate_samples": 3, "dstate_interval": 1.0})
+    assert sleeps == [0.75, 0.75]
+
+
+def test_relative_dstate_stop_path_is_refused(fake_host):
+    result = fail_module(nfs_client_stats, {"dstate_samples": 2, "dstate_stop_path": "shm/done"})
+    assert "dstate_stop_path" in result["msg"]

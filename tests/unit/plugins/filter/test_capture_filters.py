@@ -1,0 +1,79 @@
+"""The checkpoint_capture filters, as the role's tasks call them."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ckptio.nfs.plugins.filter.capture import FilterModule
+from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
+
+FILTERS = FilterModule().filters()
+NOW = 1796137300.0
+CLIENTS = ("..", "captures", "clock_step", "clients")
+
+
+def test_all_filters_exposed():
+    assert sorted(FILTERS) == ["bundle_stats_files", "capture_client", "capture_context", "capture_sampling", "capture_window"]
+
+
+def test_window_takes_the_roles_empty_defaults_for_the_unused_forms():
+    window = FILTERS["capture_window"](NOW, seconds=30, start="", end="", marker="", max_seconds=3600,
+                                       max_lead_seconds=3600, dstate_interval=1.0)
+    assert window["kind"] == "seconds" and window["seconds"] == 30.0 and window["errors"] == []
+
+
+@pytest.mark.parametrize("options, option", [
+    ({"start": NOW - 60, "end": NOW + 60}, "checkpoint_capture_start"),
+    ({"start": NOW + 60, "end": NOW + 30}, "checkpoint_capture_end"),
+    ({"seconds": 30, "marker": "/dev/shm/done"}, "checkpoint_capture_marker"),
+])
+def test_a_bad_window_gives_the_message_naming_the_option_for_the_roles_assert(options, option):
+    result = FILTERS["capture_window"](NOW, **options)
+    assert list(result) == ["errors"] and option in result["errors"][0]
+
+
+def test_sampling_of_a_marker_window_passes_the_marker_to_the_sampler():
+    window = FILTERS["capture_window"](NOW, marker="/dev/shm/done", max_seconds=120, dstate_interval=2)
+    sampling = FILTERS["capture_sampling"](window, NOW)
+    assert sampling["stop_path"] == "/dev/shm/done" and sampling["samples"] == 61
+
+
+def test_sampling_needs_the_windows_plan():
+    with pytest.raises(AnsibleFilterError, match="capture_window"):
+        FILTERS["capture_sampling"]({"kind": "seconds"}, NOW)
+
+
+def read(host, phase):
+    return {"raw_mountstats": read_sample(*(CLIENTS + (host, "mountstats_%s.txt" % phase))),
+            "sunrpc_text": read_sample(*(CLIENTS + (host, "sunrpc.txt"))),
+            "host_sample": json.loads(read_sample(*(CLIENTS + (host, "host_%s.json" % phase))))}
+
+
+def test_client_and_context_as_the_role_chains_them():
+    records = dict((host, FILTERS["capture_client"](read(host, "before"), "/mnt/nfs", read(host, "after"),
+                                                    {"offset_seconds": 0.0, "uncertainty_seconds": 0.1}, {"dstate": []}))
+                   for host in ("nfs2", "nfs3"))
+    window = FILTERS["capture_window"](NOW, seconds=100)
+    context = FILTERS["capture_context"](records, window, "/mnt/nfs", "prod", 300, target_checkpoint_bytes="16777216")
+    assert context["source"] == "capture" and context["target"]["checkpoint_bytes_from"] == "operator"
+    assert context["capture"]["server_write_bytes"] == 16777216 and context["capture"]["seconds"] > 100
+
+
+def test_context_of_nothing_written_and_no_size_is_refused_naming_the_option():
+    before = read("nfs2", "before")
+    record = FILTERS["capture_client"](before, "/mnt/nfs", before)
+    with pytest.raises(AnsibleFilterError, match="checkpoint_capture_checkpoint_bytes"):
+        FILTERS["capture_context"]({"nfs2": record}, FILTERS["capture_window"](NOW, seconds=10), "/mnt/nfs", "x", 300)
+
+
+def test_stats_files_for_a_client():
+    names = [item["name"] for item in FILTERS["bundle_stats_files"]("clients", read("nfs2", "before"), read("nfs2", "after"), "")]
+    assert names == ["mountstats_before.txt", "mountstats_after.txt", "sunrpc.txt", "host_before.json", "host_after.json", "dstate.txt"]
+
+
+def test_stats_files_of_a_result_without_the_texts_fail_clearly():
+    with pytest.raises(AnsibleFilterError, match="bundle_stats_files: 'raw_mountstats'"):
+        FILTERS["bundle_stats_files"]("clients", {}, {})
