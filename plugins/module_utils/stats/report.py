@@ -202,12 +202,18 @@ def console_lines(metrics, rows, bundle_path, message):
     restore when there was one, the bundle, what was written, then the comparison rows
     (metric | before | after | after/before). Decided here so the task only prints it."""
     aggregate = metrics.get("canary_aggregate") or {}
-    lines = [metrics.get("summary") or "no diagnosis (statistics not collected)",
-             "canary: %s ranks on %s clients, %s bytes in %s s, start spread %s s (%s)" % (
-                 metrics.get("canary_ranks") if metrics.get("canary_ranks") is not None else "-",
-                 len(metrics.get("canary_hosts") or []), aggregate.get("total_bytes", 0),
-                 _fmt(aggregate.get("seconds")), _fmt(aggregate.get("start_spread_seconds")),
-                 aggregate.get("spread_message") or "-")]
+    lines = [metrics.get("summary") or "no diagnosis (statistics not collected)"]
+    if metrics.get("source") == "capture":
+        lines.append("capture (no canary ranks): %s window, %s s, %s bytes written%s; achieved from %s" % (
+            metrics.get("capture_kind") or "-", _fmt(metrics.get("capture_seconds")),
+            metrics.get("capture_bytes") if metrics.get("capture_bytes") is not None else "-",
+            " (hit the maximum)" if metrics.get("capture_hit_max") else "", metrics.get("capture_basis") or "-"))
+    else:
+        lines.append("canary: %s ranks on %s clients, %s bytes in %s s, start spread %s s (%s)" % (
+            metrics.get("canary_ranks") if metrics.get("canary_ranks") is not None else "-",
+            len(metrics.get("canary_hosts") or []), aggregate.get("total_bytes", 0),
+            _fmt(aggregate.get("seconds")), _fmt(aggregate.get("start_spread_seconds")),
+            aggregate.get("spread_message") or "-"))
     restore = metrics.get("restore")
     if restore:
         read = restore.get("aggregate") or {}
@@ -640,7 +646,7 @@ def figure_series(metrics, before=None):
     links = ["%s: %s" % (run.get("label") or "run", run.get("network_headline") or "network unmeasured") for run in runs]
     return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency,
             "metadata": metadata, "timeline": [line for line in (timeline(run) for run in runs) if line["hosts"]],
-            "links": links}
+            "links": links, "sources": [run.get("source") or "canary" for run in runs]}
 
 
 def _restore_bars(runs):

@@ -78,8 +78,17 @@ def _draw_throughput(axes, series):
         axes.legend(loc="lower right", fontsize=8)
     axes.set_xlim(0, top * 1.7)
     axes.set_ylim(-0.6, len(runs) - 0.4)
-    axes.set_xlabel("MB/s (total bytes / (latest end - earliest start))", fontsize=8)
+    axes.set_xlabel(THROUGHPUT_RULES.get(tuple(sorted(set(series.get("sources") or ["canary"]))), THROUGHPUT_RULES[("canary",)]),
+                    fontsize=8)
     axes.set_title("Throughput against the target", fontsize=10)
+
+
+# What the throughput axis rests on, by the bundles' sources (report.figure_series "sources").
+THROUGHPUT_RULES = {
+    ("canary",): "MB/s (total bytes / (latest end - earliest start))",
+    ("capture",): "MB/s (bytes written to the server / window; a real job, no canary ranks)",
+    ("canary", "capture"): "MB/s (canary: total bytes / (latest end - earliest start); capture: bytes written / window)",
+}
 
 
 def _draw_write_split(axes, series):
@@ -120,7 +129,8 @@ def _draw_metadata(axes, series):
         _empty_panel(axes, "no metadata ops in this bundle")
         return
     ops = [name for name in report.FIGURE_OPS if any(item["op"] == name for item in data)]
-    labels = [run["label"] for run in series["throughput"]]
+    # One group per run; a run's restore bar (phase "restore") has no metadata ops of its own.
+    labels = [run["label"] for run in series["throughput"] if run.get("phase") != "restore"]
     height = 0.8 / len(labels)
     top = max(item["exe_ms"] for item in data) or 1.0
     for index, label in enumerate(labels):
@@ -179,7 +189,8 @@ def _draw_timeline(axes, series):
     axes.set_title("Ranks per host, sorted by first start", fontsize=10)
     runs = series.get("timeline") or []
     if not runs:
-        _empty_panel(axes, "no per-rank canary results in this bundle")
+        _empty_panel(axes, "no canary ranks: a capture of a real job's checkpoint" if "capture" in (series.get("sources") or [])
+                     else "no per-rank canary results in this bundle")
         return
     rows = [(run, host) for run in runs for host in run["hosts"]]
     notes = _timeline_notes(runs)

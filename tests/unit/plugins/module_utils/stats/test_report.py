@@ -280,3 +280,13 @@ def test_console_lines_say_the_verdict_the_canary_the_restore_and_the_comparison
     assert lines[3:] == ["bundle: /r/b", "wrote report.md", "throughput | 1.0 | 2.0 | 2.0"]
     bare = report_utils.console_lines({}, [], "/r/b", "m")
     assert bare[0] == "no diagnosis (statistics not collected)" and not any(line.startswith("restore") for line in bare)
+
+
+def test_console_lines_of_a_capture_say_there_were_no_canary_ranks():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report as report_utils
+    metrics = {"summary": "s", "source": "capture", "capture_kind": "between", "capture_seconds": 50.0,
+               "capture_bytes": 33554432, "capture_hit_max": False, "capture_basis": "mountstats serverwritebytes"}
+    lines = report_utils.console_lines(metrics, [], "/r/b", "m")
+    assert lines[1] == "capture (no canary ranks): between window, 50 s, 33554432 bytes written; achieved from mountstats serverwritebytes"
+    assert not any(line.startswith("canary:") for line in lines)
+    assert "(hit the maximum)" in report_utils.console_lines(dict(metrics, capture_hit_max=True), [], "/r/b", "m")[1]

@@ -73,3 +73,32 @@ def test_timeline_says_when_loosely_known_clocks_cannot_confirm_the_start():
         assert "start spread 0.004 s (clocks +/- 1.2 s): not confirmed" in figure.axes[3].get_title()
     finally:
         pyplot.close(figure)
+
+
+def _figure_texts(pyplot, bundle_name):
+    series = report.figure_series(checkpoint_report.bundle_metrics(sample_path("..", "captures", bundle_name), None, []))
+    figure = report_figure.draw_figure(pyplot, series)
+    try:
+        panels = figure.axes
+        return {"xlabel": panels[0].get_xlabel(),
+                "metadata_legend": [text.get_text() for text in (panels[2].get_legend().get_texts() if panels[2].get_legend() else [])],
+                "timeline": [text.get_text() for text in panels[3].texts]}
+    finally:
+        pyplot.close(figure)
+
+
+def test_a_capture_figure_says_what_its_throughput_rests_on_and_why_no_ranks_are_drawn():
+    """A real job's capture has no canary ranks: its axis must not claim the canary's rule."""
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    capture = _figure_texts(pyplot, "capture_clock_step")
+    assert capture["xlabel"] == report_figure.THROUGHPUT_RULES[("capture",)]
+    assert capture["timeline"] == ["no canary ranks: a capture of a real job's checkpoint"]
+    canary = _figure_texts(pyplot, "clock_step")
+    assert canary["xlabel"] == "MB/s (total bytes / (latest end - earliest start))"
+
+
+def test_a_restore_bar_adds_no_empty_run_to_the_metadata_legend():
+    """The restore's hatched bar is a phase of its run, not a run: no legend entry without bars."""
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    texts = _figure_texts(pyplot, "restore_clock_step")
+    assert not any("restore" in label for label in texts["metadata_legend"])
