@@ -169,8 +169,10 @@ options:
         for the data read, each block is a READ to the server, and there is no readahead. Needs O(block_size) a
         multiple of 4096 and O(bytes_per_rank) a multiple of O(block_size), as O(direct=true) does. A file system
         without C(O_DIRECT) (tmpfs) fails the read with C(EINVAL).
+      - V(none) - nothing is emptied: a warm read, the control case that shows what a cold cache changes (the
+        diagnosis's C(restore.cold_cache) measures how much was read from the server whichever method ran).
     type: str
-    choices: [fadvise, direct]
+    choices: [fadvise, direct, none]
     default: fadvise
 notes:
   - Ranks are forked processes; results, D-state samples and cleanup do not depend on the play's

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 
-CACHE_METHODS = ("fadvise", "direct")
+# none: no emptying at all, a warm read - the control that shows what a cold cache changes (the
+# diagnosis's cold_cache measures how much came from the server either way).
+CACHE_METHODS = ("fadvise", "direct", "none")
 # The keys a rank's result gains with restore=true; complete_read() fills the ones a rank never sent.
 READ_KEYS = ("read_start", "read_end", "read_bytes", "read_error", "verify_errors", "verify_error_count")
 # verify_errors names at most this many blocks per rank (verify_error_count has them all): a
@@ -38,6 +40,7 @@ CACHE_GUARANTEES = {
     "fadvise": "POSIX_FADV_DONTNEED over each file's range after its fsync: drops the clean pages the kernel can drop;"
                " not verified here that the NFS client released every page",
     "direct": "O_DIRECT reads: the client page cache is not used for the data read",
+    "none": "nothing emptied (a warm read, the control): what was written may still be read from the client's page cache",
 }
 
 

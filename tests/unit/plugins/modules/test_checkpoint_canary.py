@@ -635,6 +635,18 @@ def test_restore_reads_back_every_byte_after_the_last_write(target):
     assert result["cleaned_up"] is True and _workdirs(target) == []
 
 
+def test_restore_none_reads_warm_without_dropping_pages(target, monkeypatch):
+    """restore_cache=none is the control (issue 16, "cold and warm cache"): no posix_fadvise, no
+    O_DIRECT, every block still verified, and the result names the method and what it guarantees."""
+    calls = []
+    monkeypatch.setattr(checkpoint_canary.os, "posix_fadvise", lambda *args: calls.append(args))
+    result = run_module(checkpoint_canary, _args(target, restore=True, restore_cache="none"))
+    assert calls == []
+    assert result["summary"]["restore"]["restore_cache"] == "none"
+    assert result["summary"]["restore"]["verify_error_count"] == 0
+    assert result["restore"]["guarantee"].startswith("nothing emptied")
+
+
 def test_restore_file_per_rank_with_two_files_each(target):
     result = run_module(checkpoint_canary, _args(target, restore=True, layout="file_per_rank", files_per_rank=2,
                                                  bytes_per_rank=80 * KIB))

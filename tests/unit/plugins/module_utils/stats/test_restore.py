@@ -73,7 +73,7 @@ def test_first_difference():
     ((True, "fadvise", False, 4096, 8192), "restore=true needs fsync=true"),
     ((True, "direct", True, 1000, 8000), "block_size must be a multiple of 4096 with restore_cache=direct"),
     ((True, "direct", True, 4096, 4096 * 3 + 1), "bytes_per_rank must be a multiple of block_size with restore_cache=direct"),
-    ((True, "warm", True, 4096, 8192), "restore_cache must be one of fadvise, direct"),
+    ((True, "warm", True, 4096, 8192), "restore_cache must be one of fadvise, direct, none"),
 ])
 def test_validate_restore_names_the_option(args, message):
     errors = restore.validate_restore(*args)
