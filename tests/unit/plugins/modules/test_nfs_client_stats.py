@@ -164,13 +164,13 @@ def test_samples_keep_their_schedule_whatever_a_pass_costs(fake_host, monkeypatc
     def sleep(seconds):
         sleeps.append(round(seconds, 3))
         clock[0] += seconds
-    real_sample = nfs_client_stats.sample_dstate
+    real_scan = nfs_client_stats.dstate_scan.scan
 
-    def slow_sample():
+    def slow_scan(proc):
         clock[0] += 0.25
-        return real_sample()
+        return real_scan(proc)
     monkeypatch.setattr(nfs_client_stats.time, "sleep", sleep)
-    monkeypatch.setattr(nfs_client_stats, "sample_dstate", slow_sample)
+    monkeypatch.setattr(nfs_client_stats.dstate_scan, "scan", slow_scan)
     run_module(nfs_client_stats, {"dstate_samples": 3, "dstate_interval": 1.0})
     assert sleeps == [0.75, 0.75]
 
