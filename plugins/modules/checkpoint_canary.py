@@ -162,14 +162,15 @@ options:
         ranks still writing), outside both timed windows. The reads are then ordinary buffered reads with the
         client's readahead, as a training job's load is. What is guaranteed is the call - the kernel drops the
         clean, unmapped, unlocked pages of the range; after the fsync (NFS COMMIT) the pages should all be clean.
-        Not verified here - that the NFS client releases every page (a page it still holds state for is not
-        dropped), so some reads may still hit the cache. The residency is not measured (no C(mincore) in the
-        Python standard library); the result only records the method.
+        Not guaranteed by the call - that the NFS client releases every page (a page it still holds state for
+        is not dropped), so some reads may still hit the cache. This module records only the method (no
+        C(mincore) in the Python standard library); M(ckptio.nfs.diagnose_bundle) measures the result
+        (C(restore.cold_cache) - the clients' mountstats C(serverreadbytes) against the bytes read back).
       - V(direct) - the reads open with C(O_DIRECT) into a page-aligned buffer; the client page cache is not used
         for the data read, each block is a READ to the server, and there is no readahead. Needs O(block_size) a
         multiple of 4096 and O(bytes_per_rank) a multiple of O(block_size), as O(direct=true) does. A file system
         without C(O_DIRECT) (tmpfs) fails the read with C(EINVAL).
-      - V(none) - nothing is emptied: a warm read, the control case that shows what a cold cache changes (the
+      - V(none) - nothing is emptied, a warm read - the control case that shows what a cold cache changes (the
         diagnosis's C(restore.cold_cache) measures how much was read from the server whichever method ran).
     type: str
     choices: [fadvise, direct, none]
