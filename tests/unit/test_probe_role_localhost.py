@@ -10,32 +10,16 @@ the bundle, and that the run fails at the end naming c2.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.modules import tcp_probe as module
+from ansible_collections.ckptio.nfs.tests.unit.utils import BUNDLE_PLAY, run_playbook
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_tcp_probe import free_port, listening, our_processes
 
 IPERF3 = shutil.which("iperf3")
-# The collection tree this test runs from (the staged copy under .../ansible_collections/ckptio/nfs).
-COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(module.__file__), "..", "..", "..", "..", ".."))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-DRIVER = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - ansible.builtin.set_fact:
-        canary_validation__bundle: "{bundle}"
-    - ansible.builtin.file:
-        path: "{bundle}/clients/{{{{ item }}}}"
-        state: directory
-        mode: "0755"
-      loop: [c1, c2]
+DRIVER = BUNDLE_PLAY + """
 - hosts: nfs_clients
   gather_facts: false
   tasks:
@@ -85,15 +69,10 @@ def test_a_failed_send_still_stops_the_listeners_and_fails_the_run_at_the_end(tm
         nobody = free_port()
     bundle = tmp_path / "bundle"
     state = tmp_path / "probe-state"
-    (tmp_path / "driver.yml").write_text(DRIVER.format(bundle=bundle, base=base, nobody=nobody))
-    (tmp_path / "hosts.yml").write_text(INVENTORY.format(python=sys.executable))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-               ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-remote-tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0")
-    run = subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "driver.yml"),
-         "-e", "canary_validation_probe_port_base=%d" % base, "-e", "canary_validation_probe_seconds=1",
-         "-e", "canary_validation_probe_state_dir=%s" % state],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300, check=False)
+    run = run_playbook(tmp_path, DRIVER.format(bundle=bundle, base=base, nobody=nobody, clients="[c1, c2]"),
+                       INVENTORY.format(python=sys.executable),
+                       ["-e", "canary_validation_probe_port_base=%d" % base, "-e", "canary_validation_probe_seconds=1",
+                        "-e", "canary_validation_probe_state_dir=%s" % state])
     output = run.stdout + run.stderr
 
     assert run.returncode != 0, output

@@ -11,28 +11,13 @@ every block at the one read go; canary.json carries the read go plan (read_barri
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 import time
 
-from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary as module
+from ansible_collections.ckptio.nfs.tests.unit.utils import BUNDLE_PLAY, run_playbook
 
-COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(module.__file__), "..", "..", "..", "..", ".."))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-DRIVER = """
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - ansible.builtin.set_fact:
-        canary_validation__bundle: "{bundle}"
-    - ansible.builtin.file:
-        path: "{bundle}/clients/{{{{ item }}}}"
-        state: directory
-        mode: "0755"
-      loop: [c1, c2]
+DRIVER = BUNDLE_PLAY + """
 - hosts: nfs_clients
   gather_facts: false
   tasks:
@@ -86,12 +71,6 @@ def test_read_go_goes_only_to_the_client_that_wrote_and_a_failed_write_does_not_
     limited = tmp_path / "limited-python"
     limited.write_text(LIMITED_PYTHON.format(python=sys.executable))
     limited.chmod(0o755)
-    (tmp_path / "driver.yml").write_text(DRIVER.format(bundle=bundle))
-    (tmp_path / "hosts.yml").write_text(INVENTORY.format(python=sys.executable, limited=limited))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-               ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-remote-tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-               ANSIBLE_CALLBACK_FORMAT_PRETTY="0")
     extra = {"canary_validation_path": str(data), "canary_validation_mount_point": str(data),
              "canary_validation_allow_local": True, "canary_validation_collect_stats": False,
              "canary_validation_ranks": 2, "canary_validation_bytes_per_rank": 4 * 1048576, "canary_validation_block_size": 1048576,
@@ -100,9 +79,9 @@ def test_read_go_goes_only_to_the_client_that_wrote_and_a_failed_write_does_not_
              # The read wait's bound is timeout + 2 x kill_grace + 30 s after go = 690 s here.
              "canary_validation_timeout": 600, "canary_validation_kill_grace": 30}
     began = time.monotonic()
-    run = subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "driver.yml"), "-v", "-e", json.dumps(extra)],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
+    run = run_playbook(tmp_path, DRIVER.format(bundle=bundle, clients="[c1, c2]"),
+                       INVENTORY.format(python=sys.executable, limited=limited), ["-v", "-e", json.dumps(extra)],
+                       timeout=600, json_results=True)
     took = time.monotonic() - began
     output = run.stdout + run.stderr
     assert run.returncode == 0, output  # clients.yml saves a failed canary's evidence; report.yml fails the run

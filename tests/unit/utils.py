@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+import sys
 
 from unittest import mock
 
@@ -190,3 +192,41 @@ def broken_capture(name):
     if name.endswith(".escaped.txt"):
         data = re.sub(rb"\\x([0-9a-f]{2})", lambda match: bytes([int(match.group(1), 16)]), data)
     return data
+
+
+# --- real ansible-playbook runs against localhost (role tests that need Ansible's own executor) ---
+
+# The collection tree the tests run from (the staged copy under .../ansible_collections/ckptio/nfs).
+COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+# The first play of a driver that runs canary_validation's client tasks: the bundle directory
+# the controller's prepare.yml would have named, and a clients/<host> directory per client.
+# A str.format template: {bundle}, and the client names as {clients} (a YAML flow list).
+BUNDLE_PLAY = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        canary_validation__bundle: "{bundle}"
+    - ansible.builtin.file:
+        path: "{bundle}/clients/{{{{ item }}}}"
+        state: directory
+        mode: "0755"
+      loop: {clients}
+"""
+
+
+def run_playbook(tmp_path, driver, inventory, arguments=(), timeout=300, json_results=False):
+    """ansible-playbook on driver (text) with inventory (text) from tmp_path, this collection on the
+    collections path and every temporary directory inside tmp_path. json_results: the default
+    callback prints each result as one JSON line (for tests that read results off the output)."""
+    (tmp_path / "driver.yml").write_text(driver)
+    (tmp_path / "hosts.yml").write_text(inventory)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+               ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-remote-tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0")
+    if json_results:
+        env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+                   ANSIBLE_CALLBACK_FORMAT_PRETTY="0")
+    return subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "driver.yml")] + list(arguments),
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=timeout, check=False)
