@@ -118,6 +118,9 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
     })
     metrics.update(_host_metrics(diagnosis))
     metrics.update(restore_metrics(context, canary_ranks))
+    if metrics.get("restore") is not None:
+        # Measured by the diagnosis (serverreadbytes against the bytes read back), not the method's promise.
+        metrics["restore"]["cold_cache"] = (diagnosis.get("restore") or {}).get("cold_cache")
     metrics.update(_capture_metrics(context, diagnosis))
     if canary_ranks is not None:
         metrics["canary_aggregate"] = canary.cluster_aggregate(canary_ranks, canary_context.get("start_at"))
@@ -189,6 +192,13 @@ def _restore_lines(metrics):
     if aggregate.get("synchronized") is False:
         lines += ["**Not a synchronized restore: %s.**" % aggregate.get("spread_message"), ""]
     lines += ["Cold cache: %s (%s)." % (restore.get("restore_cache") or "-", restore.get("guarantee") or "-"), ""]
+    cold = restore.get("cold_cache") or {}
+    if cold.get("cold") is None:
+        lines += ["Measured: unmeasured (no client statistics bracket the reads, or nothing was read back).", ""]
+    else:
+        lines += ["Measured: %s - the server sent %s of the %s bytes read back (%.0f %%; %s)." % (
+            "a cold cache" if cold["cold"] else "**not a cold cache**, part of the restore came from the client's page cache",
+            cold["server_read_bytes"], cold["restore_bytes"], 100.0 * cold["server_share"], cold["rests_on"]), ""]
     bad = restore.get("verify_error_count")
     lines += ["Verification: %s." % ("every block verified: no bad block" if bad == 0 and not restore["skipped"]
                                      else "%s bad blocks" % _fmt(bad))]

@@ -38,7 +38,7 @@ DIFF_CHUNK = 4096
 
 CACHE_GUARANTEES = {
     "fadvise": "POSIX_FADV_DONTNEED over each file's range after its fsync: drops the clean pages the kernel can drop;"
-               " not verified here that the NFS client released every page",
+               " whether the NFS client released every page is measured by the diagnosis (restore.cold_cache)",
     "direct": "O_DIRECT reads: the client page cache is not used for the data read",
     "none": "nothing emptied (a warm read, the control): what was written may still be read from the client's page cache",
 }

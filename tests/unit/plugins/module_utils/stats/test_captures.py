@@ -141,3 +141,28 @@ def test_every_capture_names_the_links_and_cpus_it_measured():
         assert result["cpu"]["nfs1"]["measured_over"] == "the server's samples at the ranks' start and after the last rank ended"
         sides = sorted((row["side"], row["host"], row["interface"]) for row in result["network"]["links"])
         assert sides == [("client", "nfs2", "lab0"), ("client", "nfs3", "lab0"), ("server", "nfs1", "lab0")], name
+
+
+# --- issue 16: a real restore and a real job's capture from the lab (NOTES.txt in each) ---
+
+def test_a_real_fadvise_restore_read_every_byte_from_the_server():
+    """On Debian 12's 6.1 NFS client, POSIX_FADV_DONTNEED after fsync emptied the page cache: the
+    clients' serverreadbytes delta equals the bytes read back (the issue asked to check it)."""
+    result = diagnose(load_bundle(sample_path("..", "captures", "restore_fadvise")))
+    restore = result["restore"]
+    assert restore["verdict"] == "no_target" and restore["restore_cache"] == "fadvise"
+    assert restore["cold_cache"]["cold"] is True
+    assert restore["cold_cache"]["server_read_bytes"] == restore["cold_cache"]["restore_bytes"] == 16777216
+    assert restore["ops"]["READ"]["ops"] == 16  # 16 MiB in 1 MiB READs (rsize=1048576)
+    assert restore["verify_error_count"] == 0 and restore["synchronized"] is not False
+
+
+def test_a_real_capture_of_a_dd_outside_ansible_counts_exactly_its_bytes():
+    bundle = load_bundle(sample_path("..", "captures", "capture_dd"))
+    assert bundle["context"]["source"] == "capture" and bundle["context"]["capture"]["kind"] == "between"
+    result = diagnose(bundle)
+    window = bundle["context"]["capture"]
+    assert window["server_write_bytes"] == 2 * 16 * 1048576
+    assert result["achieved_bytes_per_second"] == pytest.approx(window["server_write_bytes"] / window["seconds"], rel=1e-3)
+    assert "no canary ranks" in result["achieved_source"]
+    assert all("canary" not in files for files in bundle["clients"].values())

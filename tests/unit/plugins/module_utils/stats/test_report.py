@@ -290,3 +290,15 @@ def test_console_lines_of_a_capture_say_there_were_no_canary_ranks():
     assert lines[1] == "capture (no canary ranks): between window, 50 s, 33554432 bytes written; achieved from mountstats serverwritebytes"
     assert not any(line.startswith("canary:") for line in lines)
     assert "(hit the maximum)" in report_utils.console_lines(dict(metrics, capture_hit_max=True), [], "/r/b", "m")[1]
+
+
+def test_report_md_says_whether_the_restore_cache_was_measured_cold():
+    """The method's promise (the guarantee) and the measurement (the diagnosis's cold_cache) are both said."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report as report_utils
+    from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report
+    from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+    metrics = checkpoint_report.bundle_metrics(sample_path("..", "captures", "restore_fadvise"), None, [])
+    markdown = report_utils.render_markdown(metrics)
+    assert "Measured: a cold cache - the server sent 16777216 of the 16777216 bytes read back (100 %" in markdown
+    hand_built = checkpoint_report.bundle_metrics(sample_path("..", "captures", "restore_clock_step"), None, [])
+    assert "**not a cold cache**" in report_utils.render_markdown(hand_built)  # its mountstats hold no READ

@@ -162,7 +162,7 @@ def test_restore_context_block_puts_reads_on_the_controllers_clock_and_flags_a_s
     block = restore.context_restore_block(results, go, clocks, ["a", "b"], window_seconds=10)
     assert block["bytes"] == 400 and block["seconds"] == 2.03 and block["read_go_at"] == go
     assert block["start_spread_seconds"] == 0.03 and block["synchronized"] is True and block["clocks_measured"] is True
-    assert block["restore_cache"] == "fadvise" and "not verified" in block["guarantee"]
+    assert block["restore_cache"] == "fadvise" and "measured by the diagnosis" in block["guarantee"]
     assert block["verify_error_count"] == 0 and block["finished_ranks"] == 4 and block["ranks"] == 4
     assert block["target_window_seconds"] == 10.0 and block["skipped"] == {}
     # Without the offsets the 3 s step would be read as a 3 s spread: flagged, and the time span not averaged.
