@@ -166,3 +166,23 @@ def test_a_real_capture_of_a_dd_outside_ansible_counts_exactly_its_bytes():
     assert result["achieved_bytes_per_second"] == pytest.approx(window["server_write_bytes"] / window["seconds"], rel=1e-3)
     assert "no canary ranks" in result["achieved_source"]
     assert all("canary" not in files for files in bundle["clients"].values())
+
+
+def test_a_warm_read_of_a_shared_file_two_clients_wrote_is_cold_anyway():
+    """restore_cache=none on the lab's shared file: close-to-open made every read go to the server,
+    and the measurement says so instead of trusting the method's name."""
+    result = diagnose(load_bundle(sample_path("..", "captures", "restore_none_shared")))
+    cold = result["restore"]["cold_cache"]
+    assert result["restore"]["restore_cache"] == "none"
+    assert cold["cold"] is True and cold["server_read_bytes"] == cold["restore_bytes"] == 16777216
+    assert result["restore"]["ops"]["READ"]["ops"] == 256  # 64 KiB READs: the lab's untuned rsize
+
+
+def test_a_warm_read_of_files_one_client_wrote_is_caught_as_not_cold():
+    """The other half of issue 16's cold/warm proof: no READ reached the server, and the diagnosis
+    says the restore was not from a cold cache."""
+    result = diagnose(load_bundle(sample_path("..", "captures", "restore_none_per_rank")))
+    cold = result["restore"]["cold_cache"]
+    assert cold["cold"] is False and cold["server_read_bytes"] == 0 and cold["restore_bytes"] == 16777216
+    assert result["restore"]["ops"]["READ"]["ops"] == 0
+    assert "NOT cold" in render_markdown(result)
