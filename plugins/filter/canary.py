@@ -94,7 +94,12 @@ def canary_barrier(hosts, ready_results, clocks, launch_at, now, fanout_seconds=
     return barrier.plan_go(ready, offsets, fanout, now, abort_reason)
 
 
-def canary_server_samples(start_results, end_results):
+def canary_server_samples(start_results, end_results, write_end_results=None):
+    # With restore, the servers' end sample is the one taken when every client had written (in the
+    # read barrier): the write's server shares must exclude the reads. A skipped or absent
+    # write-end task (no restore) leaves the sample after the last rank ended.
+    if isinstance(write_end_results, Mapping) and not write_end_results.get("skipped"):
+        end_results = write_end_results
     names = bundle.file_names("servers")
     files = []
     # async_status over the start jobs: each result's item is the job, whose item is the host.

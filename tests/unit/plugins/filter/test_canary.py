@@ -210,3 +210,14 @@ def test_the_restore_fixtures_context_is_what_the_filter_writes_from_its_canary_
     # On the hosts' own clocks the reads start ~2 s apart (nfs3 runs 2.38 s ahead); on the controller's together.
     own = [rank["read_start"] for result in results for rank in result["ranks"]]
     assert max(own) - min(own) > 2.0 and context["restore"]["start_spread_seconds"] < 0.01
+
+
+def test_server_samples_take_the_write_end_sample_when_the_restore_took_one():
+    start = {"results": []}
+    end = {"results": [{"item": "s1", "host_sample": {"time": 2.0}}]}
+    write_end = {"results": [{"item": "s1", "host_sample": {"time": 1.0}}]}
+    pick = FILTERS["canary_server_samples"]
+    assert [f["sample"]["time"] for f in pick(start, end, write_end)["files"]] == [1.0]
+    skipped = {"results": [{"item": "s1", "skipped": True}], "skipped": True}
+    assert [f["sample"]["time"] for f in pick(start, end, skipped)["files"]] == [2.0]
+    assert [f["sample"]["time"] for f in pick(start, end, None)["files"]] == [2.0]
