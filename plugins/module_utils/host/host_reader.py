@@ -112,6 +112,8 @@ def read_host_sample(route_addresses=(), root=SYS_CLASS_NET, proc=PROC):
               # CPU this process (the module, with Python's start and Ansible's wrapper) used before
               # the sample: the measurement's own cost, which the diagnosis takes out again.
               "sampler_cpu_seconds": _own_cpu_seconds()}
+    # The kernel decides facts the diagnosis states (module_utils/stats/kernels.py).
+    sample["kernel_release"] = (atomic_file.read_optional(os.path.join(proc, "sys", "kernel", "osrelease")) or "").strip() or None
     uptime = (atomic_file.read_optional(os.path.join(proc, "uptime")) or "").split()
     if uptime:
         try:

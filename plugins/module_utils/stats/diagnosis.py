@@ -22,6 +22,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
 # diagnosis.md (per-host lines, or a summary at scale) is rendered in its own file; re-exported.
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import render_markdown  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -267,6 +268,7 @@ def _server_view(host, files):
             "pool": None, "threads": parse_single_number(files.get("threads")),
             "host_before": _sample(files.get("host_before")), "host_after": _sample(files.get("host_after")),
             "host_start": _sample(files.get("host_start")), "host_end": _sample(files.get("host_end"))}
+    view["kernel_release"] = kernels.server_kernel([view])
     if files.get("pool_stats_after"):
         view["pool"] = pool_stats_delta(parse_pool_stats(files["pool_stats_after"]), parse_pool_stats(files.get("pool_stats_before") or ""))
     if view["threads"] is None:
@@ -651,6 +653,8 @@ def diagnose(bundle):
     for problem in bundle.get("problems") or []:
         evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
     figures = _client_figures(run["context"], run["clients"])
+    # How this server's kernel sizes a v4.1 session (fixed cap up to 6.13, on demand from 6.14).
+    figures["session_grant"] = kernels.session_slot_grant(kernels.server_kernel(run["servers"]))
     net, links = _network_evidence(evidence, run)
     send = _send_side_evidence(evidence, run["clients"], figures, net)
     cpu = _cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
@@ -667,6 +671,7 @@ def diagnose(bundle):
         "servers": run["servers"], "clients": run["clients"], "layout": access["layout"],
         "send_backed_up": send["backed_up"], "network": net, "reconnects": reconnects,
         "shared_file": access["shared_file"], "lock_waits": access["lock_waits"],
+        "session_grant": figures["session_grant"],
     }
     recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     return _diagnosis_result(run, evidence, links, found, decision, recommendations)
@@ -865,7 +870,7 @@ def _client_rpc_slots_layer(evidence, clients, figures, send):
     backlogged = evidence.add("client_rpc_slots", "transport backlog per send (bklog_u/sends, all transports)", backlog_per_send,
                               ">= %.1f" % BACKLOG_PER_SEND_LIMIT, backlog_per_send >= BACKLOG_PER_SEND_LIMIT,
                               "requests waiting for a transport slot; on v4.1+ this stays 0 because the cap is 65536 (NFS_CS_INFINITE_SLOTS)")
-    slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, figures["sessions"])
+    slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, figures["sessions"], figures["session_grant"])
     send_backed_up = send["backed_up"]
     if figures["sessions"]:
         # v4.1+: the transport is uncapped, session slots throttle; waiting shows only as queue
@@ -1299,7 +1304,7 @@ def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up
     return "high", reasons
 
 
-def _slot_caps(clients, evidence, sessions):
+def _slot_caps(clients, evidence, sessions, session_grant):
     """(cap, cap is tiny, some transport reached its cap) from sunrpc.txt and max_slots."""
     tiny = False
     at_cap = False
@@ -1314,8 +1319,8 @@ def _slot_caps(clients, evidence, sessions):
                 tiny = tiny or cap <= TINY_SLOT_CAP
                 evidence.add("client_rpc_slots", "NFSv4.1 session slots requested (nfs max_session_slots) on %s" % client["host"], cap,
                              "<= %d is an artificial cap" % TINY_SLOT_CAP, cap <= TINY_SLOT_CAP,
-                             "the server grants min(request, 160, DRC memory / threads) (lab: 30 of 64 on a 2 GiB server); "
-                             "xprt max_slots reached %s per connection, which bounds requests in flight" % rpc["max_slots"])
+                             "%s; xprt max_slots reached %s per connection, which bounds requests in flight" % (
+                                 session_grant["text"], rpc["max_slots"]))
         else:
             protocol_cap = "udp_slot_table_entries" if rpc["protocols"] == ["udp"] else "tcp_max_slot_table_entries"
             cap = _int_setting(settings, protocol_cap)
@@ -1355,6 +1360,14 @@ _REARCHITECT = (
 )
 
 
+def _threads_shrink_slots_note(facts):
+    """Only where this kernel ties a v4.1 session's slots to the thread count (kernels.py)."""
+    grant = facts["session_grant"]
+    if not facts["sessions"] or grant["rule"] == "dynamic":
+        return ""
+    return "; note that more threads can shrink the session slots a new v4.1 session is granted (%s)" % grant["text"]
+
+
 def _recommendations(limiting, contributing, verdict, facts):
     layers = [limiting] + list(contributing)
     recs = []
@@ -1365,8 +1378,8 @@ def _recommendations(limiting, contributing, verdict, facts):
             recs.append({"layer": "client_rpc_slots", "setting": "nfs max_session_slots", "value": 128,
                          "how": "ckptio.nfs.sunrpc_slot_table nfs_max_session_slots=128, then unmount/mount every mount of the server",
                          "reason": "NFSv4.1+ WRITEs waited %.0f ms each for a session slot with zero transport backlog; tcp_max_slot_table_entries "
-                                   "does not apply to v4.1 (NFS_CS_INFINITE_SLOTS). The server grants min(request, 160, DRC memory/threads): "
-                                   "check the grant after remounting." % write["avg_queue_ms"]})
+                                   "does not apply to v4.1 (NFS_CS_INFINITE_SLOTS); %s: check the grant after remounting."
+                                   % (write["avg_queue_ms"], facts["session_grant"]["text"])})
         else:
             recs.append({"layer": "client_rpc_slots", "setting": "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries", "value": 128,
                          "how": "ckptio.nfs.sunrpc_slot_table tcp_slot_table_entries=128 tcp_max_slot_table_entries=128, then remount",
@@ -1389,9 +1402,9 @@ def _recommendations(limiting, contributing, verdict, facts):
             threads = server["threads"] or 8
             recs.append({"layer": "server_threads", "setting": "nfsd threads", "value": max(2 * threads, 16), "host": server["host"],
                          "how": "ckptio.nfs.nfsd_threads threads=%d" % max(2 * threads, 16),
-                         "reason": "%.0f %% of packets found no idle nfsd thread at %s threads; note that more threads can shrink "
-                                   "the session slots a new v4.1 session is granted%s" % (
+                         "reason": "%.0f %% of packets found no idle nfsd thread at %s threads%s%s" % (
                                        100 * (facts["no_idle_thread_share"] or 0), threads,
+                                       _threads_shrink_slots_note(facts),
                                        "; the server's CPUs were busy too: if they are saturated, more threads cannot run"
                                        if "server_cpu" in layers else "")})
     if "server_cpu" in layers:
