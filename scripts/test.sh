@@ -6,6 +6,8 @@
 #   scripts/test.sh units -- -k fstab     extra arguments go to the last named stage
 #
 # Stages: sanity units lint compat package molecule-default molecule-fanout molecule-lab
+#   lab-matrix  (not in the default list, ~15 min a kernel) scripts/lab-matrix.sh: the lab on
+#               Debian 11, 12 and 13, kernel facts into tests/output/lab-matrix/matrix.md
 #   compat   sanity and units on the oldest ansible-core requires_ansible names (own venv)
 #   package  the Galaxy tarball: build test, galaxy-importer, antsibull-docs, EE introspection
 # Each stage prints a line `stage NAME: passed|failed (Ns)`; the run ends with
@@ -156,7 +158,8 @@ for stage in "${stages[@]}"; do
     molecule-default) run_molecule default ;;
     molecule-fanout) run_molecule fanout ;;
     molecule-lab) run_molecule lab ;;
-    *) echo "unknown stage: $stage (known: ${ALL_STAGES[*]})" >&2; false ;;
+    lab-matrix) "$REPO/scripts/lab-matrix.sh" "${extra[@]}" ;;
+    *) echo "unknown stage: $stage (known: ${ALL_STAGES[*]} lab-matrix)" >&2; false ;;
   esac
   rc=$?
   secs=$(( $(date +%s) - start ))

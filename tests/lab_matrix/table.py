@@ -1,0 +1,128 @@
+"""Render scripts/lab-matrix.sh's results as the Markdown table docs/kernels.md quotes.
+
+Usage: python3 tests/lab_matrix/table.py tests/output/lab-matrix > matrix.md
+Each column is one suite directory; a fact that was not measured there says so.
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+UNMEASURED = "not measured"
+
+
+def load(directory, name):
+    try:
+        with open(os.path.join(directory, name)) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def header_columns(pool_stats):
+    for line in (pool_stats or "").splitlines():
+        if line.startswith("#"):
+            return " ".join(line.lstrip("#").split())
+    return UNMEASURED
+
+
+def mount_options(facts):
+    for line in (facts or {}).get("mountinfo_nfs", []):
+        if " - nfs4 " not in line and " - nfs " not in line:
+            continue
+        options = line.split(" - ", 1)[1].split()[-1]
+        found = dict(item.partition("=")[::2] for item in options.split(","))
+        return "vers=%s nconnect=%s wsize=%s" % (found.get("vers"), found.get("nconnect", "1 (not shown)"), found.get("wsize"))
+    return UNMEASURED
+
+
+def threads_row(result):
+    if result is None:
+        return "n/a"
+    verdict = "kept" if result["live_after_restart"] == result["persisted"] else "**reset**"
+    return "%s live after restart (persisted %s): %s" % (result["live_after_restart"], result["persisted"], verdict)
+
+
+def grant(slots, server):
+    if not slots or slots.get("error") or not slots.get("highest_slotid"):
+        return (slots or {}).get("error", UNMEASURED)
+    granted = max(slots["highest_slotid"]) + 1
+    threads = (server or {}).get("threads", "?")
+    return "%d granted of %s requested (server: %s threads, %d MiB); highest slot used %s in %d SEQUENCE replies" % (
+        granted, slots.get("max_session_slots"), str(threads).strip(), (server or {}).get("mem_total_kib", 0) // 1024,
+        slots.get("max_slot_nr_used"), slots.get("sequence_replies", 0))
+
+
+def nfsd_stats(directory):
+    try:
+        with open(os.path.join(directory, "nfsd_stats.txt")) as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    match = re.search(r"=> (\{.*\})", text)
+    if not match:
+        return None
+    try:
+        return json.loads(match.group(1))
+    except ValueError:
+        return None
+
+
+def diagnosis(directory):
+    paths = sorted(glob.glob(os.path.join(directory, "reports", "*", "diagnosis.json")))
+    if not paths:
+        return UNMEASURED
+    with open(paths[-1]) as handle:
+        result = json.load(handle)
+    return "%s, limiting %s (confidence %s), %.2f MB/s" % (result.get("verdict"), result.get("limiting_layer"),
+                                                             result.get("confidence"), (result.get("achieved_bytes_per_second") or 0) / 1e6)
+
+
+def column(directory):
+    server = load(directory, "server-baseline.json") or {}
+    tuned_server = load(directory, "server-tuned.json") or {}
+    client = load(directory, "client-baseline.json") or {}
+    tuned = load(directory, "client-tuned.json") or {}
+    slots = load(directory, "slots.json")
+    stats = nfsd_stats(directory) or {}
+    files = server.get("proc_fs_nfsd_files")
+    after_slots = load(directory, "server-after-slots.json") or {}
+    return {
+        "kernel (uname -r)": server.get("kernel_release", UNMEASURED),
+        "userland": "%s; nfs-utils %s" % (server.get("os_release"), server.get("nfs_kernel_server")),
+        "nfs-server ExecStart": "`%s`" % re.sub(r".*argv\[\]=([^;]*);.*", r"\1", tuned_server.get("nfs_server_execstart", "")).strip()
+        if tuned_server else UNMEASURED,
+        "nfs-utils_env.sh": "yes" if server.get("nfs_utils_env_sh") else "no",
+        "persisted threads, nfs.conf drop-in only": threads_row(load(directory, "threads-restart.json")),
+        "persisted threads, with persist_command_line": threads_row(load(directory, "threads-restart-command-line.json")),
+        "/proc/fs/nfsd/min_threads": UNMEASURED if files is None else ("present" if "min_threads" in files else "absent"),
+        "/proc/fs/nfsd/max_connections": UNMEASURED if files is None else ("present" if "max_connections" in files else "absent"),
+        "pool_stats header": "`%s`" % header_columns(server.get("pool_stats")),
+        "nfsd_stats parsed columns": ", ".join(stats.get("pool_stats", {}).get("columns", [])) or UNMEASURED,
+        "clients/*/info keys": ", ".join(sorted({line.split(":", 1)[0] for text in after_slots.get("clients_info", {}).values()
+                                                 for line in (text or "").splitlines() if ":" in line})) or UNMEASURED,
+        "v4.1 session grant (nfs4_sequence_done)": grant(slots, load(directory, "server-after-slots.json")),
+        "client max_session_slots baseline -> tuned": "%s -> %s" % (client.get("parameters", {}).get("nfs.max_session_slots", "?"),
+                                                                     tuned.get("parameters", {}).get("nfs.max_session_slots", "?")),
+        "mount after tuning": mount_options(tuned),
+        "xprt: counters after the protocol": ", ".join(str(count - 1) for count in tuned.get("xprt_fields", [])) or UNMEASURED,
+        "canary diagnosis": diagnosis(directory),
+    }
+
+
+def main():
+    root = sys.argv[1]
+    order = ["bullseye", "bookworm", "trixie"]
+    suites = sorted((name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))),
+                    key=lambda name: (order.index(name) if name in order else len(order), name))
+    columns = {suite: column(os.path.join(root, suite)) for suite in suites}
+    rows = list(next(iter(columns.values()), {}).keys())
+    print("| fact | %s |" % " | ".join(suites))
+    print("|---|%s" % ("---|" * len(suites)))
+    for row in rows:
+        print("| %s | %s |" % (row, " | ".join(str(columns[suite][row]).replace("|", "\\|") for suite in suites)))
+
+
+if __name__ == "__main__":
+    main()

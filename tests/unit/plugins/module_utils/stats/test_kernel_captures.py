@@ -1,0 +1,120 @@
+"""The code paths that differ by kernel, on captures from each kernel of the lab matrix.
+
+tests/fixtures/kernels/<suite>/ holds what scripts/lab-matrix.sh measured on Debian 11 (5.10),
+12 (6.1) and 13 (6.12) - NOTES.txt there says how. Each test runs the collection's own parser or
+rule on that kernel's real files and checks it against what the kernel printed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_pool_stats, parse_pool_threads, parse_single_number
+from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+
+KERNELS = os.path.normpath(sample_path("..", "kernels"))
+# What each kernel printed (the raw files beside) - the expectations, not the parser's output.
+EXPECTED = {
+    "bullseye": {"release": "5.10.0-46-amd64",
+                 "pool_columns": ["pool", "packets-arrived", "sockets-enqueued", "threads-woken", "threads-timedout"],
+                 "max_connections": True, "command_line_count": True},
+}
+SUITES = [suite for suite in sorted(EXPECTED) if os.path.isdir(os.path.join(KERNELS, suite))]
+
+
+def path(suite, *parts):
+    return os.path.join(KERNELS, suite, *parts)
+
+
+def text(suite, *parts):
+    with open(path(suite, *parts)) as handle:
+        return handle.read()
+
+
+def facts(suite, name):
+    return json.loads(text(suite, name + ".json"))
+
+
+def test_every_suite_of_the_matrix_has_its_captures():
+    assert SUITES == sorted(EXPECTED), "missing kernel captures: %s" % sorted(set(EXPECTED) - set(SUITES))
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_pool_stats_columns_come_from_this_kernels_header(suite):
+    for phase in ("raw-server-baseline", "raw-server-after-slots"):
+        parsed = parse_pool_stats(text(suite, phase, "nfsd_pool_stats.txt"))
+        assert parsed["columns"] == EXPECTED[suite]["pool_columns"]
+        assert parsed["pools"] and all(set(pool) == set(parsed["columns"]) for pool in parsed["pools"])
+    # The single-number files and pool_threads parse on every kernel.
+    threads = parse_single_number(text(suite, "raw-server-after-slots", "nfsd_threads.txt"))
+    assert threads == 8 and parse_pool_threads(text(suite, "raw-server-after-slots", "nfsd_pool_threads.txt")) == [threads]
+    assert parse_single_number(text(suite, "raw-server-baseline", "nfsd_max_block_size.txt")) == 1048576
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_mountstats_of_this_kernel_parse_with_every_transport(suite):
+    mounts = parse_mountstats(text(suite, "raw-client-tuned", "mountstats.txt").splitlines(True))
+    (mount,) = [mount for mount in mounts if mount["mount_point"] == "/mnt/nfs"]
+    assert mount["nfs_version"] == "4.1" and mount["opts"]["nconnect"] == "4"
+    xprt_lines = [line for line in text(suite, "raw-client-tuned", "mountstats.txt").splitlines() if line.strip().startswith("xprt:")]
+    assert len(mount["xprt"]) == len(xprt_lines) == 4
+    assert mount["xprt_totals"]["sends"] == sum(int(line.split()[7]) for line in xprt_lines)
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_min_threads_is_refused_where_this_kernel_has_no_file(suite, tmp_path, monkeypatch):
+    listing = facts(suite, "server-baseline")["proc_fs_nfsd_files"]
+    for name in listing:
+        (tmp_path / name).write_text("")
+    monkeypatch.setattr(nfsd_threads, "PROC_NFSD", str(tmp_path))
+    params = {"threads": 16, "min_threads": 4, "max_connections": None, "state": "present",
+              "conf_file": "/etc/nfs.conf.d/ckptio-nfsd.conf"}
+    errors = nfsd_threads.validate(params)
+    if "min_threads" in listing:
+        assert not any("min_threads is not supported" in error for error in errors)
+    else:
+        assert any("min_threads is not supported here" in error for error in errors)
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_the_grant_rule_chosen_for_this_kernel_holds_on_the_measured_grant(suite):
+    server = facts(suite, "server-after-slots")
+    slots = facts(suite, "slots")
+    assert server["kernel_release"] == slots["kernel_release"] == EXPECTED[suite]["release"]
+    grant = kernels.session_slot_grant(server["kernel_release"])
+    granted = max(slots["highest_slotid"]) + 1
+    requested = int(slots["max_session_slots"])
+    assert granted <= min(requested, grant["cap"])
+    if grant["rule"] == "fixed":
+        # A fixed table: the server's reply never moves the grant during the writes.
+        assert len(slots["highest_slotid"]) == 1 and slots["target_highest_slotid"] == slots["highest_slotid"]
+    trace = text(suite, "raw-slots", "trace_nfs4_sequence_done.txt")
+    assert re.search(r"highest_slotid=%d target_highest_slotid=" % (granted - 1), trace)
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_diagnosis_of_this_kernels_canary_names_its_rule(suite):
+    result = diagnose(load_bundle(path(suite, "bundle")))
+    rows = [item for item in result["evidence"] if "session slots requested" in item["signal"]]
+    assert rows and all(EXPECTED[suite]["release"] in row["explanation"] for row in rows)
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_thread_count_after_restart_follows_the_mechanism(suite):
+    # nfs.conf drop-in only: kept where nfs-server reads nfs.conf, reset to RPCNFSDCOUNT where
+    # rpc.nfsd gets a count on its command line (docs/kernels.md).
+    plain = facts(suite, "threads-restart")
+    assert (plain["live_after_restart"] == plain["persisted"]) != EXPECTED[suite]["command_line_count"]
+    if EXPECTED[suite]["command_line_count"]:
+        fixed = facts(suite, "threads-restart-command-line")
+        assert fixed["persist_command_line"] and fixed["live_after_restart"] == fixed["persisted"]
+    else:
+        assert not os.path.exists(path(suite, "threads-restart-command-line.json"))
