@@ -11,7 +11,8 @@
 #      live thread count is compared with the persisted one; where the userland starts rpc.nfsd
 #      with a count argument, again with server_tuning_persist_command_line=true
 #   3. the client mounts again, ckptio.nfs.tune_clients tunes it; live values vs the tuning
-#   4. a fresh session's slot grant, from the nfs4_sequence_done tracepoint
+#   4. a fresh session's slot grant, from the nfs4_sequence_done tracepoint; the client reboots
+#      and what it persisted (modprobe.d, fstab) is compared with what its kernel runs
 #   5. ckptio.nfs.nfsd_stats (pool_stats columns, min_threads) and a small canary with its
 #      diagnosis (ckptio.nfs.validate_checkpoint)
 # Results: tests/output/lab-matrix/<suite>/ (facts JSON, raw files, the canary's bundle) and
@@ -79,8 +80,21 @@ run_suite() {
   facts nfs2 slots slots /mnt/nfs
   facts nfs1 server server-after-slots
 
+  log "$suite: client reboot, persisted vs live"
+  local boot_id
+  boot_id=$(lab ssh nfs2 cat /proc/sys/kernel/random/boot_id)
+  lab ssh nfs2 systemctl reboot || true
+  local n=0
+  until [ "$(lab ssh nfs2 cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo "$boot_id")" != "$boot_id" ]; do
+    n=$((n + 1)); [ $n -lt 180 ] || { log "$suite: nfs2 did not come back"; return 1; }; sleep 5
+  done
+  # shellcheck disable=SC2016 # expands on nfs2
+  lab ssh nfs2 'n=0; until mountpoint -q /mnt/nfs; do n=$((n + 1)); [ $n -lt 60 ] || exit 1; sleep 5; done'
+  lab ssh nfs2 python3 - /mnt/nfs < "$REPO/molecule/lab/files/persisted_vs_live.py" > "$dir/client-persisted-vs-live.json"
+
   log "$suite: nfsd_stats and a small canary"
-  ansible -i "$INVENTORY" nfs1 -m ckptio.nfs.nfsd_stats -o > "$dir/nfsd_stats.txt" 2>&1 || true
+  ANSIBLE_LOAD_CALLBACK_PLUGINS=1 ANSIBLE_STDOUT_CALLBACK=ansible.builtin.json \
+    ansible -i "$INVENTORY" nfs1 -m ckptio.nfs.nfsd_stats > "$dir/nfsd_stats.json" 2> "$dir/nfsd_stats.err" || true
   playbook "$REPO/playbooks/validate_checkpoint.yml" -e label="matrix-$suite" \
     -e canary_validation_reports_dir="$dir/reports" -e canary_validation_ranks=2 \
     -e canary_validation_bytes_per_rank=4194304 > "$dir/validate.log" 2>&1 || log "$suite: validate_checkpoint failed (see $dir/validate.log)"

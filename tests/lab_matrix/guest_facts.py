@@ -120,7 +120,7 @@ def write_file(path, size):
     # Buffered writes, then fsync: writeback sends as many WRITEs at once as slots allow.
     chunk = b"\0" * (1 << 20)
     with open(path, "wb") as handle:
-        for _ in range(size >> 20):
+        for _chunk in range(size >> 20):
             handle.write(chunk)
         os.fsync(handle.fileno())
 

@@ -54,7 +54,20 @@ def grant(slots, server):
         slots.get("max_slot_nr_used"), slots.get("sequence_replies", 0))
 
 
+def persisted_vs_live(result):
+    if result is None:
+        return UNMEASURED
+    return "all equal" if not result["mismatches"] else "**differ**: " + "; ".join(result["mismatches"])
+
+
 def nfsd_stats(directory):
+    """ckptio.nfs.nfsd_stats's result: the json callback's document, or an older run's oneline text."""
+    try:
+        with open(os.path.join(directory, "nfsd_stats.json")) as handle:
+            document = json.load(handle)
+        return document["plays"][0]["tasks"][0]["hosts"]["nfs1"]
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
     try:
         with open(os.path.join(directory, "nfsd_stats.txt")) as handle:
             text = handle.read()
@@ -75,8 +88,8 @@ def diagnosis(directory):
         return UNMEASURED
     with open(paths[-1]) as handle:
         result = json.load(handle)
-    return "%s, limiting %s (confidence %s), %.2f MB/s" % (result.get("verdict"), result.get("limiting_layer"),
-                                                             result.get("confidence"), (result.get("achieved_bytes_per_second") or 0) / 1e6)
+    achieved = (result.get("achieved_bytes_per_second") or 0) / 1e6
+    return "%s, limiting %s (confidence %s), %.2f MB/s" % (result.get("verdict"), result.get("limiting_layer"), result.get("confidence"), achieved)
 
 
 def column(directory):
@@ -102,9 +115,10 @@ def column(directory):
         "nfsd_stats parsed columns": ", ".join(stats.get("pool_stats", {}).get("columns", [])) or UNMEASURED,
         "clients/*/info keys": ", ".join(sorted({line.split(":", 1)[0] for text in after_slots.get("clients_info", {}).values()
                                                  for line in (text or "").splitlines() if ":" in line})) or UNMEASURED,
-        "v4.1 session grant (nfs4_sequence_done)": grant(slots, load(directory, "server-after-slots.json")),
-        "client max_session_slots baseline -> tuned": "%s -> %s" % (client.get("parameters", {}).get("nfs.max_session_slots", "?"),
-                                                                     tuned.get("parameters", {}).get("nfs.max_session_slots", "?")),
+        "v4.1 session grant (nfs4_sequence_done)": grant(slots, after_slots),
+        "client max_session_slots baseline -> tuned": "%s -> %s" % (
+            client.get("parameters", {}).get("nfs.max_session_slots", "?"), tuned.get("parameters", {}).get("nfs.max_session_slots", "?")),
+        "client after reboot: persisted vs live": persisted_vs_live(load(directory, "client-persisted-vs-live.json")),
         "mount after tuning": mount_options(tuned),
         "xprt: counters after the protocol": ", ".join(str(count - 1) for count in tuned.get("xprt_fields", [])) or UNMEASURED,
         "canary diagnosis": diagnosis(directory),

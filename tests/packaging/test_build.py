@@ -56,7 +56,7 @@ CHECKOUT_PLAYBOOKS = ("playbooks/tune-clients.yml", "playbooks/tune-servers.yml"
 
 
 # Tracked development files that must stay out (checked by name, not only by the rule above).
-DEV_PATHS = ("scripts/", "molecule/", "tests/bench/", "tests/packaging/", "inventories/lab/", ".ci/",
+DEV_PATHS = ("scripts/", "molecule/", "tests/bench/", "tests/lab_matrix/", "tests/packaging/", "inventories/lab/", ".ci/",
              "changelogs/fragments/", "requirements-dev.txt", "requirements-constraints.txt",
              "requirements-compat.txt", "requirements-package.txt", "CONTRIBUTING.md", "pytest.ini",
              ".ansible-lint", ".gitignore", "galaxy.yml") + CHECKOUT_PLAYBOOKS

@@ -24,7 +24,8 @@ import time
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 
 PROC = "/proc"
-# /proc/PID/stat is one line well under a page; wchan is a symbol name.
+# /proc/PID/stat is one line well under a page; wchan is a symbol name; the first frames of a
+# stack (all a wait site needs) fit in a page too.
 READ_LIMIT = 4096
 
 
@@ -60,7 +61,16 @@ def scan(proc=PROC):
         if dstate.task_state(stat_text) != "D":
             continue
         wchan = _read("%s/%s/wchan" % (proc, entry))
-        task = dstate.dstate_task(entry, stat_text, None if wchan is None else wchan.decode("utf-8", "surrogateescape"))
+        wchan_text = None if wchan is None else wchan.decode("utf-8", "surrogateescape")
+        stack_text = None
+        if dstate.wchan_unknown(wchan_text):
+            # x86 kernels before 5.16 ("x86: Fix get_wchan() to support the ORC unwinder") print
+            # "0" in wchan for every sleeping task with Debian's ORC build: measured on Debian 11's
+            # 5.10 (docs/kernels.md); 5.14/5.15 kernels predate the fix unless their vendor backported
+            # it (not verified). The stack (root only) still names the site. Read only then.
+            stack = _read("%s/%s/stack" % (proc, entry))
+            stack_text = None if stack is None else stack.decode("utf-8", "surrogateescape")
+        task = dstate.dstate_task(entry, stat_text, wchan_text, stack_text)
         if task is not None:
             tasks.append(task)
     tasks.sort(key=lambda task: task["pid"])

@@ -1403,10 +1403,9 @@ def _recommendations(limiting, contributing, verdict, facts):
             recs.append({"layer": "server_threads", "setting": "nfsd threads", "value": max(2 * threads, 16), "host": server["host"],
                          "how": "ckptio.nfs.nfsd_threads threads=%d" % max(2 * threads, 16),
                          "reason": "%.0f %% of packets found no idle nfsd thread at %s threads%s%s" % (
-                                       100 * (facts["no_idle_thread_share"] or 0), threads,
-                                       _threads_shrink_slots_note(facts),
-                                       "; the server's CPUs were busy too: if they are saturated, more threads cannot run"
-                                       if "server_cpu" in layers else "")})
+                             100 * (facts["no_idle_thread_share"] or 0), threads, _threads_shrink_slots_note(facts),
+                             "; the server's CPUs were busy too: if they are saturated, more threads cannot run"
+                             if "server_cpu" in layers else "")})
     if "server_cpu" in layers:
         recs.append({"layer": "server_cpu", "setting": "server CPUs", "value": None,
                      "how": "a server with more (or faster) cores, or spread checkpoints over several servers",

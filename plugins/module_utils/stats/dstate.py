@@ -39,6 +39,34 @@ def sampling_interval(base_seconds, scan_cpu_seconds, max_share=SAMPLER_MAX_SHAR
     return min(MAX_SAMPLING_INTERVAL, max(float(base_seconds), scan_cpu_seconds / max_share))
 
 
+# Frames of /proc/PID/stack that say *how* a task sleeps, not where: scheduler entry points and
+# the sleeping lock and wait primitives (the kernel's __sched functions, which get_wchan() skips
+# through in_sched_functions() where it works). Names, or prefixes ending in "_".
+SCHED_FRAMES = ("__schedule", "schedule", "schedule_", "io_schedule", "io_schedule_", "preempt_schedule", "preempt_schedule_",
+                "__cond_resched", "bit_wait", "bit_wait_", "__wait_on_bit", "__wait_on_bit_", "out_of_line_wait_on_bit",
+                "out_of_line_wait_on_bit_", "wait_for_completion", "wait_for_completion_", "__wait_for_common",
+                "wait_for_common", "wait_for_common_", "__mutex_lock", "__mutex_lock_", "mutex_lock", "mutex_lock_", "down",
+                "down_", "__down", "__down_", "rwsem_down_", "__rwsem_", "percpu_rwsem_", "__percpu_down_", "rt_mutex_",
+                "__rt_mutex_", "do_nanosleep", "hrtimer_nanosleep", "usleep_range", "usleep_range_", "msleep",
+                "schedule_hrtimeout", "schedule_hrtimeout_")
+
+
+def _sched_frame(name):
+    return any(name == frame or (frame.endswith("_") and name.startswith(frame)) for frame in SCHED_FRAMES)
+
+
+def stack_wait_site(stack_text):
+    """The wait site in /proc/PID/stack text: the first frame that is no scheduler or lock
+    primitive ("[<0>] rpc_wait_bit_killable+0x1e/0x90 [sunrpc]" -> "rpc_wait_bit_killable"),
+    or None. Used where /proc/PID/wchan says "0" (x86 kernels before 5.16 with the ORC unwinder)."""
+    for line in (stack_text or "").splitlines():
+        _address, _sep, frame = line.strip().partition("] ")
+        name = frame.split("+", 1)[0].strip()
+        if name and not _sched_frame(name):
+            return name
+    return None
+
+
 def wchan_group(wchan):
     for group, prefixes in WCHAN_GROUPS:
         for prefix in prefixes:
@@ -57,12 +85,20 @@ def task_state(stat_text):
     return rest[0] if rest else None
 
 
-def dstate_task(pid, stat_text, wchan_text):
-    """{pid, wchan} when the task is in D state, else None. An unreadable or empty wchan
-    ("0" while the task is running in the kernel) is kept as "0", as the lab capture does."""
+def wchan_unknown(wchan_text):
+    """True when /proc/PID/wchan names no site: unreadable, empty or "0"."""
+    return (wchan_text or "").strip() in ("", "0")
+
+
+def dstate_task(pid, stat_text, wchan_text, stack_text=None):
+    """{pid, wchan} when the task is in D state, else None. Where wchan names no site ("0": the
+    task runs in the kernel, or a pre-5.16 x86 kernel with ORC that cannot say), the wait site
+    comes from /proc/PID/stack when given; with neither it is kept as "0", as the lab captures."""
     if task_state(stat_text) != "D":
         return None
     wchan = (wchan_text or "").strip() or "0"
+    if wchan_unknown(wchan):
+        wchan = stack_wait_site(stack_text) or "0"
     return {"pid": int(pid), "wchan": wchan}
 
 

@@ -74,3 +74,52 @@ def test_sampling_interval_keeps_the_scan_within_its_share_of_one_cpu(scan_secon
 def test_sampling_interval_is_capped():
     """A pathological scan (seconds each) still samples, at most every MAX_SAMPLING_INTERVAL."""
     assert dstate.sampling_interval(1.0, 10.0) == dstate.MAX_SAMPLING_INTERVAL
+
+
+# Kernel 5.10 (Debian 11, lab matrix 2026-12-01): x86's get_wchan() walked frame pointers until
+# 5.16, and Debian's kernels use the ORC unwinder, so /proc/PID/wchan is "0" for every task in D
+# (tests/fixtures/kernels/bullseye/bundle/clients/nfs2/dstate.txt). /proc/PID/stack still names the
+# frames; the wait site is the first one that is not a scheduler or lock primitive, as get_wchan()
+# skips in_sched_functions() on newer kernels.
+STACK_510_RPC = """[<0>] __schedule+0x282/0x870
+[<0>] schedule+0x46/0xb0
+[<0>] rpc_wait_bit_killable+0x1e/0x90 [sunrpc]
+[<0>] __wait_on_bit+0x2e/0x90
+[<0>] out_of_line_wait_on_bit+0x91/0xb0
+[<0>] __rpc_execute+0x129/0x3f0 [sunrpc]
+[<0>] rpc_run_task+0x12b/0x170 [sunrpc]
+[<0>] nfs4_do_call_sync+0x6c/0xa0 [nfsv4]
+"""
+STACK_510_SHARED_FILE = """[<0>] __schedule+0x282/0x870
+[<0>] schedule+0x46/0xb0
+[<0>] rwsem_down_write_slowpath+0x246/0x4d0
+[<0>] nfs_start_io_write+0x1a/0x60 [nfs]
+[<0>] nfs_file_write+0x87/0x2a0 [nfs]
+[<0>] new_sync_write+0x11c/0x1b0
+"""
+STACK_510_PAGE = """[<0>] __schedule+0x282/0x870
+[<0>] io_schedule+0x42/0x70
+[<0>] wait_on_page_bit_common+0x111/0x3a0
+[<0>] wait_on_page_writeback+0x25/0x70
+"""
+
+
+@pytest.mark.parametrize("stack, site", [
+    (STACK_510_RPC, "rpc_wait_bit_killable"), (STACK_510_SHARED_FILE, "nfs_start_io_write"),
+    (STACK_510_PAGE, "wait_on_page_bit_common"), ("[<0>] __schedule+0x1/0x2\n[<0>] schedule+0x1/0x2\n", None), ("", None),
+])
+def test_stack_wait_site_skips_scheduler_and_lock_frames(stack, site):
+    assert dstate.stack_wait_site(stack) == site
+
+
+def test_scan_takes_the_wait_site_from_the_stack_where_wchan_says_0(tmp_path):
+    proc = tmp_path / "proc"
+    _task(proc, 301, "rank0", "D", "0")
+    (proc / "301" / "stack").write_text(STACK_510_SHARED_FILE)
+    _task(proc, 302, "rank1", "D", "0")  # no readable stack (not root, or no CONFIG_STACKTRACE): stays "0"
+    _task(proc, 303, "rank2", "D", "rpc_wait_bit_killable")
+    (proc / "303" / "stack").write_text(STACK_510_PAGE)  # never read: wchan named the site
+    tasks, _cpu = dstate_scan.scan(str(proc))
+    assert tasks == [{"pid": 301, "wchan": "nfs_start_io_write"}, {"pid": 302, "wchan": "0"},
+                     {"pid": 303, "wchan": "rpc_wait_bit_killable"}]
+    assert dstate.wchan_group(tasks[0]["wchan"]) == "shared_file_lock"
