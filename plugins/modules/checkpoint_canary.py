@@ -383,8 +383,7 @@ def task_state(pid):
     state = dstate.task_state(stat) if stat else None
     if state is None:
         return None, None, None
-    wchan = atomic_file.read_optional("%s/%d/wchan" % (PROC, pid))
-    return state, (wchan or "").strip() or None, canary.parse_stat_starttime(stat)
+    return state, dstate_scan.wait_site(PROC, pid), canary.parse_stat_starttime(stat)
 
 
 def sample_dstate(rank_pids):

@@ -43,6 +43,19 @@ def _read(path):
         os.close(fd)
 
 
+def _text(data):
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def wait_site(proc, pid):
+    """Where task pid sleeps: its wchan, or the stack's wait site where wchan says "0" (see
+    scan); "0" or None (no wchan file) when neither names one. Read for a stalled rank."""
+    wchan_text = _text(_read("%s/%s/wchan" % (proc, pid)))
+    if not dstate.wchan_unknown(wchan_text):
+        return wchan_text.strip()
+    return dstate.stack_wait_site(_text(_read("%s/%s/stack" % (proc, pid)))) or ((wchan_text or "").strip() or None)
+
+
 def scan(proc=PROC):
     """([{pid, wchan}] sorted by pid, CPU seconds the pass took) for every task in D state."""
     started = time.process_time()

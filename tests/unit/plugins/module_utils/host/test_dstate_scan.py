@@ -123,3 +123,15 @@ def test_scan_takes_the_wait_site_from_the_stack_where_wchan_says_0(tmp_path):
     assert tasks == [{"pid": 301, "wchan": "nfs_start_io_write"}, {"pid": 302, "wchan": "0"},
                      {"pid": 303, "wchan": "rpc_wait_bit_killable"}]
     assert dstate.wchan_group(tasks[0]["wchan"]) == "shared_file_lock"
+
+
+def test_wait_site_of_one_task(tmp_path):
+    proc = tmp_path / "proc"
+    _task(proc, 401, "rank0", "D", "0")
+    (proc / "401" / "stack").write_text(STACK_510_RPC)
+    _task(proc, 402, "rank1", "D", "0\n")
+    _task(proc, 403, "rank2", "D", "wait_on_commit")
+    assert dstate_scan.wait_site(str(proc), 401) == "rpc_wait_bit_killable"
+    assert dstate_scan.wait_site(str(proc), 402) == "0"
+    assert dstate_scan.wait_site(str(proc), 403) == "wait_on_commit"
+    assert dstate_scan.wait_site(str(proc), 404) is None
