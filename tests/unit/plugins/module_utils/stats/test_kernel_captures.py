@@ -26,6 +26,9 @@ EXPECTED = {
     "bullseye": {"release": "5.10.0-46-amd64",
                  "pool_columns": ["pool", "packets-arrived", "sockets-enqueued", "threads-woken", "threads-timedout"],
                  "max_connections": True, "command_line_count": True},
+    "bookworm": {"release": "6.1.0-57-amd64",
+                 "pool_columns": ["pool", "packets-arrived", "sockets-enqueued", "threads-woken", "threads-timedout"],
+                 "max_connections": True, "command_line_count": False},
 }
 SUITES = [suite for suite in sorted(EXPECTED) if os.path.isdir(os.path.join(KERNELS, suite))]
 
@@ -118,3 +121,13 @@ def test_thread_count_after_restart_follows_the_mechanism(suite):
         assert fixed["persist_command_line"] and fixed["live_after_restart"] == fixed["persisted"]
     else:
         assert not os.path.exists(path(suite, "threads-restart-command-line.json"))
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_files_this_kernel_has_and_what_survived_the_reboot(suite):
+    listing = facts(suite, "server-baseline")["proc_fs_nfsd_files"]
+    assert ("max_connections" in listing) == EXPECTED[suite]["max_connections"]
+    # What client_tuning persisted (modprobe.d, fstab) is what the client's kernel ran after a reboot.
+    if os.path.exists(path(suite, "client-persisted-vs-live.json")):
+        result = facts(suite, "client-persisted-vs-live")
+        assert result["mismatches"] == [] and result["live"]["nfs.max_session_slots"] == "160"
