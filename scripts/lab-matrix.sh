@@ -11,7 +11,8 @@
 #      live thread count is compared with the persisted one; where the userland starts rpc.nfsd
 #      with a count argument, again with server_tuning_persist_command_line=true
 #   3. the client mounts again, ckptio.nfs.tune_clients tunes it; live values vs the tuning
-#   4. a fresh session's slot grant, from the nfs4_sequence_done tracepoint; the client reboots
+#   4. a fresh session's slot grant, from the nfs4_sequence_done tracepoint; pool_stats around
+#      the same writes with 1 live nfsd thread and with 8 (the starvation signal); the client reboots
 #      and what it persisted (modprobe.d, fstab) is compared with what its kernel runs
 #   5. ckptio.nfs.nfsd_stats (pool_stats columns, min_threads) and a small canary with its
 #      diagnosis (ckptio.nfs.validate_checkpoint)
@@ -43,6 +44,17 @@ facts() {  # host mode json-name [args...]: run guest_facts.py, keep its JSON an
   lab ssh "$host" tar -C "/root/matrix-$name" -cf - . | tar -C "$dir/raw-$name" -xf -
 }
 playbook() { ansible-playbook -i "$INVENTORY" "$@"; }
+# pool_stats around 4 writers x 16 MiB (fsync) with N live nfsd threads: what starvation looks
+# like in this kernel's counters.
+starvation() {
+  local threads=$1
+  lab ssh nfs1 "echo $threads > /proc/fs/nfsd/threads"
+  lab ssh nfs1 cat /proc/fs/nfsd/pool_stats > "$dir/starvation-$threads-before.txt"
+  # shellcheck disable=SC2016 # expands on nfs2
+  lab ssh nfs2 'for i in 1 2 3 4; do dd if=/dev/zero of=/mnt/nfs/.ckptio-starve-$i bs=1M count=16 conv=fsync status=none & done; wait; rm -f /mnt/nfs/.ckptio-starve-*'
+  lab ssh nfs1 cat /proc/fs/nfsd/pool_stats > "$dir/starvation-$threads-after.txt"
+}
+
 # nfs-server restart with the kernel's shortest grace period (10 s, as molecule/lab/server-stop.yml).
 restart_server() {
   lab ssh nfs1 'systemctl stop nfs-server && echo 10 > /proc/fs/nfsd/nfsv4gracetime && systemctl start nfs-server'
@@ -79,6 +91,10 @@ run_suite() {
   facts nfs2 client client-tuned
   facts nfs2 slots slots /mnt/nfs
   facts nfs1 server server-after-slots
+
+  log "$suite: pool_stats with 1 nfsd thread, then $THREADS_WANTED"
+  starvation 1
+  starvation "$THREADS_WANTED"
 
   log "$suite: client reboot, persisted vs live"
   local boot_id

@@ -16,7 +16,8 @@ def main():
     source, dest = sys.argv[1], sys.argv[2]
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(dest)
-    for path in sorted(glob.glob(os.path.join(source, "*.json"))) + [os.path.join(source, "packages.txt")]:
+    kept = glob.glob(os.path.join(source, "*.json")) + glob.glob(os.path.join(source, "starvation-*.txt"))
+    for path in sorted(kept) + [os.path.join(source, "packages.txt")]:
         shutil.copy(path, dest)
     for path in sorted(glob.glob(os.path.join(source, "raw-*"))):
         shutil.copytree(path, os.path.join(dest, os.path.basename(path)))

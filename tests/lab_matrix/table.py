@@ -54,6 +54,28 @@ def grant(slots, server):
         slots.get("max_slot_nr_used"), slots.get("sequence_replies", 0))
 
 
+def pool_totals(directory, name):
+    try:
+        with open(os.path.join(directory, name)) as handle:
+            lines = [line.split() for line in handle if line.strip()]
+    except OSError:
+        return None
+    columns = lines[0][1:]
+    return {column: sum(int(row[index]) for row in lines[1:]) for index, column in enumerate(columns) if column != "pool"}
+
+
+def starvation(directory, threads):
+    before = pool_totals(directory, "starvation-%d-before.txt" % threads)
+    after = pool_totals(directory, "starvation-%d-after.txt" % threads)
+    if not before or not after:
+        return UNMEASURED
+    delta = {key: after[key] - before.get(key, 0) for key in after}
+    packets, enqueued, woken = delta.get("packets-arrived", 0), delta.get("sockets-enqueued", 0), delta.get("threads-woken", 0)
+    return "packets %d, enqueued %d, woken %d: no idle thread %.0f %% of enqueues (%.0f %% of packets)" % (
+        packets, enqueued, woken, 100 * max(0.0, 1 - woken / float(enqueued)) if enqueued else 0,
+        100 * max(0.0, 1 - woken / float(packets)) if packets else 0)
+
+
 def persisted_vs_live(result):
     if result is None:
         return UNMEASURED
@@ -112,6 +134,8 @@ def column(directory):
         "/proc/fs/nfsd/min_threads": UNMEASURED if files is None else ("present" if "min_threads" in files else "absent"),
         "/proc/fs/nfsd/max_connections": UNMEASURED if files is None else ("present" if "max_connections" in files else "absent"),
         "pool_stats header": "`%s`" % header_columns(server.get("pool_stats")),
+        "pool_stats over 4 x 16 MiB, 1 nfsd thread": starvation(directory, 1),
+        "pool_stats over 4 x 16 MiB, 8 nfsd threads": starvation(directory, 8),
         "nfsd_stats parsed columns": ", ".join(stats.get("pool_stats", {}).get("columns", [])) or UNMEASURED,
         "clients/*/info keys": ", ".join(sorted({line.split(":", 1)[0] for text in after_slots.get("clients_info", {}).values()
                                                  for line in (text or "").splitlines() if ":" in line})) or UNMEASURED,
