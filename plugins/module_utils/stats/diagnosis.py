@@ -72,8 +72,8 @@ QUEUE_MS_FLOOR = 10.0
 # slots in use vs 59x with a saturated emulated link).
 RTT_INFLATION_LIMIT = 4.0
 SENDING_PER_SEND_LIMIT = 1.0
-# Share of enqueues that found no idle nfsd thread (1 - threads-woken/sockets-enqueued, which is
-# packets-arrived on 5.10/6.1; kernel 6.1 lab: 85 % with 1 thread, <1 % with 8 or 32 threads).
+# Share of packets that found no idle nfsd thread (1 - threads-woken/packets-arrived; kernel
+# 6.1 lab: 85 % with 1 thread, <1 % with 8 or 32 threads).
 NO_IDLE_THREAD_LIMIT = 0.5
 NO_IDLE_THREAD_CONTRIBUTING = 0.1
 # Older kernels count sockets-enqueued separately (rising = no idle thread): share of packets.
@@ -900,10 +900,9 @@ def _server_threads_layer(evidence, servers):
             enqueued_share = max(enqueued_share or 0.0, share)
     threads_limit = threads_contributing = False
     if no_idle is not None:
-        threads_limit = evidence.add("server_threads", "packets that found no idle nfsd thread (1 - threads-woken/sockets-enqueued)", no_idle,
+        threads_limit = evidence.add("server_threads", "packets that found no idle nfsd thread (1 - threads-woken/packets-arrived)", no_idle,
                                      ">= %.2f" % NO_IDLE_THREAD_LIMIT, no_idle >= NO_IDLE_THREAD_LIMIT,
-                                     "each enqueue wakes an idle thread or finds none (sockets-enqueued equals packets-arrived on 5.10 "
-                                     "and 6.1, outnumbers it on 6.12); threads=%s" % (
+                                     "kernel 6.1: sockets-enqueued equals packets-arrived, threads-woken lagging is the signal; threads=%s" % (
                                          ",".join(str(server["threads"]) for server in servers)))
         threads_contributing = no_idle >= NO_IDLE_THREAD_CONTRIBUTING
         if not threads_limit and threads_contributing:

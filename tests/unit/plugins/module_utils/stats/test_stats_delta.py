@@ -272,21 +272,3 @@ def test_op_line_torn_in_the_middle_of_the_section_is_truncated():
     delta = mountstats_delta(after, SEED_BEFORE)[0]
     assert delta["truncated"] is True and delta["usable"] is False
     assert delta["problem_details"] == ["after sample: the COMMIT line has 4 counters"]
-
-
-def test_no_idle_thread_share_counts_enqueues_where_the_kernel_counts_them_apart():
-    """Kernel 6.12 (Debian 13, lab matrix): packets-arrived counts received requests and
-    sockets-enqueued every enqueue of a transport, which is what wakes (or fails to wake) an idle
-    thread: 30 packets, 65 enqueues, 62 threads woken (tests/fixtures/kernels/trixie). Against
-    packets, woken > arrived and the share read 0 whatever the starvation; against enqueues it is
-    the enqueues that found no idle thread. On 5.10 and 6.1 both columns are equal, so nothing moves."""
-    header = "# pool packets-arrived sockets-enqueued threads-woken threads-timedout\n"
-    delta = pool_stats_delta(parse_pool_stats(header + "0 30 65 62 0\n"), None)
-    assert delta["packets_without_idle_thread"] == pytest.approx(1 - 62 / 65.0)
-    starved = pool_stats_delta(parse_pool_stats(header + "0 1000 2000 300 0\n"), parse_pool_stats(header + "0 0 0 0 0\n"))
-    assert starved["packets_without_idle_thread"] == pytest.approx(0.85)
-    equal = pool_stats_delta(parse_pool_stats(header + "0 1545 1545 234 0\n"), None)
-    assert equal["packets_without_idle_thread"] == pytest.approx(1 - 234 / 1545.0)
-    # A kernel without the column: against packets, as before.
-    no_column = pool_stats_delta(parse_pool_stats("# pool packets-arrived threads-woken\n0 100 40\n"), None)
-    assert no_column["packets_without_idle_thread"] == pytest.approx(0.6)
