@@ -71,9 +71,9 @@ def starvation(directory, threads):
         return UNMEASURED
     delta = {key: after[key] - before.get(key, 0) for key in after}
     packets, enqueued, woken = delta.get("packets-arrived", 0), delta.get("sockets-enqueued", 0), delta.get("threads-woken", 0)
-    return "packets %d, enqueued %d, woken %d: no idle thread %.0f %% of enqueues (%.0f %% of packets)" % (
-        packets, enqueued, woken, 100 * max(0.0, 1 - woken / float(enqueued)) if enqueued else 0,
-        100 * max(0.0, 1 - woken / float(packets)) if packets else 0)
+    return "Δpackets %d, Δenqueued %d, Δwoken %d: 1 − woken/packets %.0f %% (1 − woken/enqueued %.0f %%)" % (
+        packets, enqueued, woken, 100 * max(0.0, 1 - woken / float(packets)) if packets else 0,
+        100 * max(0.0, 1 - woken / float(enqueued)) if enqueued else 0)
 
 
 def persisted_vs_live(result):

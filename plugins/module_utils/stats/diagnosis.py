@@ -902,7 +902,8 @@ def _server_threads_layer(evidence, servers):
     if no_idle is not None:
         threads_limit = evidence.add("server_threads", "packets that found no idle nfsd thread (1 - threads-woken/packets-arrived)", no_idle,
                                      ">= %.2f" % NO_IDLE_THREAD_LIMIT, no_idle >= NO_IDLE_THREAD_LIMIT,
-                                     "kernel 6.1: sockets-enqueued equals packets-arrived, threads-woken lagging is the signal; threads=%s" % (
+                                     "threads-woken lagging packets-arrived is the signal (measured 85 %% at 1 thread on 6.1, 45 %% on 6.12, "
+                                     "0 at 8; sockets-enqueued is no signal: equal to packets on 5.10/6.1, above them on 6.12); threads=%s" % (
                                          ",".join(str(server["threads"]) for server in servers)))
         threads_contributing = no_idle >= NO_IDLE_THREAD_CONTRIBUTING
         if not threads_limit and threads_contributing:
