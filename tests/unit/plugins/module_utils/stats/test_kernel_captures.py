@@ -30,7 +30,7 @@ EXPECTED = {
                  "max_connections": True, "command_line_count": True, "starvation": True},
     "bookworm": {"release": "6.1.0-57-amd64",
                  "pool_columns": ["pool", "packets-arrived", "sockets-enqueued", "threads-woken", "threads-timedout"],
-                 "max_connections": True, "command_line_count": False, "starvation": False},
+                 "max_connections": True, "command_line_count": False, "starvation": True},
     "trixie": {"release": "6.12.118+deb13-amd64",
                "pool_columns": ["pool", "packets-arrived", "sockets-enqueued", "threads-woken", "threads-timedout"],
                "max_connections": True, "command_line_count": False, "starvation": True},
