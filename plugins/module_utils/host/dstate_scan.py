@@ -53,6 +53,10 @@ def wait_site(proc, pid):
     wchan_text = _text(_read("%s/%s/wchan" % (proc, pid)))
     if not dstate.wchan_unknown(wchan_text):
         return wchan_text.strip()
+    # x86 kernels before 5.16 ("x86: Fix get_wchan() to support the ORC unwinder") print "0" in
+    # wchan for every sleeping task with Debian's ORC build: measured on Debian 11's 5.10
+    # (docs/kernels.md); 5.14/5.15 kernels predate the fix unless their vendor backported it (not
+    # verified). The stack (root only) still names the site. Read only then.
     return dstate.stack_wait_site(_text(_read("%s/%s/stack" % (proc, pid)))) or ((wchan_text or "").strip() or None)
 
 
@@ -73,17 +77,7 @@ def scan(proc=PROC):
         stat_text = stat.decode("utf-8", "surrogateescape")
         if dstate.task_state(stat_text) != "D":
             continue
-        wchan = _read("%s/%s/wchan" % (proc, entry))
-        wchan_text = None if wchan is None else wchan.decode("utf-8", "surrogateescape")
-        stack_text = None
-        if dstate.wchan_unknown(wchan_text):
-            # x86 kernels before 5.16 ("x86: Fix get_wchan() to support the ORC unwinder") print
-            # "0" in wchan for every sleeping task with Debian's ORC build: measured on Debian 11's
-            # 5.10 (docs/kernels.md); 5.14/5.15 kernels predate the fix unless their vendor backported
-            # it (not verified). The stack (root only) still names the site. Read only then.
-            stack = _read("%s/%s/stack" % (proc, entry))
-            stack_text = None if stack is None else stack.decode("utf-8", "surrogateescape")
-        task = dstate.dstate_task(entry, stat_text, wchan_text, stack_text)
+        task = dstate.dstate_task(entry, stat_text, wait_site(proc, entry))
         if task is not None:
             tasks.append(task)
     tasks.sort(key=lambda task: task["pid"])
