@@ -88,10 +88,14 @@ def canary_barrier(hosts, ready_results, clocks, launch_at, now, fanout_seconds=
     ready = dict((host, _announced(result)) for host, result in zip(hosts, ready_results))
     offsets = dict((host, clock.get("offset_seconds") if isinstance(clock, Mapping) else None)
                    for host, clock in zip(hosts, clocks))
+    # The run id each host wrote into its ready/written file (wait_for's search_regex, barrier.RUN_ID_PATTERN),
+    # echoed in its go file: the host obeys only a go of its own run.
+    run_ids = dict((host, barrier.run_id_of(result.get("match_groupdict") if isinstance(result, Mapping) else None))
+                   for host, result in zip(hosts, ready_results))
     now = _number(now, "canary_barrier", "now")
     fanout = (now - _number(launch_at, "canary_barrier", "launch_at") if fanout_seconds is None
               else _number(fanout_seconds, "canary_barrier", "fanout_seconds"))
-    return barrier.plan_go(ready, offsets, fanout, now, abort_reason)
+    return barrier.plan_go(ready, offsets, fanout, now, abort_reason, run_ids)
 
 
 def canary_server_samples(start_results, end_results, write_end_results=None):

@@ -107,13 +107,15 @@ options:
     description:
       - Unix epoch (seconds, may have a fraction) at which every rank starts writing. Set it once on
         the controller a few seconds ahead so all hosts start together. Omitted means now.
+      - It must be finite and within O(barrier_timeout) seconds of now; a go file's C(go_at) is held to the
+        same bound and must echo the run id of C(ready.json).
     type: float
   barrier_dir:
     description:
       - Directory on a local file system (tmpfs such as C(/dev/shm) or C(/run), never the NFS mount under
         test) for the two-phase start. The canary creates it (mode 0700; an existing one must be a real
-        directory of this user), writes C(ready.json) when prepared, waits for C(go.json) or C(abort.json)
-        and writes C(done.json) at the end. O(start_at) is then ignored.
+        directory of this user without group or other write), writes C(ready.json) when prepared, waits for
+        C(go.json) or C(abort.json) and writes C(done.json) at the end. O(start_at) is then ignored.
       - With O(restore=true) also the read barrier - C(written.json) after the writes, then C(read_go.json)
         or C(abort.json), waited for at most O(barrier_timeout).
       - Omitted means no barrier - the ranks start at O(start_at).
@@ -338,6 +340,7 @@ import ctypes
 import errno
 import gc
 import json
+import math
 import mmap
 import os
 import resource
@@ -1055,8 +1058,13 @@ class Canary:
         params = self.params
         if use_barrier and not os.path.isabs(params["barrier_dir"]):
             self.fail("barrier_dir must be absolute, got %r" % params["barrier_dir"])
-        if params["barrier_timeout"] <= 0:
-            self.fail("barrier_timeout must be greater than 0, got %s" % params["barrier_timeout"])
+        if not math.isfinite(params["barrier_timeout"]) or params["barrier_timeout"] <= 0:
+            self.fail("barrier_timeout must be a finite number greater than 0, got %s" % params["barrier_timeout"])
+        if params["start_at"] is not None and not use_barrier:
+            # The go files' bound (barrier.go_time_error): a year ahead would hold the ranks for a year.
+            error = barrier.go_time_error(start_at, now, params["barrier_timeout"], "start_at")
+            if error:
+                self.fail("%s (barrier_timeout=%s bounds it)" % (error, params["barrier_timeout"]))
         if params["start_at"] is not None and not use_barrier and start_at < now:
             self.module.warn("start_at is %.1f s in the past: ranks start late and max_start_delay_seconds shows it"
                              % (now - start_at))

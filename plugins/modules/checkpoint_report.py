@@ -149,7 +149,7 @@ PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Insta
 def load_bundle(path):
     """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json."""
     loaded = bundle_files.load_bundle(path)
-    saved = atomic_file.read_optional(os.path.join(path, "diagnosis.json"))
+    saved = atomic_file.read_input(os.path.join(path, "diagnosis.json"))
     return loaded, bundle_files.canary_ranks(loaded), json.loads(saved) if saved else None
 
 
@@ -211,11 +211,13 @@ def main():
     payload = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
 
     md_path = os.path.join(bundle, "report.md")
-    old_markdown = atomic_file.read_optional(md_path)
-    changed = atomic_file.write_if_changed(module, md_path, markdown.encode())
-    changed = atomic_file.write_if_changed(module, os.path.join(bundle, "report.json"), payload.encode()) or changed
+    outputs = [(md_path, markdown.encode()), (os.path.join(bundle, "report.json"), payload.encode())]
     if png is not None:
-        changed = atomic_file.write_if_changed(module, os.path.join(bundle, "report.png"), png) or changed
+        outputs.append((os.path.join(bundle, "report.png"), png))
+    # Never through a link planted in the bundle: write_outputs refuses it, naming it.
+    written = atomic_file.write_outputs(module, outputs)
+    changed = any(row["changed"] for row in written)
+    old_markdown = written[0]["before"]
     files = [os.path.join(bundle, name) for name in ("report.md", "report.json", "report.png")
              if os.path.exists(os.path.join(bundle, name))]
     msg = "%s report.md, report.json%s in %s" % ("would write" if module.check_mode else "wrote",

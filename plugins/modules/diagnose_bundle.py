@@ -190,9 +190,10 @@ def main():
     changed = False
     diff = []
     if write:
-        old_markdown = atomic_file.read_optional(md_path)
-        changed = atomic_file.write_if_changed(module, json_path, json_text)
-        changed = atomic_file.write_if_changed(module, md_path, markdown) or changed
+        # Never through a link planted in the bundle: write_outputs refuses it, naming it.
+        written = atomic_file.write_outputs(module, [(json_path, json_text), (md_path, markdown)])
+        changed = any(row["changed"] for row in written)
+        old_markdown = written[1]["before"]
         if module._diff and changed:
             diff.append({"before": old_markdown or "", "after": markdown, "before_header": md_path, "after_header": md_path})
     output = dict(changed=changed, diagnosis=result, files=[json_path, md_path] if write else [])

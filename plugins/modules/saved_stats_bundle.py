@@ -35,7 +35,10 @@ requirements:
   - PyYAML (to write C(context.yml))
 options:
   src:
-    description: The directory of saved files.
+    description:
+      - The directory of saved files.
+      - Each is read only if it is a regular file (not a symbolic link) of at most 16 MiB; any other is
+        listed as unusable, naming why and the cap.
     type: path
     required: true
   dest:
@@ -43,6 +46,8 @@ options:
       - The bundle directory to write; created when missing.
       - An existing directory must be empty or a bundle this module wrote (its C(context.yml) has
         C(saved.written_by=ckptio.nfs.saved_stats_bundle)); anything else is refused and nothing is written.
+      - Nothing is read, written or removed through a symbolic link inside it (a linked file or host
+        directory is refused, naming it, before anything is written).
     type: path
     required: true
   mount_point:
@@ -217,7 +222,14 @@ def _read_saved(module, src):
         module.fail_json(msg="src: %s cannot be listed (%s)" % (src, atomic_file.describe_error(exc)))
     files, unreadable = [], []
     for name in names:
-        text = atomic_file.read_optional(os.path.join(src, name))
+        # The one bounded reader: never through a symlink, regular files only, at most INPUT_LIMIT bytes.
+        try:
+            text = atomic_file.read_input(os.path.join(src, name))
+        except atomic_file.FileRefused as exc:
+            unreadable.append({"file": name, "kind": "refused", "reason": exc.strerror})
+            continue
+        except OSError:
+            text = None
         if text is None:
             unreadable.append({"file": name, "kind": "unreadable", "reason": "cannot be read (permission, or it vanished)"})
         else:
@@ -244,7 +256,7 @@ def _dest_context(module, dest):
     """
     if not os.path.isdir(dest):
         return None
-    context_yaml = atomic_file.read_optional(os.path.join(dest, CONTEXT_FILE))
+    context_yaml = _own_text(module, os.path.join(dest, CONTEXT_FILE), dest)
     if saved_files.written_here(context_yaml):
         return context_yaml
     if not atomic_file.is_empty_dir(dest):
@@ -253,34 +265,48 @@ def _dest_context(module, dest):
     return None
 
 
+def _own_text(module, path, dest):
+    """The text of a file of dest (None when absent), never through a symlink (at the name or a directory
+    between dest and it) and only a regular file: anything else fails naming it, before anything is written."""
+    try:
+        return atomic_file.read_own(path, inside=dest)
+    except atomic_file.FileRefused as exc:
+        module.fail_json(msg="dest: %s; refusing to read or write through it, nothing was written" % exc, changed=False)
+
+
 def _changes(module, dest, contents, stale):
     """([(path, old text or None, new text)] of the files whose bytes differ, [(path, old text)] to remove)."""
     writes = []
     for relative, text in contents:
         path = os.path.join(dest, relative)
-        old = atomic_file.read_text_or_fail(module, path) if os.path.lexists(path) else None
+        old = _own_text(module, path, dest)
         if old != text:
             writes.append((path, old, text))
-    removes = [(os.path.join(dest, relative), atomic_file.read_optional(os.path.join(dest, relative))) for relative in stale]
+    removes = [(os.path.join(dest, relative), _own_text(module, os.path.join(dest, relative), dest)) for relative in stale]
     return writes, [(path, old) for path, old in removes if old is not None]
 
 
-def _apply(module, writes, removes):
-    """Write (context.yml first: a run cut short leaves a bundle the next run may rewrite), then remove."""
+def _apply(module, dest, writes, removes):
+    """Write (context.yml first: a run cut short leaves a bundle the next run may rewrite), then remove.
+
+    Inside dest only: atomic_file never follows a link there (inside=dest)."""
     for index, (path, _old, text) in enumerate(writes):
         try:
-            atomic_file.write_file(module, path, text, make_parent=True)
+            atomic_file.write_file(module, path, text, make_parent=True, inside=dest)
         except OSError as exc:
             module.fail_json(msg="dest: cannot write %s (%s)" % (path, atomic_file.describe_error(exc)), changed=index > 0)
     for path, _old in removes:
-        atomic_file.remove_file(module, path)
+        try:
+            atomic_file.remove_file(module, path, inside=dest)
+        except OSError as exc:
+            module.fail_json(msg="dest: cannot remove %s (%s)" % (path, atomic_file.describe_error(exc)), changed=True)
         atomic_file.remove_empty_dir(module, os.path.dirname(path))
 
 
-def _verify(module, writes):
+def _verify(module, dest, writes):
     """Every file written holds the planned bytes."""
     for path, _old, text in writes:
-        if atomic_file.read_text_or_fail(module, path) != text:
+        if _own_text(module, path, dest) != text:
             module.fail_json(msg="dest: %s does not hold what was written (changed by something else?)" % path, changed=True)
 
 
@@ -309,8 +335,8 @@ def main():
     contents = [(CONTEXT_FILE, saved_files.context_text(plan["context"]))] + sorted(plan["files"].items())
     writes, removes = _changes(module, dest, contents, saved_files.stale_files(old_context, set(plan["files"]) | {CONTEXT_FILE}))
     if not module.check_mode:
-        _apply(module, writes, removes)
-        _verify(module, writes)
+        _apply(module, dest, writes, removes)
+        _verify(module, dest, writes)
     for row in unusable:
         module.warn(show_undecodable("%s not used (%s): %s" % (row["file"], saved_files.KINDS.get(row["kind"], row["kind"]), row["reason"])))
     result = dict(changed=bool(writes or removes), dest=dest, window=plan["window"], interval_seconds=plan["interval_seconds"],

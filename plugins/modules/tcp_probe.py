@@ -72,6 +72,10 @@ options:
   state_dir:
     description:
       - Directory (mode 0700) holding one record and one log per listener, for O(mode=stop).
+      - It must be a real directory (not a symbolic link) owned by the user the module runs as, with no
+        group or other write permission, in parents only root or that user can change; anything else is
+        refused, naming this option. O(mode=stop) signals only processes its records prove it started
+        (the pid's start time and executable, recorded at start, and the exact command line).
     type: path
     default: /run/ckptio-tcp-probe
   server:
@@ -97,6 +101,8 @@ options:
     description:
       - With O(mode=send), Unix epoch (seconds, may have a fraction) to start at, so every client
         sends in the same window. Omitted means now; a time already past starts at once, with a warning.
+      - It must be finite and within O(barrier_timeout) seconds of now (ahead or past); otherwise the module
+        fails before anything runs.
       - Ignored with O(barrier_dir), where the controller's go decides.
     type: float
   barrier_dir:
@@ -106,7 +112,11 @@ options:
         writes C(ready.json) in this directory (created 0700 on the host's local tmpfs), waits for
         the controller's C(go.json) (or C(abort.json)), sends at the go time, and writes C(done.json)
         right before it exits. So every client sends at once whatever the launch took.
-      - Give every run its own directory; one that already holds C(ready.json) is refused.
+      - Give every run its own directory; one that already holds C(ready.json) is refused, and so is one
+        that is a symbolic link, belongs to another user or is writable by group or others.
+      - A go is obeyed only when it echoes the run id written into C(ready.json) and its time is within
+        O(barrier_timeout) of now; C(go.json) is read only as a regular file of at most 64 KiB, never
+        through a symbolic link.
     type: path
   barrier_timeout:
     description:
@@ -159,11 +169,14 @@ not_local:
   type: list
   elements: str
 stopped:
-  description: With O(mode=stop), each recorded listener with the pids signalled and the signal that ended them.
+  description:
+    - With O(mode=stop), each recorded listener with the pids signalled and the signal that ended them.
+    - C(left_alone) lists the processes of the listener's process group that were not signalled because
+      they could not be proven ours, and why.
   returned: mode is stop
   type: list
   elements: dict
-  sample: [{address: 10.0.0.1, port: 5201, pids: [4711, 4712], signal: SIGTERM, log: ""}]
+  sample: [{address: 10.0.0.1, port: 5201, pids: [4711, 4712], signal: SIGTERM, log: "", left_alone: []}]
 server:
   description: With O(mode=send), the address sent to.
   returned: mode is send
@@ -246,6 +259,7 @@ rc:
 
 import errno
 import json
+import math
 import os
 import platform
 import signal
@@ -354,19 +368,25 @@ def process_alive(pid):
     return stat is not None and task_state(stat) not in (None, "Z", "X")
 
 
-def our_pids(record):
-    """Live pids of one recorded listener: `timeout` and its iperf3, matched by exact argv.
+def _proc_exe(pid):
+    return atomic_file.read_link("%s/%d/exe" % (PROC, pid))
 
-    Candidates are the recorded pid and the members of its process group (the iperf3 child
-    stays in it even if `timeout` was killed alone); each must show exactly our argv in
-    /proc/PID/cmdline, so a recycled pid is never signalled.
+
+def our_pids(record):
+    """(live pids this record proves ours, [why other candidates were left alone]).
+
+    Candidates are the recorded pid (`timeout`) and the members of its process group (the
+    iperf3 child stays in it even if `timeout` was killed alone). Each must pass
+    tcp_probe.identity_problem: the start time (/proc/PID/stat field 22) and the executable
+    (/proc/PID/exe) written into our record when we started it, and our exact argv. A recycled
+    pid, another program with our command line, or a record without that proof is left alone.
     """
     group = record["pid"]
-    pids = []
+    pids, left_alone = [], []
     try:
         entries = os.listdir(PROC)
     except OSError:
-        return pids
+        return pids, left_alone
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -376,9 +396,13 @@ def our_pids(record):
             continue
         if task_state(stat) in ("Z", "X"):
             continue
-        if tcp_probe.is_our_process(atomic_file.read_optional("%s/%d/cmdline" % (PROC, pid)), record["argv"]):
+        problem = tcp_probe.identity_problem(record, pid, stat, _proc_exe(pid),
+                                             atomic_file.read_optional("%s/%d/cmdline" % (PROC, pid)))
+        if problem is None:
             pids.append(pid)
-    return sorted(pids)
+        else:
+            left_alone.append("pid %d left alone: %s" % (pid, problem))
+    return sorted(pids), left_alone
 
 
 def signal_pids(pids, signum):
@@ -399,17 +423,21 @@ def wait_gone(pids, seconds):
 
 
 def read_records(state_dir):
-    """[(file name, record dict or None when unreadable)] of the listener records in state_dir."""
+    """[(file name, record dict or None when unreadable)] of the listener records in state_dir.
+
+    Only regular files, never through a link, at most atomic_file.SMALL_LIMIT bytes each
+    (read_input); the caller has checked that state_dir is private (check_state_dir).
+    """
     try:
         names = sorted(name for name in os.listdir(state_dir) if tcp_probe.is_state_file(name))
     except FileNotFoundError:
         return []
     records = []
     for name in names:
-        text = atomic_file.read_optional(os.path.join(state_dir, name))
         try:
+            text = atomic_file.read_input(os.path.join(state_dir, name), atomic_file.SMALL_LIMIT)
             record = json.loads(text) if text else None
-        except ValueError:
+        except (OSError, ValueError, RecursionError):
             record = None
         if not isinstance(record, dict) or not isinstance(record.get("pid"), int) or not isinstance(record.get("argv"), list):
             record = None
@@ -417,15 +445,17 @@ def read_records(state_dir):
     return records
 
 
+def check_state_dir(module, state_dir, create=False):
+    """Fail unless state_dir is ours and private (atomic_file.private_dir_error: not a link, owned by
+    this user, no group or other write); create=True makes a missing one 0700. Its records decide
+    what stop signals, so a directory another user can write is never trusted."""
+    error = atomic_file.private_dir_error(state_dir, "state_dir", create=create)
+    if error:
+        module.fail_json(msg=error)
+
+
 def prepare_state_dir(module, state_dir):
-    if os.path.islink(state_dir):
-        module.fail_json(msg="state_dir %s is a symbolic link: give a real directory" % state_dir)
-    try:
-        os.mkdir(state_dir, 0o700)
-    except FileExistsError:
-        if not os.path.isdir(state_dir):
-            module.fail_json(msg="state_dir %s exists and is not a directory" % state_dir)
-    os.chmod(state_dir, 0o700)
+    check_state_dir(module, state_dir, create=True)
 
 
 def stop_records(records):
@@ -434,9 +464,9 @@ def stop_records(records):
     for _name, record in records:
         if record is None:
             continue
-        pids = our_pids(record)
+        pids, left_alone = our_pids(record)
         rows.append({"address": record.get("address"), "port": record.get("port"), "pids": pids,
-                     "signal": "SIGTERM" if pids else None})
+                     "signal": "SIGTERM" if pids else None, "left_alone": left_alone})
     signal_pids([pid for row in rows for pid in row["pids"]], signal.SIGTERM)
     left = set(wait_gone([pid for row in rows for pid in row["pids"]], STOP_GRACE_SECONDS))
     if left:
@@ -464,11 +494,28 @@ def forget_records(module, state_dir, records):
     for name, record in records:
         atomic_file.remove_file(module, os.path.join(state_dir, name))
         if record is not None:
-            atomic_file.remove_file(module, os.path.join(state_dir, tcp_probe.log_file_name(record["address"], record["port"])))
+            atomic_file.remove_file(module, os.path.join(state_dir, log_name(record)))
     try:
         os.rmdir(state_dir)
     except OSError:
         pass
+
+
+def log_name(record):
+    """The log file name of a record (a record whose address or port is not usable names none we wrote)."""
+    try:
+        return tcp_probe.log_file_name(record["address"], record["port"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "listener-unknown.log"
+
+
+def read_log(state_dir, record_or_pair):
+    """A listener's log (ours, in the private state_dir), bounded and never through a link."""
+    name = (tcp_probe.log_file_name(*record_or_pair) if isinstance(record_or_pair, tuple) else log_name(record_or_pair))
+    try:
+        return atomic_file.read_input(os.path.join(state_dir, name), atomic_file.SMALL_LIMIT) or ""
+    except OSError as exc:
+        return "(log not read: %s)" % atomic_file.describe_error(exc)
 
 
 def stop_and_forget(module, state_dir, records):
@@ -476,7 +523,7 @@ def stop_and_forget(module, state_dir, records):
     rows = stop_records(records)
     still = wait_not_listening([(row["address"], row["port"]) for row in rows], STOP_GRACE_SECONDS)
     for row in rows:
-        row["log"] = atomic_file.read_optional(os.path.join(state_dir, tcp_probe.log_file_name(row["address"], row["port"]))) or ""
+        row["log"] = read_log(state_dir, (row["address"], row["port"]))
     if not still:
         # Otherwise the records stay, so a second stop can try again.
         forget_records(module, state_dir, records)
@@ -484,18 +531,31 @@ def stop_and_forget(module, state_dir, records):
 
 
 def run_stop(module, state_dir):
+    if os.path.lexists(state_dir):
+        check_state_dir(module, state_dir)
     records = read_records(state_dir)
-    rows = [{"address": record.get("address"), "port": record.get("port"), "pids": our_pids(record), "signal": None}
-            for _name, record in records if record is not None]
+    rows = []
+    for _name, record in records:
+        if record is not None:
+            pids, left_alone = our_pids(record)
+            rows.append({"address": record.get("address"), "port": record.get("port"), "pids": pids, "signal": None,
+                         "left_alone": left_alone})
     still = []
     if not module.check_mode:
         rows, still = stop_and_forget(module, state_dir, records)
     if still:
-        module.fail_json(msg="still listening after stop: %s" % ", ".join("%s:%d" % pair for pair in still), stopped=rows)
+        module.fail_json(msg="still listening after stop: %s%s" % (", ".join("%s:%d" % pair for pair in still), _left_alone_text(rows)),
+                         stopped=rows)
     return dict(changed=bool(records), stopped=rows,
-                msg="%s %d listener(s), %s %d record(s) in %s" % (
+                msg="%s %d listener(s), %s %d record(s) in %s%s" % (
                     "would stop" if module.check_mode else "stopped", sum(1 for row in rows if row["pids"]),
-                    "would remove" if module.check_mode else "removed", len(records), state_dir))
+                    "would remove" if module.check_mode else "removed", len(records), state_dir, _left_alone_text(rows)))
+
+
+def _left_alone_text(rows):
+    """'; not signalled (not proven ours): ...' for the processes stop left alone, or ''."""
+    alone = [reason for row in rows for reason in row.get("left_alone") or []]
+    return "; not signalled (not proven ours): %s" % "; ".join(alone) if alone else ""
 
 
 def run_listen(module, state_dir):
@@ -526,6 +586,8 @@ def run_listen(module, state_dir):
     if not local:
         module.fail_json(msg="none of addresses %s is an address of %s" % (", ".join(addresses), platform.node()))
     timeout, iperf3 = find_programs(module)
+    if os.path.lexists(state_dir):
+        check_state_dir(module, state_dir)
     conflicts = tcp_probe.port_conflicts(listening_now(), local, params["ports"])
     if conflicts:
         recorded = set((record["address"], record["port"]) for _n, record in read_records(state_dir) if record)
@@ -550,15 +612,19 @@ def start_listeners(module, state_dir, planned, argvs):
     try:
         for address, port in planned:
             log_path = os.path.join(state_dir, tcp_probe.log_file_name(address, port))
-            pid = spawn_detached(argvs[(address, port)], log_path)
-            record = {"address": address, "port": port, "pid": pid, "argv": argvs[(address, port)],
+            argv = argvs[(address, port)]
+            pid = spawn_detached(argv, log_path)
+            # The proof stop needs (tcp_probe.identity_problem): the start time fixes the pid to this
+            # process, the executables are what `timeout` and its iperf3 child run.
+            record = {"address": address, "port": port, "pid": pid, "argv": argv,
+                      "starttime": tcp_probe.stat_start_time(atomic_file.read_optional("%s/%d/stat" % (PROC, pid))),
+                      "exe": os.path.realpath(argv[0]), "child_exe": os.path.realpath(tcp_probe.listener_child_argv(argv)[0]),
                       "started": round(time.time(), 3), "limit_seconds": module.params["seconds"]}
             started.append((tcp_probe.state_file_name(address, port), record))
             atomic_file.write_file(module, os.path.join(state_dir, started[-1][0]), json.dumps(record) + "\n", mode=0o600)
         missing = wait_listening(started)
         if missing:
-            logs = [(pair, atomic_file.read_optional(os.path.join(state_dir, tcp_probe.log_file_name(*pair))) or "")
-                    for pair in missing]
+            logs = [(pair, read_log(state_dir, pair)) for pair in missing]
             failure = "not listening (waited up to %d s): %s" % (
                 LISTEN_WAIT_SECONDS, "; ".join("%s:%d (%s)" % (pair + ((log.strip() or "no output"),)) for pair, log in logs))
     except OSError as exc:
@@ -600,8 +666,13 @@ def run_send(module):
         module.fail_json(msg="streams must be 0 (the mount's nconnect) to 128, got %d" % params["streams"])
     if params["barrier_dir"] is not None and not os.path.isabs(params["barrier_dir"]):
         module.fail_json(msg="barrier_dir must be absolute, got %r" % params["barrier_dir"])
-    if params["barrier_timeout"] <= 0:
-        module.fail_json(msg="barrier_timeout must be greater than 0, got %s" % params["barrier_timeout"])
+    if not math.isfinite(params["barrier_timeout"]) or params["barrier_timeout"] <= 0:
+        module.fail_json(msg="barrier_timeout must be a finite number greater than 0, got %s" % params["barrier_timeout"])
+    if params["start_at"] is not None and params["barrier_dir"] is None:
+        # The same bound as a go file's: a start a year ahead would hold the play for a year.
+        error = barrier.go_time_error(params["start_at"], time.time(), params["barrier_timeout"], "start_at")
+        if error:
+            module.fail_json(msg="%s (barrier_timeout=%s bounds it)" % (error, params["barrier_timeout"]))
     server, streams = params["server"], params["streams"]
     if params["mount_point"]:
         mount = mount_of(params["mount_point"].rstrip("/") or "/")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
@@ -30,26 +29,42 @@ def path(directory, name):
 
 
 def prepare_dir(directory):
-    """Create the per-run directory 0700 (or accept an existing real directory of this user, which
-    the controller may have created to put an abort file in). Returns an error message or None."""
-    if not os.path.isabs(directory):
-        return "barrier_dir must be absolute, got %r" % directory
-    try:
-        os.mkdir(directory, 0o700)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        return "cannot create barrier_dir %s: %s" % (directory, exc)
-    info = os.lstat(directory)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-        return "barrier_dir %s is not a directory owned by this user; refusing to use it" % directory
+    """Create the per-run directory 0700, or accept an existing private directory of this user (the
+    controller may have created it to put an abort file in): atomic_file.private_dir_error, so a
+    directory of another user, a group- or world-writable one, or a symlink is refused. Returns
+    an error message or None."""
+    error = atomic_file.private_dir_error(directory, "barrier_dir", create=True)
+    if error:
+        return error
     if os.path.lexists(path(directory, barrier.READY_FILE)):
         return "barrier_dir %s already holds %s: give every run its own directory" % (directory, barrier.READY_FILE)
     return None
 
 
+def run_id(directory):
+    """The run id this module wrote into ready.json in directory (None when there is none)."""
+    try:
+        document = json.loads(atomic_file.read_input(path(directory, barrier.READY_FILE), atomic_file.SMALL_LIMIT) or "null")
+    except (OSError, ValueError):
+        return None
+    value = document.get("run_id") if isinstance(document, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def write_json(module, directory, name, document):
+    """Write one barrier file (never through a link: atomic_file.write_file's default); written.json
+    carries the run id of ready.json, which the controller echoes in read_go.json."""
+    if name == barrier.WRITTEN_FILE and "run_id" not in document:
+        document = dict(document, run_id=run_id(directory) or barrier.new_run_id())
     atomic_file.write_file(module, path(directory, name), json.dumps(document) + "\n", mode=0o600)
+
+
+def _read_signal_file(directory, name):
+    """(text or None when absent, refusal message or None): go and abort files are read bounded, never through a link."""
+    try:
+        return atomic_file.read_input(path(directory, name), atomic_file.SMALL_LIMIT), None
+    except OSError as exc:
+        return None, "%s refused: %s" % (name, atomic_file.describe_error(exc))
 
 
 def wait_for_go(module, directory, ready_document, timeout):
@@ -75,15 +90,26 @@ def wait_for_read_go(module, directory, written_document, timeout):
 
 
 def _announce_and_wait(module, directory, announce, go_name, timeout, what):
-    """Write the announce file (name, its time key, document), then poll go_name and abort.json."""
+    """Write the announce file (name, its time key, document), then poll go_name and abort.json.
+
+    The announce file carries this run's id (ready.json a new one, written.json ready.json's);
+    a go is obeyed only when it echoes that id and its go_at is finite and within `timeout` of
+    now (barrier.parse_signal): a stale or far-future go file is an abort naming why.
+    """
     name, time_key, document = announce
+    if "run_id" not in document:
+        document = dict(document, run_id=(run_id(directory) if name != barrier.READY_FILE else None) or barrier.new_run_id())
     write_json(module, directory, name, document)
     announced = float(document[time_key])
     deadline = announced + timeout
-    info = {time_key: round(announced, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None}
+    info = {time_key: round(announced, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None,
+            "run_id": document["run_id"]}
     while True:
-        kind, value = barrier.parse_signal(atomic_file.read_optional(path(directory, go_name)),
-                                           atomic_file.read_optional(path(directory, barrier.ABORT_FILE)))
+        go_text, go_refused = _read_signal_file(directory, go_name)
+        abort_text, abort_refused = _read_signal_file(directory, barrier.ABORT_FILE)
+        if abort_refused or go_refused:
+            abort_text = json.dumps({"abort": abort_refused or go_refused})
+        kind, value = barrier.parse_signal(go_text, abort_text, document["run_id"], time.time(), timeout)
         if kind == "go":
             late = time.time() - value
             info.update(signal="go", go_at=value, go_late_seconds=round(max(0.0, late), 6))

@@ -16,6 +16,10 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 def apply_edits(module, edits):
     """Write (or remove, when after is None) each changed file in order; return the backups made.
 
+    These are an admin's configuration files (modprobe.d, modules-load.d, nfs.conf.d,
+    /etc/default): a symlinked one is written through to its target (follow_links=True, the
+    documented case in atomic_file); every other writer of the collection never follows a link.
+
     The caller orders the edits so that a failure between two of them leaves a consistent set
     (a value file before the drop-in that reads it).
     """
@@ -27,7 +31,8 @@ def apply_edits(module, edits):
             if edit.after is None:
                 backup_file = atomic_file.remove_file(module, edit.path, backup=edit.backup)
             else:
-                backup_file = atomic_file.write_file(module, edit.path, edit.after, backup=edit.backup, make_parent=True)
+                backup_file = atomic_file.write_file(module, edit.path, edit.after, backup=edit.backup, make_parent=True,
+                                                      follow_links=True)
         except OSError as exc:
             module.fail_json(msg="could not %s %s (the old file is untouched): %s"
                              % ("remove" if edit.after is None else "write", edit.path, atomic_file.describe_error(exc)),

@@ -23,8 +23,11 @@ mount under test.
 
 from __future__ import annotations
 
+import binascii
 import json
 import math
+import os
+import re
 
 READY_FILE = "ready.json"
 GO_FILE = "go.json"
@@ -40,6 +43,12 @@ READ_GO_FILE = "read_go.json"
 # search_regex, whose match_groupdict says which) then ends on every host that got go, instead of
 # sitting out the whole bound for a host that will never read. json.dumps writes `"key": value`.
 WRITTEN_READY_PATTERN = r'"read_ready": (?P<read_ready>true|false)'
+# This run's id: the host writes it into ready.json (and written.json), the controller echoes it in
+# go.json / read_go.json (wait_for's match_groupdict gives it, filter canary_barrier passes it on),
+# and a go without this run's id is not obeyed: a go file left from an earlier run is not a go.
+RUN_ID_PATTERN = r'"run_id": "(?P<run_id>[0-9a-f]{8,64})"'
+# Both in one search_regex for written.json: its keys are written in this order.
+WRITTEN_PATTERN = WRITTEN_READY_PATTERN + ".*" + RUN_ID_PATTERN
 
 # The bound on the start spread (controller clock) above which the aggregate is not one
 # synchronized checkpoint: the goal is <= 1 s at 64 hosts, and a spread above it is flagged.
@@ -63,26 +72,67 @@ def _finite(value, name):
     return number
 
 
-def ready_document(host_time, pid, ranks, workdir):
+def new_run_id():
+    """A random id for one run of a module at a barrier (16 hex digits)."""
+    return binascii.hexlify(os.urandom(8)).decode()
+
+
+def ready_document(host_time, pid, ranks, workdir, run_id=None):
     """ready.json: the canary has prepared (directory, files, buffers, ranks forked) at host_time."""
-    return {"ready_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir}
+    document = {"ready_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir}
+    if run_id is not None:
+        document["run_id"] = run_id
+    return document
 
 
-def written_document(host_time, pid, ranks, workdir, skipped=None):
+def written_document(host_time, pid, ranks, workdir, skipped=None, run_id=None):
     """written.json: every rank of the canary has written and fsynced at host_time; its reads wait for read_go.json.
 
     skipped (restore.skip_reason: the write failed or stalled) makes it read_ready false: the canary
     will not read and does not wait, and the controller leaves the host out of the read go.
     """
-    return {"written_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir,
-            "read_ready": skipped is None, "skipped": skipped}
+    document = {"written_at": round(float(host_time), 6), "pid": int(pid), "ranks": int(ranks), "workdir": workdir,
+                "read_ready": skipped is None, "skipped": skipped}
+    if run_id is not None:
+        document["run_id"] = run_id
+    return document
 
 
-def go_document(go_controller, offset):
-    """go.json for one host: go on that host's clock (go_at), and on the controller's, with the offset used."""
+def go_document(go_controller, offset, run_id=None):
+    """go.json for one host: go on that host's clock (go_at), and on the controller's, with the offset used,
+    and the run id the host wrote into its ready file (echoed: only this run's go is obeyed)."""
     offset = 0.0 if offset is None else float(offset)
-    return {"go_at": round(go_controller + offset, 6), "go_controller": round(go_controller, 6),
-            "offset_seconds": round(offset, 6)}
+    document = {"go_at": round(go_controller + offset, 6), "go_controller": round(go_controller, 6),
+                "offset_seconds": round(offset, 6)}
+    if run_id is not None:
+        document["run_id"] = run_id
+    return document
+
+
+def run_id_of(match_groupdict):
+    """The run id in a wait_for result's match_groupdict (RUN_ID_PATTERN), or None."""
+    value = match_groupdict.get("run_id") if hasattr(match_groupdict, "get") else None
+    return value if isinstance(value, str) and re.match(r"^[0-9a-f]{8,64}$", value) else None
+
+
+def go_time_error(go_at, now, timeout, what="go_at"):
+    """Why a go time cannot be obeyed (None when it can): it must be finite and within timeout of now.
+
+    A go is handed out a margin ahead of the controller's now and read within the barrier's
+    timeout, so one further ahead than the timeout (a year: the host would sleep it out) or past
+    by more than it (a go file left from an earlier run) is not this run's go. Non-finite values
+    are refused before any arithmetic (inf would end in OverflowError in time.sleep).
+    """
+    try:
+        value = _finite(go_at, what)
+        limit = _finite(timeout, "timeout")
+    except ValueError as exc:
+        return str(exc)
+    if value > now + limit:
+        return "%s is %.0f s ahead, more than the %g s allowed: refusing to wait for it" % (what, value - now, limit)
+    if value < now - limit:
+        return "%s is %.0f s in the past, more than the %g s allowed: not a go of this run" % (what, now - value, limit)
+    return None
 
 
 def abort_document(reason):
@@ -90,11 +140,13 @@ def abort_document(reason):
     return {"abort": str(reason)}
 
 
-def parse_signal(go_text, abort_text):
+def parse_signal(go_text, abort_text, run_id=None, now=None, timeout=None):
     """("abort", reason), ("go", host epoch) or (None, None) from the two files' texts (None = absent).
 
     Abort wins: a host that was told to abort must not start writing even if a go is there. A file
-    that does not parse is a failure of the controller, reported as an abort naming it.
+    that does not parse is a failure of the controller, reported as an abort naming it. With
+    run_id, a go must echo it; with now and timeout, its go_at must pass go_time_error: a go of
+    another run, or one that is not finite or not within timeout of now, is an abort naming why.
     """
     if abort_text is not None:
         try:
@@ -104,9 +156,18 @@ def parse_signal(go_text, abort_text):
     if go_text is None:
         return None, None
     try:
-        return "go", _finite(json.loads(go_text).get("go_at"), "go_at")
-    except (ValueError, AttributeError) as exc:
+        document = json.loads(go_text)
+        go_at = _finite(document.get("go_at"), "go_at")
+    except (ValueError, AttributeError, RecursionError) as exc:
         return "abort", "go file unreadable: %s" % exc
+    if run_id is not None and document.get("run_id") != run_id:
+        return "abort", ("go file is not for this run (run_id %r, this run is %r): left from an earlier run?"
+                         % (document.get("run_id"), run_id))
+    if now is not None and timeout is not None:
+        error = go_time_error(go_at, now, timeout)
+        if error:
+            return "abort", "go file refused: %s" % error
+    return "go", go_at
 
 
 def go_margin(fanout_seconds):
@@ -115,7 +176,7 @@ def go_margin(fanout_seconds):
     return round(max(GO_MARGIN_MIN_SECONDS, GO_MARGIN_FACTOR * fanout), 3)
 
 
-def plan_go(ready, offsets, fanout_seconds, now, abort_reason=None):
+def plan_go(ready, offsets, fanout_seconds, now, abort_reason=None, run_ids=None):
     """Who goes, who is aborted, and the go time.
 
     ready: {host: True when its ready file appeared within the bound}; offsets: {host: the host's
@@ -124,8 +185,9 @@ def plan_go(ready, offsets, fanout_seconds, now, abort_reason=None):
     margin_seconds, fanout_seconds, ready: [hosts], not_ready: [hosts], go: {host: go.json},
     abort: {host: abort.json}}; go_at is None when no host is ready. abort_reason replaces the
     write start's reason in the abort documents (the read go: the host's writes failed or its
-    written.json did not come).
+    written.json did not come). run_ids: {host: the run id its ready file holds}, echoed in its go.
     """
+    run_ids = run_ids or {}
     ready_hosts = sorted(host for host, flag in ready.items() if flag)
     not_ready = sorted(host for host, flag in ready.items() if not flag)
     margin = go_margin(fanout_seconds)
@@ -134,7 +196,7 @@ def plan_go(ready, offsets, fanout_seconds, now, abort_reason=None):
     return {
         "go_at": go_at, "margin_seconds": margin, "fanout_seconds": round(float(fanout_seconds), 3),
         "ready": ready_hosts, "not_ready": not_ready,
-        "go": dict((host, go_document(go_at, offsets.get(host))) for host in ready_hosts),
+        "go": dict((host, go_document(go_at, offsets.get(host), run_ids.get(host))) for host in ready_hosts),
         "abort": dict((host, abort_document(reason)) for host in not_ready),
     }
 

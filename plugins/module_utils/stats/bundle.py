@@ -68,10 +68,22 @@ def _hosts(directory):
         return []
 
 
+def _read(path):
+    """A bundle file's text through the one bounded reader (atomic_file.read_input: never through a
+    link, regular files only, at most INPUT_LIMIT); None when missing or unreadable; BundleError
+    naming the file and why (a link, a FIFO, over the cap) otherwise."""
+    try:
+        return atomic_file.read_input(path)
+    except atomic_file.FileRefused as exc:
+        raise BundleError(str(exc))
+    except OSError:
+        return None
+
+
 def _read_host(directory, names, where, problems):
     files = {}
     for key, name in names.items():
-        text = atomic_file.read_optional(os.path.join(directory, name))
+        text = _read(os.path.join(directory, name))
         if text is None:
             continue
         if name.endswith(JSON_SUFFIX):
@@ -86,7 +98,7 @@ def _read_host(directory, names, where, problems):
 
 def load_bundle(directory):
     """{"context", "clients": {HOST: {key: text or parsed JSON}}, "servers": {...}, "problems": [...]}."""
-    context_text = atomic_file.read_optional(os.path.join(directory, CONTEXT_FILE))
+    context_text = _read(os.path.join(directory, CONTEXT_FILE))
     if context_text is None:
         raise BundleError("%s/%s is missing" % (directory, CONTEXT_FILE))
     if not HAS_YAML:

@@ -217,6 +217,63 @@ def stat_process_group(stat):
         return None
 
 
+def stat_start_time(stat):
+    """Start time (clock ticks after boot) from /proc/PID/stat text (field 22), or None.
+
+    With the pid it names one process for the life of the system: a recycled pid has a later
+    start time (proc(5)).
+    """
+    _head, sep, tail = (stat or "").rpartition(")")
+    fields = tail.split()
+    if not sep or len(fields) < 20:
+        return None
+    try:
+        return int(fields[19])
+    except ValueError:
+        return None
+
+
+def identity_problem(record, pid, stat, exe, cmdline):
+    """Why the live process pid is not one this record started (None when it is proven ours).
+
+    Proof, all of it: the record holds the start time and executables written when we started
+    the listener; the recorded pid (`timeout`) has exactly that start time, that executable
+    (/proc/PID/exe) and our argv; a member of its process group (the iperf3 child) started no
+    earlier, runs the recorded iperf3 executable and has the child's argv. Anything less - an
+    old or planted record, a recycled pid, another program with the same command line - is not
+    ours and is never signalled.
+    """
+    start, leader_exe, child_exe = record.get("starttime"), record.get("exe"), record.get("child_exe")
+    if not isinstance(start, int) or isinstance(start, bool) or not isinstance(leader_exe, str) or not isinstance(child_exe, str):
+        return "the record has no start time and executable to prove the process is ours"
+    started = stat_start_time(stat)
+    if started is None:
+        return "its /proc stat cannot be read"
+    argv = record.get("argv") or []
+    if pid == record.get("pid"):
+        if started != start:
+            return "pid %d started at tick %d, not at the recorded %d: another process now has the pid" % (pid, started, start)
+        if exe != leader_exe:
+            return "pid %d runs %s, not the recorded %s" % (pid, exe, leader_exe)
+        if _words(cmdline) != list(argv):
+            return "pid %d has another command line" % pid
+        return None
+    if started < start:
+        return "pid %d started before the listener" % pid
+    if exe != child_exe:
+        return "pid %d runs %s, not the recorded %s" % (pid, exe, child_exe)
+    if _words(cmdline) != listener_child_argv(list(argv)):
+        return "pid %d has another command line" % pid
+    return None
+
+
+def _words(cmdline):
+    words = (cmdline or "").split("\0")
+    if words and words[-1] == "":
+        words.pop()
+    return words
+
+
 def state_file_name(address, port):
     """One state file per listener; ':' of an IPv6 address becomes '_' (a plain file name)."""
     return "listener-%s-%d.json" % (address.replace(":", "_"), int(port))

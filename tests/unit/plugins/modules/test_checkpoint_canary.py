@@ -527,6 +527,9 @@ def _controller(barrier_dir, write, delay=0.0):
 
 
 def _write_json(path, document):
+    """Write a barrier file as the controller does: go.json / read_go.json echo the run id of ready.json."""
+    if path.name in ("go.json", "read_go.json") and "run_id" not in document:
+        document = dict(document, run_id=json.loads((path.parent / "ready.json").read_text())["run_id"])
     temp = path.with_name("." + path.name + ".tmp")
     temp.write_text(json.dumps(document))
     os.rename(str(temp), str(path))

@@ -128,6 +128,9 @@ def _release_when_ready(directory, document, delay=0.0):
             time.sleep(0.01)
         time.sleep(delay)
         name = barrier.ABORT_FILE if "abort" in document else barrier.GO_FILE
+        if name == barrier.GO_FILE:
+            # The controller echoes the run id the host wrote into ready.json (filter canary_barrier).
+            document.setdefault("run_id", json.loads((directory / barrier.READY_FILE).read_text())["run_id"])
         (directory / (name + ".tmp")).write_text(json.dumps(document))
         os.rename(str(directory / (name + ".tmp")), str(directory / name))
 
@@ -204,7 +207,7 @@ def test_send_check_mode_with_a_barrier_writes_nothing(fake_host):
     ({"mode": "send", "server": "10.0.0.1", "port": 0}, "port must be 1..65535, got 0"),
     ({"mode": "send", "server": "10.0.0.1", "seconds": 0}, "seconds must be 1 or more, got 0"),
     ({"mode": "send", "server": "10.0.0.1", "barrier_dir": "run/b"}, "barrier_dir must be absolute, got 'run/b'"),
-    ({"mode": "send", "server": "10.0.0.1", "barrier_timeout": 0}, "barrier_timeout must be greater than 0, got 0.0"),
+    ({"mode": "send", "server": "10.0.0.1", "barrier_timeout": 0}, "barrier_timeout must be a finite number greater than 0, got 0.0"),
     ({"mode": "stop", "state_dir": "relative/dir"}, "state_dir must be an absolute path, got relative/dir"),
     ({"mode": "listen", "ports": [5201]}, "addresses: give the addresses the clients mount (mode=listen)"),
     ({"mode": "listen", "addresses": ["127.0.0.1"]}, "ports: give one port per client (mode=listen)"),
@@ -391,7 +394,10 @@ def test_stop_never_signals_a_recycled_pid(tmp_path):
         (state / probe_utils.state_file_name("127.0.0.1", 5299)).write_text(
             json.dumps({"address": "127.0.0.1", "port": 5299, "pid": stranger.pid, "argv": argv}))
         result = run_module(module, {"mode": "stop", "state_dir": str(state)})
-        assert result["stopped"] == [{"address": "127.0.0.1", "port": 5299, "pids": [], "signal": None, "log": ""}]
+        assert result["stopped"] == [{"address": "127.0.0.1", "port": 5299, "pids": [], "signal": None, "log": "",
+                                      "left_alone": ["pid %d left alone: the record has no start time and executable "
+                                                     "to prove the process is ours" % stranger.pid]}]
+        assert "not signalled (not proven ours): pid %d" % stranger.pid in result["msg"]
         assert stranger.poll() is None
     finally:
         stranger.kill()

@@ -1,6 +1,7 @@
 """atomic_file: the one place files are replaced; a failure leaves the old bytes and no temp file."""
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -123,14 +124,15 @@ def test_read_text_keeps_every_byte_so_a_rewrite_is_byte_for_byte(module, tmp_pa
 
 def test_read_text_is_none_only_for_a_missing_file(tmp_path):
     assert atomic_file.read_text(str(tmp_path / "absent")) is None
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(OSError) as raised:
         atomic_file.read_text(str(tmp_path))
+    assert raised.value.errno == errno.EISDIR
 
 
 def test_read_text_does_not_hide_an_unreadable_file(tmp_path, monkeypatch):
     def denied(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", path)
-    monkeypatch.setattr("builtins.open", denied)
+    monkeypatch.setattr(os, "open", denied)
     with pytest.raises(PermissionError):
         atomic_file.read_text(str(tmp_path / "locked.conf"))
 
@@ -149,7 +151,7 @@ def test_read_optional_reads_text_mode(tmp_path):
 def test_read_optional_is_none_on_any_os_error(tmp_path, monkeypatch, make_error):
     def failing(path, *args, **kwargs):
         raise make_error(path)
-    monkeypatch.setattr("builtins.open", failing)
+    monkeypatch.setattr(os, "open", failing)
     assert atomic_file.read_optional(str(tmp_path / "pool_stats")) is None
 
 
@@ -218,7 +220,7 @@ def test_write_through_a_symlink_keeps_the_link(module, tmp_path):
     target = tmp_path / "real" / "fstab"
     target.write_bytes(b"old\n")
     os.symlink("real/fstab", str(tmp_path / "fstab"))
-    atomic_file.write_file(module, str(tmp_path / "fstab"), b"new\n")
+    atomic_file.write_file(module, str(tmp_path / "fstab"), b"new\n", follow_links=True)
     assert os.readlink(str(tmp_path / "fstab")) == "real/fstab"
     assert read_bytes(str(target)) == b"new\n"
     assert sorted(os.listdir(str(tmp_path / "real"))) == ["fstab"]
