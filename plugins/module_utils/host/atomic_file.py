@@ -93,6 +93,13 @@ def _refuse_kind(path, info):
     return FileRefused(errno.EINVAL, "is %s, not a regular file: not read" % kind, path)
 
 
+def _lstat_or_none(path):
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
 def read_bytes(path, limit=INPUT_LIMIT, follow_links=False):
     """The bytes of the regular file path, at most limit; the one bounded reader.
 
@@ -106,13 +113,9 @@ def read_bytes(path, limit=INPUT_LIMIT, follow_links=False):
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno == errno.ELOOP and not follow_links:
-            try:
-                info = os.lstat(path)
-            except OSError:
-                raise exc
-            if stat.S_ISLNK(info.st_mode):
-                raise _refuse_kind(path, info)
+        info = _lstat_or_none(path) if exc.errno == errno.ELOOP and not follow_links else None
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise _refuse_kind(path, info) from exc
         raise
     try:
         info = os.fstat(fd)
