@@ -373,7 +373,7 @@ def apply(module, wanted, views, plan, lock):
     if plan.fstab_after != views.fstab.text:
         try:
             backup_file = atomic_file.write_file(module, wanted.fstab_path, plan.fstab_after, backup=module.params["backup"],
-                                                  follow_links=True)
+                                                 follow_links=True)
         except OSError as exc:
             module.fail_json(msg="fstab: could not write %s (the old file is unchanged): %s" % (wanted.fstab_path, exc))
     # The mount itself, which may take long, runs after the lock is released.

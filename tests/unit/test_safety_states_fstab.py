@@ -7,7 +7,6 @@ module lose fstab lines or die with a traceback.
 """
 from __future__ import annotations
 
-import builtins
 import errno
 import json
 import os
@@ -41,15 +40,16 @@ def test_fstab_symlink_loop_fails_with_eloop_and_writes_nothing(env):
 
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EIO], ids=["EACCES", "EIO"])
 def test_unreadable_fstab_fails_naming_the_errno_and_writes_nothing(env, monkeypatch, code):
-    # Root reads a 0000 file, so the error is injected at open() for the fstab path only.
-    real_open = builtins.open
+    # Root reads a 0000 file, so the error is injected at open(2) for the fstab path only
+    # (atomic_file.read_bytes, the one reader, opens with os.open).
+    real_open = os.open
     fstab = str(env.fstab)
 
     def failing_open(file, *a, **k):
         if file == fstab:
             raise OSError(code, os.strerror(code), file)
         return real_open(file, *a, **k)
-    monkeypatch.setattr(builtins, "open", failing_open)
+    monkeypatch.setattr(os, "open", failing_open)
     result = fail_module(nfs_mount, args(env, state="present"))
     assert fstab in result["msg"] and errno.errorcode[code] in result["msg"]
     assert env.fstab.read_text() == FSTAB

@@ -32,7 +32,7 @@ def apply_edits(module, edits):
                 backup_file = atomic_file.remove_file(module, edit.path, backup=edit.backup)
             else:
                 backup_file = atomic_file.write_file(module, edit.path, edit.after, backup=edit.backup, make_parent=True,
-                                                      follow_links=True)
+                                                     follow_links=True)
         except OSError as exc:
             module.fail_json(msg="could not %s %s (the old file is untouched): %s"
                              % ("remove" if edit.after is None else "write", edit.path, atomic_file.describe_error(exc)),

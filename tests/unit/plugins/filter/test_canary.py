@@ -164,13 +164,15 @@ def _role_written_regex():
 
 def test_the_roles_written_regex_is_the_modules_marker():
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-    assert _role_written_regex() == barrier.WRITTEN_READY_PATTERN
+    # read_ready, then the run id the controller echoes in read_go.json (issue 24).
+    assert _role_written_regex() == barrier.WRITTEN_PATTERN
 
 
 def test_read_go_plan_goes_only_to_hosts_that_wrote_with_the_write_barriers_fanout():
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-    wrote = _written_wait(barrier.written_document(10.0, 1, 2, "/w"))
-    failed = _written_wait(barrier.written_document(10.0, 1, 2, "/w", skipped="not run: the write phase failed (ranks 1)"))
+    wrote = _written_wait(barrier.written_document(10.0, 1, 2, "/w", run_id="00112233aabbccdd"))
+    failed = _written_wait(barrier.written_document(10.0, 1, 2, "/w", skipped="not run: the write phase failed (ranks 1)",
+                                                    run_id="0011223344556677"))
     plan = FILTERS["canary_barrier"](["a", "b", "c"], [wrote, failed, {"failed": True, "msg": "Timeout"}],
                                      [{"offset_seconds": -1.0}, None, None], launch_at=100.0, now=160.0,
                                      fanout_seconds=2.0, abort_reason="no read: writes failed or no written.json")
@@ -179,6 +181,8 @@ def test_read_go_plan_goes_only_to_hosts_that_wrote_with_the_write_barriers_fano
     # not the 60 s the writes took.
     assert plan["fanout_seconds"] == 2.0 and plan["margin_seconds"] == 3.0 and plan["go_at"] == 163.0
     assert plan["go"]["a"]["go_at"] == 162.0
+    # The host's run id, echoed: the canary obeys only its own run's read go.
+    assert plan["go"]["a"]["run_id"] == "00112233aabbccdd"
     assert plan["abort"]["b"] == {"abort": "no read: writes failed or no written.json"}
 
 
