@@ -50,7 +50,7 @@ def test_writes_md_json_png_from_a_real_bundle(baseline):
     assert metrics["slot_cap_setting"] == "max_session_slots" and metrics["slot_cap"] == 64
     markdown = (baseline / "report.md").read_text()
     assert "| limiting layer | %s |" % metrics["limiting_layer"] in markdown
-    assert "| WRITE | 4477 |" in markdown
+    assert "| WRITE | 4,477 |" in markdown
 
 
 def test_second_run_is_idempotent(baseline):
@@ -164,7 +164,7 @@ def test_report_md_summarises_many_hosts_and_keeps_every_host_in_the_json(tmp_pa
     assert len(document["metrics"]["canary_hosts"]) == 80
     # No line per host: the slowest five and the outliers only.
     assert sum(1 for line in markdown.splitlines() if line.startswith("| c0")) <= 6
-    assert "80 hosts; per-host MB/s: min " in markdown and "report.json (metrics.canary_hosts)" in markdown
+    assert "80 hosts; per-host throughput: min " in markdown and "report.json (metrics.canary_hosts)" in markdown
     slowest = result["metrics"]["canary_host_summary"]["slowest"]
     assert slowest[0] == "c0007" and len(slowest) == 5
     assert "Slowest 5 hosts:" in markdown
@@ -179,4 +179,4 @@ def test_report_md_below_the_scale_keeps_a_row_per_host(tmp_path):
     run_module(checkpoint_report, {"bundle": str(bundle)})
     markdown = (bundle / "report.md").read_text()
     assert all("| c%04d | " % index in markdown for index in range(3))
-    assert "per-host MB/s" not in markdown
+    assert "per-host throughput" not in markdown
