@@ -601,8 +601,8 @@ def _run_rows(metrics):
     """The headline rows of what ran: the canary's shape and duration, or the capture's window and bytes."""
     window = human.seconds(metrics.get("window_seconds")) if metrics.get("window_seconds") else "no window given"
     if metrics.get("source") == "capture":
-        return [["capture", "%s window, %s written (no canary)" % (
-            metrics.get("capture_kind") or "-", human.size(metrics.get("capture_bytes")))],
+        written = "%s window, %s written (no canary)" % (metrics.get("capture_kind") or "-", human.size(metrics.get("capture_bytes")))
+        return [["capture", written],
                 ["capture window (target window)", "%s (%s)" % (human.seconds(metrics.get("capture_seconds")), window)]]
     return [["canary", "%s x %s ranks, %s" % (metrics.get("canary_layout") or "-", _fmt(metrics.get("canary_ranks")),
                                               human.size(metrics.get("canary_bytes")))],
