@@ -639,9 +639,7 @@ def _figure_rows(metrics):
         ["gap factor", human.factor(metrics.get("gap_factor")) if metrics.get("gap_factor") is not None else "-"],
     ] + _run_rows(metrics) + [
         ["backlog per send", metrics.get("backlog_per_send")],
-        ["max_slots reached / slot cap", "%s per connection / %s %s (%s)" % (
-            _fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
-            slot_cap_scope(metrics.get("slot_cap_setting")), metrics.get("slot_cap_setting") or "-")],
+        ["max_slots reached / slot cap", _slots_cell(metrics)],
         ["D-state peak (tasks)", metrics.get("dstate_peak")],
         ["server threads", metrics.get("server_threads")],
         ["sockets-enqueued", metrics.get("sockets_enqueued")],
@@ -652,6 +650,14 @@ def _figure_rows(metrics):
             _cell(metrics.get("server_cpu_busy"), "share"), _cell(metrics.get("client_cpu_busy"), "share"))],
         ["unmeasured", metrics.get("unmeasured")],
     ]
+
+
+def _slots_cell(metrics):
+    if metrics.get("max_slots_reached") is None and metrics.get("slot_cap") is None:
+        return "-"
+    return "%s per connection / %s %s (%s)" % (
+        _fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
+        slot_cap_scope(metrics.get("slot_cap_setting")), metrics.get("slot_cap_setting") or "-")
 
 
 def _comparison_lines(metrics, before, rows):
