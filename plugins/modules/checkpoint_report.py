@@ -11,13 +11,20 @@ module: checkpoint_report
 short_description: Write report.md, report.json and report.png for a checkpoint validation bundle
 version_added: 0.1.0
 description:
-  - Reads a capture bundle (format in C(docs/capture-bundle.md)) written by C(playbooks/validate-checkpoint.yml),
-    its C(diagnosis.json) (or runs the diagnosis itself when that file is missing), the per-op deltas of every
-    client, and the per-rank canary results in C(clients/<host>/canary.json).
-  - Writes C(report.md) (tables), C(report.json) (every number) and C(report.png) into the bundle. The picture
-    has four panels on their own scales - throughput of each run against the target line; WRITE and COMMIT
+  - Reads a capture bundle (format in C(docs/capture-bundle.md)) written by the C(ckptio.nfs.validate_checkpoint)
+    or C(ckptio.nfs.capture) playbook, its C(diagnosis.json) (or runs the diagnosis itself when that file is
+    missing), the per-op deltas of every client, and the per-rank canary results in C(clients/<host>/canary.json).
+  - Writes C(report.md), C(report.json) (every number) and C(report.png) into the bundle.
+  - C(report.md) and RV(console_lines) lead with the diagnosis's first screen (C(diagnosis.json) C(headline) and
+    C(first_screen)) - the verdict in words, achieved against target in GB/s or MB/s, the links' share of
+    capacity, the confidence and why, the first three actions - within 25 lines of an 80-column terminal; then
+    the before/after comparison, then the tables. A C(diagnosis.json) from before those keys gets the same
+    lines built from its verdict, figures, network state, confidence and recommendations.
+  - The picture is titled with the verdict in words. Its panels, each on its own scale - throughput of each run
+    against the target line and the links' capacity line (when the diagnosis measured it); WRITE and COMMIT
     time split into queue, RTT and the rest of the execution time; the metadata ops; the ranks per host on
-    the controller's clock with the start spread shaded.
+    the controller's clock with the start spread shaded, only when a bundle has canary ranks (a capture of a
+    real job has none - three panels, its throughput axis says it rests on written bytes over the window).
   - From 64 canary hosts on, C(report.md) summarises the hosts (throughput distribution, slowest hosts,
     outliers); C(report.json) keeps every host's row.
   - With O(compare_to) an earlier bundle, adds before/after rows with ratios - throughput, duration against the
@@ -91,6 +98,9 @@ metrics:
     - C(restore_bytes_per_second) and C(restore) (C(aggregate) over the reads by the write's rule, C(restore_cache),
       C(guarantee), C(verify_error_count), C(skipped), C(target_window_seconds), C(target_bytes_per_second) - null
       without a restore target -, C(meets_target), C(read_spans)); both null without a read phase.
+    - C(headline) (verdict, verdict_text, achieved_text, target_text, links_text, link_share,
+      link_capacity_bytes_per_second, confidence, confidence_reason, actions, rests_on) and C(first_screen) (at most 25
+      lines of at most 80 columns) - the diagnosis's, or built from an older C(diagnosis.json) without them.
   returned: always
   type: dict
 baseline:
@@ -120,13 +130,16 @@ msg:
   type: str
 console_lines:
   description:
-    - What a play prints at the end, one line each - the diagnosis summary, the canary (ranks, clients, bytes,
-      seconds, start spread), the restore when the bundle has one, the bundle path, RV(msg), then one
-      C(metric | before | after | after/before) line per RV(comparison) row.
+    - What a play prints at the end, one line each - the verdict in words, achieved against target, the links'
+      share of capacity, the confidence and its reason, up to three actions (the diagnosis's C(headline)), the
+      canary (ranks, clients, bytes, seconds, start spread) or the capture, the restore when the bundle has one,
+      the bundle path, RV(msg), then one line per RV(comparison) row with the metric and its unit, before, after
+      and after/before.
   returned: always
   type: list
   elements: str
-  sample: ["tune: achieved 2.05 MB/s of 13.4 MB/s target ...", "canary: 8 ranks on 2 clients, 134217728 bytes in 65.3 s, ..."]
+  sample: ["re-architect: tuning alone can give up to 3x ..., the gap is 7.3x; still tune: ...",
+           "achieved 1.1 GB/s, target 8 GB/s (2.4 TB in 300 s)", "canary: 512 ranks on 64 clients, 137 GB in 125 s, ..."]
 """
 
 import json

@@ -14,7 +14,7 @@ it contains the queue wait and the RTT; the figure stacks queue, RTT and the rem
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary, human, report_headline
 
 REPORT_OPS = ("WRITE", "COMMIT")
 # Ops worth a bar in the latency figure beyond WRITE/COMMIT: the metadata ops of a checkpoint.
@@ -99,6 +99,7 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "unmeasured": diagnosis.get("unmeasured") or [],
         "mount_point": context.get("mount_point"),
         "target_bytes_per_second": target_bps,
+        "target_checkpoint_bytes": target.get("checkpoint_bytes"),
         "achieved_bytes_per_second": achieved,
         "gap_factor": diagnosis.get("gap_factor"),
         "canary_seconds": canary_context.get("seconds"),
@@ -127,6 +128,9 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         metrics["canary_hosts"] = host_rows(canary_ranks, harness)
         metrics["canary_host_summary"] = host_distribution(metrics["canary_hosts"],
                                                            metrics["canary_aggregate"].get("spread_bound_seconds"))
+    # The first screen is the diagnosis's (CONTRACT 3); an older diagnosis.json gets one built from its fields.
+    metrics["headline"] = report_headline.headline(diagnosis, metrics)
+    metrics["first_screen"] = report_headline.first_screen(diagnosis, metrics["headline"])
     return metrics
 
 
@@ -176,65 +180,85 @@ def _restore_lines(metrics):
     if not restore:
         return []
     aggregate = restore["aggregate"]
-    rate = metrics.get("restore_bytes_per_second")
     lines = ["", "## Restore (read-back)", "",
-             "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start) over the reads): %s bytes in %s s"
-             " = %s MB/s; read start spread %s s." % (
-                 aggregate.get("total_bytes"), _fmt(aggregate.get("seconds")), _fmt(rate / MB if rate else None),
-                 _fmt(aggregate.get("start_spread_seconds"))), ""]
+             "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start) over the reads): %s in %s"
+             " = %s; read start spread %s." % (
+                 human.size(aggregate.get("total_bytes")), human.seconds(aggregate.get("seconds")),
+                 human.rate(metrics.get("restore_bytes_per_second")), human.seconds(aggregate.get("start_spread_seconds"))), ""]
     if restore["target_bytes_per_second"] is None:
         lines += ["Restore target: no restore target was given (canary_validation_restore_window_seconds): the figure"
                   " is reported, not judged.", ""]
     else:
-        lines += ["Restore target: %s MB/s (the checkpoint in %s s): %s." % (
-            _fmt(restore["target_bytes_per_second"] / MB), _fmt(restore["target_window_seconds"]),
+        lines += ["Restore target: %s (the checkpoint in %s): %s." % (
+            human.rate(restore["target_bytes_per_second"]), human.seconds(restore["target_window_seconds"]),
             {True: "met", False: "not met", None: "not measured (no rank finished reading)"}[restore["meets_target"]]), ""]
     if aggregate.get("synchronized") is False:
         lines += ["**Not a synchronized restore: %s.**" % aggregate.get("spread_message"), ""]
     lines += ["Cold cache: %s (%s)." % (restore.get("restore_cache") or "-", restore.get("guarantee") or "-"), ""]
-    cold = restore.get("cold_cache") or {}
+    return lines + _cold_cache_lines(restore.get("cold_cache") or {}) + _verify_lines(restore)
+
+
+def _cold_cache_lines(cold):
     if cold.get("cold") is None:
-        lines += ["Measured: unmeasured (no client statistics bracket the reads, or nothing was read back).", ""]
-    else:
-        lines += ["Measured: %s - the server sent %s of the %s bytes read back (%.0f %%; %s)." % (
-            "a cold cache" if cold["cold"] else "**not a cold cache**, part of the restore came from the client's page cache",
-            cold["server_read_bytes"], cold["restore_bytes"], 100.0 * cold["server_share"], cold["rests_on"]), ""]
+        return ["Measured: unmeasured (no client statistics bracket the reads, or nothing was read back).", ""]
+    return ["Measured: %s - the server sent %s of the %s read back (%s; %s)." % (
+        "a cold cache" if cold["cold"] else "**not a cold cache**, part of the restore came from the client's page cache",
+        human.size(cold["server_read_bytes"]), human.size(cold["restore_bytes"]), human.share(cold["server_share"]),
+        cold["rests_on"]), ""]
+
+
+def _verify_lines(restore):
     bad = restore.get("verify_error_count")
-    lines += ["Verification: %s." % ("every block verified: no bad block" if bad == 0 and not restore["skipped"]
-                                     else "%s bad blocks" % _fmt(bad))]
-    for host, reason in sorted(restore["skipped"].items()):
-        lines += ["- %s did not read: %s" % (host, reason)]
-    return lines
+    lines = ["Verification: %s." % ("every block verified: no bad block" if bad == 0 and not restore["skipped"]
+                                    else "%s bad blocks" % _fmt(bad))]
+    return lines + ["- %s did not read: %s" % (host, reason) for host, reason in sorted(restore["skipped"].items())]
 
 
 def console_lines(metrics, rows, bundle_path, message):
-    """What the validation play prints at the end, one line each: the diagnosis, the save, the
-    restore when there was one, the bundle, what was written, then the comparison rows
-    (metric | before | after | after/before). Decided here so the task only prints it."""
-    aggregate = metrics.get("canary_aggregate") or {}
-    lines = [metrics.get("summary") or "no diagnosis (statistics not collected)"]
-    if metrics.get("source") == "capture":
-        lines.append("capture (no canary ranks): %s window, %s s, %s bytes written%s; achieved from %s" % (
-            metrics.get("capture_kind") or "-", _fmt(metrics.get("capture_seconds")),
-            metrics.get("capture_bytes") if metrics.get("capture_bytes") is not None else "-",
-            " (hit the maximum)" if metrics.get("capture_hit_max") else "", metrics.get("capture_basis") or "-"))
-    else:
-        lines.append("canary: %s ranks on %s clients, %s bytes in %s s, start spread %s s (%s)" % (
-            metrics.get("canary_ranks") if metrics.get("canary_ranks") is not None else "-",
-            len(metrics.get("canary_hosts") or []), aggregate.get("total_bytes", 0),
-            _fmt(aggregate.get("seconds")), _fmt(aggregate.get("start_spread_seconds")),
-            aggregate.get("spread_message") or "-"))
-    restore = metrics.get("restore")
-    if restore:
-        read = restore.get("aggregate") or {}
-        lines.append("restore: %s bytes read back in %s s = %s MB/s (%s), start spread %s s, %s bad blocks" % (
-            read.get("total_bytes", 0), _fmt(read.get("seconds")),
-            _fmt((metrics.get("restore_bytes_per_second") or 0) / MB) if metrics.get("restore_bytes_per_second") else "-",
-            restore.get("restore_cache") or "-", _fmt(read.get("start_spread_seconds")),
-            restore.get("verify_error_count") if restore.get("verify_error_count") is not None else "-"))
+    """What the validation play prints at the end, one line each: the headline (verdict, achieved
+    vs target, links, confidence, the first actions), the canary or the capture, the restore when
+    there was one, the bundle, what was written, then the comparison rows. Decided here so the
+    task only prints it."""
+    lines = report_headline.console_head(metrics.get("headline") or {})
+    lines.append(_capture_console(metrics) if metrics.get("source") == "capture" else _canary_console(metrics))
+    if metrics.get("restore"):
+        lines.append(_restore_console(metrics))
     lines += ["bundle: %s" % bundle_path, message]
-    lines += [" | ".join(str(row.get(key)) for key in ("metric", "before", "after", "ratio")) for row in rows]
-    return lines
+    return lines + [_comparison_console(row) for row in rows]
+
+
+def _comparison_console(row):
+    unit = row.get("unit")
+    return "%s%s: %s -> %s (%s)" % (row["metric"], " (%s)" % unit if unit else "", _cell(row.get("before"), unit),
+                                    _cell(row.get("after"), unit), _ratio(row.get("ratio")))
+
+
+def _capture_console(metrics):
+    return "capture (no canary ranks): %s window, %s, %s written%s; achieved from %s" % (
+        metrics.get("capture_kind") or "-", human.seconds(metrics.get("capture_seconds")),
+        human.size(metrics.get("capture_bytes")), " (hit the maximum)" if metrics.get("capture_hit_max") else "",
+        metrics.get("capture_basis") or human.UNMEASURED)
+
+
+def _canary_console(metrics):
+    aggregate = metrics.get("canary_aggregate")
+    if not aggregate:
+        # No per-rank results: context.yml's figures.
+        return "canary: %s ranks, %s in %s (no per-rank results)" % (
+            _fmt(metrics.get("canary_ranks")), human.size(metrics.get("canary_bytes")), human.seconds(metrics.get("canary_seconds")))
+    return "canary: %s ranks on %s clients, %s in %s, start spread %s (%s)" % (
+        _fmt(metrics.get("canary_ranks")), len(metrics.get("canary_hosts") or []), human.size(aggregate.get("total_bytes")),
+        human.seconds(aggregate.get("seconds")), human.seconds(aggregate.get("start_spread_seconds")),
+        aggregate.get("spread_message") or "-")
+
+
+def _restore_console(metrics):
+    restore = metrics["restore"]
+    read = restore.get("aggregate") or {}
+    return "restore: %s read back in %s = %s (%s), start spread %s, %s bad blocks" % (
+        human.size(read.get("total_bytes")), human.seconds(read.get("seconds")),
+        human.rate(metrics.get("restore_bytes_per_second")), restore.get("restore_cache") or "-",
+        human.seconds(read.get("start_spread_seconds")), _fmt(restore.get("verify_error_count")))
 
 
 def _restore_comparison_row(before, after):
@@ -372,10 +396,10 @@ def host_distribution(rows, bound_seconds=None):
         reasons = []
         rate = (row.get("throughput_bytes_per_second") or 0.0) / MB
         if median and rate < OUTLIER_SHARE * median:
-            reasons.append("%.3g MB/s, %.0f %% of the median host" % (rate, 100.0 * rate / median))
+            reasons.append("%s, %s of the median host" % (human.rate(rate * MB), human.share(rate / median)))
         if bound_seconds is not None and first is not None and row.get("earliest_start") is not None \
                 and row["earliest_start"] - first > bound_seconds:
-            reasons.append("first start %.3f s after the earliest host" % (row["earliest_start"] - first))
+            reasons.append("first start %s after the earliest host" % human.seconds(row["earliest_start"] - first))
         if row.get("incomplete_ranks"):
             reasons.append("%d rank(s) did not finish" % len(row["incomplete_ranks"]))
         if reasons:
@@ -392,13 +416,14 @@ def _names(hosts, shown=5):
 
 
 def _host_table(rows):
-    return _table(["host", "ranks", "bytes", "seconds", "MB/s", "incomplete ranks", "first start (controller clock)",
-                   "clock offset s", "harness CPU s / other CPU s"],
-                  [[row["host"], row["ranks"], row["bytes"], row["seconds"],
-                    row["throughput_bytes_per_second"] / MB if row["throughput_bytes_per_second"] else None,
+    # The first start stays a timestamp (seconds on the controller's clock, 3 decimals), not a figure.
+    return _table(["host", "ranks", "bytes", "time", "throughput", "incomplete ranks", "first start (controller clock)",
+                   "clock offset", "harness CPU / other CPU"],
+                  [[row["host"], row["ranks"], human.size(row["bytes"]), human.seconds(row["seconds"]),
+                    human.rate(row["throughput_bytes_per_second"]),
                     row["incomplete_ranks"], "%.3f" % row["earliest_start"] if row.get("earliest_start") else None,
-                    row.get("clock_offset_seconds"),
-                    "%s / %s" % (_fmt(row.get("harness_cpu_seconds")), _fmt(row.get("other_cpu_seconds")))]
+                    human.seconds(row.get("clock_offset_seconds")),
+                    "%s / %s" % (human.seconds(row.get("harness_cpu_seconds")), human.seconds(row.get("other_cpu_seconds")))]
                    for row in rows])
 
 
@@ -406,15 +431,16 @@ def _host_summary_lines(rows, aggregate):
     """The canary's hosts at scale: distribution, slowest hosts, outliers; the rest is in report.json."""
     summary = host_distribution(rows, aggregate.get("spread_bound_seconds"))
     rates = summary["mb_per_second"]
-    quantiles = tuple(_fmt(rates[name]) for name in ("min", "p10", "median", "p90", "max"))
-    lines = ["%d hosts; per-host MB/s: min %s, p10 %s, median %s, p90 %s, max %s. Every host's row is in "
+    quantiles = tuple(human.rate(None if rates[name] is None else rates[name] * MB)
+                      for name in ("min", "p10", "median", "p90", "max"))
+    lines = ["%d hosts; per-host throughput: min %s, p10 %s, median %s, p90 %s, max %s. Every host's row is in "
              "report.json (metrics.canary_hosts)." % ((summary["hosts"],) + quantiles), "",
              "Slowest %d hosts:" % len(summary["slowest"]), ""]
     by_name = dict((row["host"], row) for row in rows)
     lines += _host_table([by_name[host] for host in summary["slowest"]])
-    lines += ["", "Outliers (below %d %% of the median host's MB/s, a first start beyond the %s s bound, or unfinished "
-              "ranks): %s." % (100 * OUTLIER_SHARE, _fmt(aggregate.get("spread_bound_seconds")),
-                               len(summary["outliers"]) or "none")]
+    lines += ["", "Outliers (below %s of the median host's throughput, a first start beyond the %s bound, or "
+              "unfinished ranks): %s." % (human.share(OUTLIER_SHARE), human.seconds(aggregate.get("spread_bound_seconds")),
+                                          len(summary["outliers"]) or "none")]
     if summary["outliers"]:
         lines += [""] + _table(["host", "why"], [[item["host"], "; ".join(item["reasons"])]
                                                  for item in summary["outliers"][:20]])
@@ -427,11 +453,11 @@ def _canary_lines(metrics):
     """The report's canary section: the aggregate, the spread verdict, the clocks, one row per host."""
     aggregate = metrics["canary_aggregate"]
     lines = ["", "## Canary ranks", "",
-             "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start)): %s bytes in %s s = %s MB/s; "
-             "start spread %s s; largest distance from start_at %s s." % (
-                 aggregate["total_bytes"], _fmt(aggregate["seconds"]),
-                 _fmt(aggregate["throughput_bytes_per_second"] / MB if aggregate["throughput_bytes_per_second"] else None),
-                 _fmt(aggregate["start_spread_seconds"]), _fmt(aggregate["max_start_delay_seconds"])), ""]
+             "Aggregate (MLPerf Storage rule, total bytes / (latest end - earliest start)): %s in %s = %s; "
+             "start spread %s; largest distance from start_at %s." % (
+                 human.size(aggregate["total_bytes"]), human.seconds(aggregate["seconds"]),
+                 human.rate(aggregate["throughput_bytes_per_second"]), human.seconds(aggregate["start_spread_seconds"]),
+                 human.seconds(aggregate["max_start_delay_seconds"])), ""]
     if aggregate.get("synchronized") is False:
         lines += ["**Not a synchronized checkpoint: %s.**" % aggregate["spread_message"], ""]
     elif aggregate.get("synchronized") is None and aggregate.get("start_spread_seconds") is not None \
@@ -501,7 +527,7 @@ def slot_cap_scope(setting):
 def _bytes_warning(before, after):
     old, new = before.get("canary_bytes"), after.get("canary_bytes")
     if old is not None and new is not None and old != new:
-        return "the bundles wrote different bytes (%s vs %s)" % (old, new)
+        return "the bundles wrote different bytes (%s vs %s)" % (human.size(old), human.size(new))
     return None
 
 
@@ -540,16 +566,29 @@ def _better_cell(row):
     return {True: "improved", False: "worse", None: "-"}[row["improved"]]
 
 
-def _fmt(value, digits=3):
+def _fmt(value, digits=4):
+    """A table cell or a figure in a sentence: numbers by human.number (thousands separated, at most
+    4 significant digits, no exponent), None as '-'."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return "%.*g" % (digits + 1, value)
+    if isinstance(value, (int, float)):
+        return human.number(value, digits)
     if isinstance(value, list):
         return ", ".join(_fmt(item) for item in value) or "-"
     return str(value)
+
+
+def _cell(value, unit):
+    """A comparison value in its unit: a share as a percentage, the rest by _fmt."""
+    if value is None:
+        return "-"
+    return human.share(value) if unit == "share" else _fmt(value)
+
+
+def _ratio(value):
+    return "-" if value is None else human.factor(value)
 
 
 def _table(header, rows):
@@ -560,12 +599,14 @@ def _table(header, rows):
 
 def _run_rows(metrics):
     """The headline rows of what ran: the canary's shape and duration, or the capture's window and bytes."""
+    window = human.seconds(metrics.get("window_seconds")) if metrics.get("window_seconds") else "no window given"
     if metrics.get("source") == "capture":
-        return [["capture", "%s window, %s bytes written (no canary)" % (metrics.get("capture_kind"), metrics.get("capture_bytes"))],
-                ["capture window s (target window s)", "%s (%s)" % (_fmt(metrics.get("capture_seconds")),
-                                                                    _fmt(metrics.get("window_seconds")))]]
-    return [["canary", "%s x %s ranks, %s bytes" % (metrics.get("canary_layout"), metrics.get("canary_ranks"), metrics.get("canary_bytes"))],
-            ["duration s (window s)", "%s (%s)" % (_fmt(metrics.get("canary_seconds")), _fmt(metrics.get("window_seconds")))]]
+        written = "%s window, %s written (no canary)" % (metrics.get("capture_kind") or "-", human.size(metrics.get("capture_bytes")))
+        return [["capture", written],
+                ["capture window (target window)", "%s (%s)" % (human.seconds(metrics.get("capture_seconds")), window)]]
+    return [["canary", "%s x %s ranks, %s" % (metrics.get("canary_layout") or "-", _fmt(metrics.get("canary_ranks")),
+                                              human.size(metrics.get("canary_bytes")))],
+            ["duration (window)", "%s (%s)" % (human.seconds(metrics.get("canary_seconds")), window)]]
 
 
 def _capture_lines(metrics):
@@ -579,56 +620,86 @@ def _capture_lines(metrics):
     return lines + ([""] + flags if flags else [])
 
 
-def render_markdown(metrics, before=None, rows=None, figure_note=None):
-    """report.md: verdict, headline table, per-op latency, canary hosts, comparison."""
-    lines = ["# Checkpoint validation: %s" % (metrics.get("label") or "run"), ""]
-    if metrics.get("summary"):
-        lines += ["**%s**" % metrics["summary"], ""]
-    summary = metrics.get("network_summary")
-    if summary:
-        lines += ["**%s%s.**" % (summary[0].upper(), summary[1:]), ""]
-    lines += _table(["metric", "value"], [
+def _first_screen_lines(metrics):
+    """The diagnosis's first screen (verdict, achieved vs target, links, confidence, actions) as it
+    reads in an 80-column terminal: a fenced block keeps its lines and columns in a Markdown viewer."""
+    screen = metrics.get("first_screen") or report_headline.first_screen({}, metrics.get("headline") or {})
+    return ["```text"] + screen + ["```", ""]
+
+
+def _figure_rows(metrics):
+    """The headline table's rows, each figure in its unit (human.py)."""
+    target = metrics.get("target_bytes_per_second")
+    return [
         ["verdict", metrics.get("verdict")],
         ["limiting layer", metrics.get("limiting_layer")],
         ["contributing", metrics.get("contributing")],
-        ["target MB/s", (metrics.get("target_bytes_per_second") or 0) / MB if metrics.get("target_bytes_per_second") else None],
-        ["achieved MB/s", metrics["achieved_bytes_per_second"] / MB if metrics.get("achieved_bytes_per_second") else None],
-        ["gap factor", metrics.get("gap_factor")],
+        ["target", human.rate(target) if target else "no target given"],
+        ["achieved", human.rate(metrics.get("achieved_bytes_per_second"))],
+        ["gap factor", human.factor(metrics.get("gap_factor")) if metrics.get("gap_factor") is not None else "-"],
     ] + _run_rows(metrics) + [
         ["backlog per send", metrics.get("backlog_per_send")],
-        ["max_slots reached / slot cap", "%s per connection / %s %s (%s)" % (
-            _fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
-            slot_cap_scope(metrics.get("slot_cap_setting")), metrics.get("slot_cap_setting") or "-")],
+        ["max_slots reached / slot cap", _slots_cell(metrics)],
         ["D-state peak (tasks)", metrics.get("dstate_peak")],
         ["server threads", metrics.get("server_threads")],
         ["sockets-enqueued", metrics.get("sockets_enqueued")],
-        ["busiest NFS link (share of nominal)", metrics.get("link_utilisation_max")],
-        ["NFS / TCP capacity of the path (probe)", metrics.get("probe_share")],
+        ["packets without idle thread (busiest server)", _cell(metrics.get("packets_without_idle_thread"), "share")],
+        ["busiest NFS link (share of nominal)", _cell(metrics.get("link_utilisation_max"), "share")],
+        ["NFS / TCP capacity of the path (probe, summed over clients)", _cell(metrics.get("probe_share"), "share")],
         ["CPU busy during the checkpoint, server / client", "%s / %s" % (
-            _fmt(metrics.get("server_cpu_busy")), _fmt(metrics.get("client_cpu_busy")))],
+            _cell(metrics.get("server_cpu_busy"), "share"), _cell(metrics.get("client_cpu_busy"), "share"))],
         ["unmeasured", metrics.get("unmeasured")],
-    ])
-    ops = metrics.get("ops") or {}
-    if ops:
-        lines += ["", "## Per-op latency (ms per op, all clients)", ""]
-        lines += _table(["op", "ops", "avg queue", "avg RTT", "avg exe"],
-                        [[name, ops[name]["ops"], ops[name]["avg_queue_ms"], ops[name]["avg_rtt_ms"], ops[name]["avg_exe_ms"]]
-                         for name in sorted(ops, key=lambda n: (n not in REPORT_OPS, n))])
+    ]
+
+
+def _slots_cell(metrics):
+    if metrics.get("max_slots_reached") is None and metrics.get("slot_cap") is None:
+        return "-"
+    return "%s per connection / %s %s (%s)" % (
+        _fmt(metrics.get("max_slots_reached")), _fmt(metrics.get("slot_cap")),
+        slot_cap_scope(metrics.get("slot_cap_setting")), metrics.get("slot_cap_setting") or "-")
+
+
+def _comparison_lines(metrics, before, rows):
+    lines = ["## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
+             "Limiting layer before: %s (%s); after: %s (%s)." % (
+                 _fmt(before.get("limiting_layer")), _fmt(before.get("verdict")),
+                 _fmt(metrics.get("limiting_layer")), _fmt(metrics.get("verdict"))), ""]
+    warning = _bytes_warning(before, metrics)
+    if warning:
+        lines += ["**Warning: %s: compare throughput, not duration.**" % warning, ""]
+    lines += _table(["metric", "unit", "before", "after", "after/before", "better"],
+                    [[row["metric"], row["unit"] or "-", _cell(row["before"], row["unit"]), _cell(row["after"], row["unit"]),
+                      _ratio(row["ratio"]), _better_cell(row)] for row in rows])
+    return lines + [""]
+
+
+def _ops_lines(ops):
+    if not ops:
+        return []
+    return ["", "## Per-op latency (ms per op, all clients)", ""] + _table(
+        ["op", "ops", "avg queue", "avg RTT", "avg exe"],
+        [[name, ops[name]["ops"], ops[name]["avg_queue_ms"], ops[name]["avg_rtt_ms"], ops[name]["avg_exe_ms"]]
+         for name in sorted(ops, key=lambda n: (n not in REPORT_OPS, n))])
+
+
+def render_markdown(metrics, before=None, rows=None, figure_note=None):
+    """report.md: the first screen (the diagnosis's), the before/after comparison, then the
+    figures' table, per-op latency, canary hosts, restore and capture sections."""
+    lines = ["# Checkpoint validation: %s" % (metrics.get("label") or "run"), ""] + _first_screen_lines(metrics)
+    if before is not None and rows:
+        lines += _comparison_lines(metrics, before, rows)
+    summary = metrics.get("network_summary")
+    lines += ["## Figures", ""]
+    if summary:
+        lines += ["%s%s." % (summary[0].upper(), summary[1:]), ""]
+    lines += _table(["metric", "value"], _figure_rows(metrics))
+    lines += _ops_lines(metrics.get("ops") or {})
     if metrics.get("canary_aggregate"):
         lines += _canary_lines(metrics)
     lines += _restore_lines(metrics)
     if metrics.get("source") == "capture":
         lines += _capture_lines(metrics)
-    if before is not None and rows:
-        lines += ["", "## Compared with %s" % (before.get("label") or "the earlier bundle"), "",
-                  "Limiting layer before: %s (%s); after: %s (%s)." % (
-                      before.get("limiting_layer"), before.get("verdict"), metrics.get("limiting_layer"), metrics.get("verdict")), ""]
-        warning = _bytes_warning(before, metrics)
-        if warning:
-            lines += ["**Warning: %s: compare throughput, not duration.**" % warning, ""]
-        lines += _table(["metric", "unit", "before", "after", "after/before", "better"],
-                        [[row["metric"], row["unit"] or "-", row["before"], row["after"], row["ratio"],
-                          _better_cell(row)] for row in rows])
     if figure_note:
         lines += ["", figure_note]
     return "\n".join(lines) + "\n"
@@ -653,10 +724,19 @@ def figure_series(metrics, before=None):
                  "exe_ms": _op_field(run, name, "avg_exe_ms") or 0.0}
                 for name in names if name not in REPORT_OPS for run in runs]
     target = metrics.get("target_bytes_per_second")
-    links = ["%s: %s" % (run.get("label") or "run", run.get("network_headline") or "network unmeasured") for run in runs]
+    head = metrics.get("headline") or {}
+    capacity = head.get("link_capacity_bytes_per_second")
     return {"throughput": throughput, "target_mb_per_second": target / MB if target else None, "latency": latency,
             "metadata": metadata, "timeline": [line for line in (timeline(run) for run in runs) if line["hosts"]],
-            "links": links, "sources": [run.get("source") or "canary" for run in runs]}
+            "title": "%s: %s" % (metrics.get("label") or "run", head.get("verdict_text") or "no diagnosis"),
+            "link_capacity_mb_per_second": capacity / MB if capacity else None,
+            "links": [_links_line(run) for run in runs], "sources": [run.get("source") or "canary" for run in runs]}
+
+
+def _links_line(run):
+    """One run's links in one line: the headline's links_text, else the network's headline."""
+    text = (run.get("headline") or {}).get("links_text") or run.get("network_headline") or "network unmeasured"
+    return "%s: %s" % (run.get("label") or "run", text)
 
 
 def _restore_bars(runs):

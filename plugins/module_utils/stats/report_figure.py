@@ -10,7 +10,9 @@ reads or writes files; draw_png() returns the PNG's bytes.
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
+import textwrap
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, report
 
 
 # Colours: the earlier run grey, this run blue, in every panel; the WRITE split keeps its own
@@ -38,56 +40,82 @@ def _wrap(label, width=20):
 
 
 def _ms(value):
-    """ms and MB/s for a reader: 23,068 rather than 2.307e+04."""
-    return "{:,.0f}".format(value) if value >= 100 else "%.3g" % value
+    """ms for a reader: 23,070 rather than 2.307e+04 (human.number)."""
+    return human.number(value, 4)
 
 
 def _run_colour(index, count):
     return RUN_COLOURS[1] if index == count - 1 else RUN_COLOURS[0]
 
 
+def _axis_unit(top_mb):
+    """(MB/s per axis unit, unit) so the axis reads 8 GB/s as 8, not 8,000 MB/s."""
+    if top_mb >= 1000:
+        return 1000.0, "GB/s"
+    if top_mb < 1:
+        return 0.001, "kB/s"
+    return 1.0, "MB/s"
+
+
+def _rate(mb_per_second):
+    return human.rate(mb_per_second * report.MB)
+
+
+def _bar_text(run, target):
+    text = _rate(run["mb_per_second"])
+    if run.get("phase") == "restore":
+        # Judged against the restore's own target only; without one, said so, never the write's.
+        own = run.get("target_mb_per_second")
+        text += (" = %s of the restore target %s" % (human.factor(run["mb_per_second"] / own), _rate(own)) if own
+                 else "\nno restore target given")
+    elif target:
+        text += " = %s of the target" % human.factor(run["mb_per_second"] / target)
+    if run.get("limiting_layer") and run["limiting_layer"] != "none":
+        text += "\nlimit: %s" % run["limiting_layer"]
+    return text
+
+
+def _draw_lines(axes, series, scale):
+    """The target and the links' capacity, each a labelled vertical line on the throughput axis."""
+    target, capacity = series["target_mb_per_second"], series.get("link_capacity_mb_per_second")
+    if target:
+        axes.axvline(target / scale, color="#d62728", linestyle="--", label="target %s" % _rate(target))
+    if capacity:
+        axes.axvline(capacity / scale, color="#2ca02c", linestyle="-.", label="links' capacity %s" % _rate(capacity))
+    if target or capacity:
+        axes.legend(loc="lower right", fontsize=8)
+
+
 def _draw_throughput(axes, series):
     runs = series["throughput"]
     target = series["target_mb_per_second"]
-    values = [run["mb_per_second"] for run in runs]
+    top = max([run["mb_per_second"] for run in runs] + [target or 0, series.get("link_capacity_mb_per_second") or 0]
+              + [run.get("target_mb_per_second") or 0 for run in runs]) or 1.0
+    scale, unit = _axis_unit(top)
     positions = list(range(len(runs)))[::-1]
     count = len([run for run in runs if run.get("phase") != "restore"])
     for position, run in zip(positions, runs):
         # A restore bar (the read phase) is hatched in its run's colour.
-        axes.barh([position], [run["mb_per_second"]], color=_run_colour(run.get("run_index", 0), count), height=0.5,
+        axes.barh([position], [run["mb_per_second"] / scale], color=_run_colour(run.get("run_index", 0), count), height=0.5,
                   hatch="//" if run.get("phase") == "restore" else None, edgecolor="white")
+        # On a white box: the target line may run through the text.
+        axes.text((run["mb_per_second"] + top * 0.02) / scale, position, _bar_text(run, target), va="center", fontsize=8,
+                  bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
     axes.set_yticks(positions)
     axes.set_yticklabels([_wrap(run["label"]) for run in runs], fontsize=8)
-    top = max(values + [target or 0] + [run.get("target_mb_per_second") or 0 for run in runs]) or 1.0
-    for position, run in zip(positions, runs):
-        text = "%s MB/s" % _ms(run["mb_per_second"])
-        if run.get("phase") == "restore":
-            # Judged against the restore's own target only; without one, said so, never the write's.
-            own = run.get("target_mb_per_second")
-            text += (" = %.2fx restore target %s MB/s" % (run["mb_per_second"] / own, _ms(own)) if own
-                     else "\nno restore target given")
-        elif target:
-            text += " = %.2fx target" % (run["mb_per_second"] / target)
-        if run.get("limiting_layer"):
-            text += "\nlimit: %s" % run["limiting_layer"]
-        # On a white box: the target line may run through the text.
-        axes.text(run["mb_per_second"] + top * 0.02, position, text, va="center", fontsize=8,
-                  bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
-    if target:
-        axes.axvline(target, color="#d62728", linestyle="--", label="target %s MB/s" % _ms(target))
-        axes.legend(loc="lower right", fontsize=8)
-    axes.set_xlim(0, top * 1.7)
+    _draw_lines(axes, series, scale)
+    axes.set_xlim(0, top * 1.7 / scale)
     axes.set_ylim(-0.6, len(runs) - 0.4)
-    axes.set_xlabel(THROUGHPUT_RULES.get(tuple(sorted(set(series.get("sources") or ["canary"]))), THROUGHPUT_RULES[("canary",)]),
-                    fontsize=8)
+    rule = THROUGHPUT_RULES.get(tuple(sorted(set(series.get("sources") or ["canary"]))), THROUGHPUT_RULES[("canary",)])
+    axes.set_xlabel("%s: %s" % (unit, rule), fontsize=8)
     axes.set_title("Throughput against the target", fontsize=10)
 
 
 # What the throughput axis rests on, by the bundles' sources (report.figure_series "sources").
 THROUGHPUT_RULES = {
-    ("canary",): "MB/s (total bytes / (latest end - earliest start))",
-    ("capture",): "MB/s (bytes written to the server / window; a real job, no canary ranks)",
-    ("canary", "capture"): "MB/s (canary: total bytes / (latest end - earliest start); capture: bytes written / window)",
+    ("canary",): "total bytes / (latest end - earliest start)",
+    ("capture",): "written bytes over the window (mountstats), no canary ranks",
+    ("canary", "capture"): "canary: total bytes / (latest end - earliest start); capture: written bytes over the window (mountstats)",
 }
 
 
@@ -187,11 +215,7 @@ def _draw_read_spans(axes, rows, positions):
 
 def _draw_timeline(axes, series):
     axes.set_title("Ranks per host, sorted by first start", fontsize=10)
-    runs = series.get("timeline") or []
-    if not runs:
-        _empty_panel(axes, "no canary ranks: a capture of a real job's checkpoint" if "capture" in (series.get("sources") or [])
-                     else "no per-rank canary results in this bundle")
-        return
+    runs = series["timeline"]
     rows = [(run, host) for run in runs for host in run["hosts"]]
     notes = _timeline_notes(runs)
     positions = list(range(len(rows)))[::-1]
@@ -248,20 +272,35 @@ def _draw_timeline(axes, series):
     axes.set_title("Ranks per host, sorted by first start\n" + "\n".join(notes), fontsize=8)
 
 
+def _panels(pyplot, series):
+    """Four panels; three when no run has canary ranks (a capture): the throughput then spans the top."""
+    if series.get("timeline"):
+        figure, grid = pyplot.subplots(2, 2, figsize=(13, 8.5))
+        return figure, [grid[0][0], grid[0][1], grid[1][0], grid[1][1]]
+    figure = pyplot.figure(figsize=(13, 7.5))
+    layout = figure.add_gridspec(2, 2, height_ratios=(2, 3))
+    return figure, [figure.add_subplot(layout[0, :]), figure.add_subplot(layout[1, 0]), figure.add_subplot(layout[1, 1])]
+
+
 def draw_figure(pyplot, series):
-    """The report figure (a matplotlib Figure): four panels, each on its own scale - throughput
-    against the target, where WRITE/COMMIT time goes, the metadata ops (ms where WRITE takes
-    seconds: on WRITE's scale they vanished), and the ranks' timeline per host (a late start shows
-    as an orange bar inside the shaded start spread)."""
+    """The report figure (a matplotlib Figure), titled with the verdict in words: throughput
+    against the target and the links' capacity, where WRITE/COMMIT time goes, the metadata ops
+    (ms where WRITE takes seconds: on WRITE's scale they vanished), each on its own scale, and the
+    ranks' timeline per host (a late start shows as an orange bar inside the shaded start spread)
+    when the bundles have canary ranks."""
     links = series.get("links") or []
-    figure, grid = pyplot.subplots(2, 2, figsize=(13, 8.5))
-    _draw_throughput(grid[0][0], series)
-    _draw_write_split(grid[0][1], series)
-    _draw_metadata(grid[1][0], series)
-    _draw_timeline(grid[1][1], series)
+    figure, panels = _panels(pyplot, series)
+    _draw_throughput(panels[0], series)
+    _draw_write_split(panels[1], series)
+    _draw_metadata(panels[2], series)
+    if len(panels) > 3:
+        _draw_timeline(panels[3], series)
+    title = textwrap.wrap(series.get("title") or "", 130)[:3]
+    figure.suptitle("\n".join(title), fontsize=11, fontweight="bold")
     # What the network verdict rests on, one line per run (the diagnosis's headline).
     for index, line in enumerate(links):
         figure.text(0.01, 0.008 + 0.022 * (len(links) - 1 - index), line[:180], fontsize=8, ha="left", va="bottom")
+    # tight_layout keeps the panels clear of the suptitle (the verdict) by itself.
     figure.tight_layout(rect=(0, 0.022 * len(links) + 0.01, 1, 1))
     return figure
 

@@ -50,7 +50,7 @@ def test_writes_md_json_png_from_a_real_bundle(baseline):
     assert metrics["slot_cap_setting"] == "max_session_slots" and metrics["slot_cap"] == 64
     markdown = (baseline / "report.md").read_text()
     assert "| limiting layer | %s |" % metrics["limiting_layer"] in markdown
-    assert "| WRITE | 4477 |" in markdown
+    assert "| WRITE | 4,477 |" in markdown
 
 
 def test_second_run_is_idempotent(baseline):
@@ -164,7 +164,7 @@ def test_report_md_summarises_many_hosts_and_keeps_every_host_in_the_json(tmp_pa
     assert len(document["metrics"]["canary_hosts"]) == 80
     # No line per host: the slowest five and the outliers only.
     assert sum(1 for line in markdown.splitlines() if line.startswith("| c0")) <= 6
-    assert "80 hosts; per-host MB/s: min " in markdown and "report.json (metrics.canary_hosts)" in markdown
+    assert "80 hosts; per-host throughput: min " in markdown and "report.json (metrics.canary_hosts)" in markdown
     slowest = result["metrics"]["canary_host_summary"]["slowest"]
     assert slowest[0] == "c0007" and len(slowest) == 5
     assert "Slowest 5 hosts:" in markdown
@@ -179,4 +179,51 @@ def test_report_md_below_the_scale_keeps_a_row_per_host(tmp_path):
     run_module(checkpoint_report, {"bundle": str(bundle)})
     markdown = (bundle / "report.md").read_text()
     assert all("| c%04d | " % index in markdown for index in range(3))
-    assert "per-host MB/s" not in markdown
+    assert "per-host throughput" not in markdown
+
+
+def _copy_capture(name, tmp_path):
+    dest = tmp_path / name
+    shutil.copytree(sample_path("..", "captures", name), str(dest))
+    for root, dirs, files in os.walk(str(dest)):
+        for entry in dirs + files:
+            path = os.path.join(root, entry)
+            os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    return dest
+
+
+def test_the_diagnosis_json_first_screen_leads_report_md_and_the_console(tmp_path):
+    """CONTRACT 3: the report takes headline and first_screen from diagnosis.json, recomputing nothing."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, diagnosis
+    bundle_dir = _copy_capture("seed_like_v41", tmp_path)
+    saved = diagnosis.diagnose(bundle.load_bundle(str(bundle_dir)))
+    saved["headline"] = dict(verdict="tune", verdict_text="tune: the gap is 4.9x, within the 9.4x slots can give",
+                             achieved_text="1.36 MB/s", target_text="6.71 MB/s (67.1 MB in 10 s)",
+                             links_text="links at 11 % of the path's TCP capacity: the bandwidth paradox",
+                             link_share=0.11, link_capacity_bytes_per_second=1.56e7, confidence="high",
+                             confidence_reason="slots, threads and links measured", rests_on="canary",
+                             actions=["nfs max_session_slots = 160", "nconnect = 8", "nfsd threads = 64"])
+    saved["first_screen"] = ["Verdict: tune (the diagnosis's own line)", "Achieved 1.36 MB/s against 6.71 MB/s"]
+    (bundle_dir / "diagnosis.json").write_text(json.dumps(saved, default=str))
+    result = run_module(checkpoint_report, {"bundle": str(bundle_dir)})
+    markdown = (bundle_dir / "report.md").read_text().splitlines()
+    assert markdown[2:6] == ["```text", "Verdict: tune (the diagnosis's own line)", "Achieved 1.36 MB/s against 6.71 MB/s", "```"]
+    assert result["console_lines"][:4] == [
+        "tune: the gap is 4.9x, within the 9.4x slots can give", "achieved 1.36 MB/s, target 6.71 MB/s (67.1 MB in 10 s)",
+        "links at 11 % of the path's TCP capacity: the bandwidth paradox", "confidence high: slots, threads and links measured"]
+    assert result["console_lines"][4:7] == ["1. nfs max_session_slots = 160", "2. nconnect = 8", "3. nfsd threads = 64"]
+    assert result["png_written"] is True
+
+
+def test_a_capture_bundle_reports_its_verdict_first_in_human_units(tmp_path):
+    bundle_dir = _copy_capture("capture_dd", tmp_path)
+    result = run_module(checkpoint_report, {"bundle": str(bundle_dir)})
+    markdown = (bundle_dir / "report.md").read_text()
+    head = result["metrics"]["headline"]
+    first = markdown.splitlines()[:25]
+    assert first[2] == "```text" and "```" in first[3:]
+    assert result["console_lines"][0] == head["verdict_text"]
+    assert result["console_lines"][1] == "achieved %s, target %s" % (head["achieved_text"], head["target_text"])
+    for text in [markdown] + result["console_lines"]:
+        assert "None" not in text and "e+0" not in text
+    assert "capture (no canary ranks): between window, 93.3 s, 33.6 MB written" in "\n".join(result["console_lines"])

@@ -112,7 +112,7 @@ def test_report_markdown_says_what_the_figure_rests_on(bundle):
     markdown = report.render_markdown(metrics_of(bundle))
     assert "## Capture (no canary)" in markdown and "no canary ranks" in markdown
     assert "upper bound" in markdown and "| canary |" not in markdown
-    assert "| capture window s (target window s) | 116 (10) |" in markdown
+    assert "| capture window (target window) | 116 s (10 s) |" in markdown
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """Pure report logic: metrics from a diagnosis and deltas, comparison rows, Markdown, figure data."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
@@ -26,6 +28,62 @@ DIAGNOSIS = {
     "servers": {"s1": {"threads": 8, "pool_stats": {"sockets-enqueued": 100}, "packets_without_idle_thread": 0.2},
                 "s2": {"threads": 16, "pool_stats": {"sockets-enqueued": 50}, "packets_without_idle_thread": 0.05}},
 }
+
+
+# The issue's cluster: 64 nodes, 2.4 TB in 300 s = 8 GB/s, the seed's 1.1 GB/s (gap 7.3x).
+BIG_CONTEXT = {"mount_point": "/mnt/checkpoints", "target": {"checkpoint_bytes": 2400000000000, "window_seconds": 300},
+               "canary": {"layout": "shared_file", "ranks": 512, "bytes": 137438953472, "seconds": 125.0}}
+RECOMMENDATIONS = [
+    {"layer": "client_rpc_slots", "setting": "nfs max_session_slots", "value": 160,
+     "how": "ckptio.nfs.sunrpc_slot_table nfs_max_session_slots=160"},
+    {"layer": "client_rpc_slots", "setting": "nconnect", "value": 8, "how": "ckptio.nfs.nfs_mount opts.nconnect=8"},
+    {"layer": "server_threads", "setting": "nfsd threads", "value": 64, "how": "ckptio.nfs.nfsd_threads threads=64"},
+    {"layer": "access_pattern", "setting": "file per rank", "value": None, "how": "one file per rank"}]
+# A diagnosis.json from before CONTRACT 3: no headline, no first_screen.
+OLD_DIAGNOSIS = {
+    "target_bytes_per_second": 8e9, "achieved_bytes_per_second": 1.0958e9, "gap_factor": 7.3006,
+    "limiting_layer": "client_rpc_slots", "contributing": ["server_threads"], "verdict": "rearchitect",
+    "tuning_headroom_factor": 3.0, "confidence": "high", "confidence_reasons": [], "unmeasured": [],
+    "summary": "rearchitect: achieved 1.1e+03 MB/s of 8e+03 MB/s target",
+    "achieved_source": "canary: total bytes / (latest end - earliest start), MLPerf rule",
+    "network": {"state": "clear", "probe_share": 0.087, "summary": "links: busiest client at 11 %",
+                "headline": "network clear: busiest client at 11 %",
+                "links": [{"host": "c1", "utilisation_during": 0.1131}, {"host": "c2", "utilisation_during": 0.09}]},
+    "capacity": {"practical_link_bytes_per_second": 2.5e10}, "recommendations": RECOMMENDATIONS,
+}
+HEADLINE = {
+    "verdict": "rearchitect",
+    "verdict_text": "re-architect: tuning alone can give up to 3x (ending the slot wait at best), the gap is 7.3x;"
+                    " still tune: max_session_slots = 160",
+    "achieved_text": "1.1 GB/s", "target_text": "8 GB/s (2.4 TB in 300 s)",
+    "links_text": "links at 4.4 % of capacity, 7.3x short of the target: the bandwidth paradox",
+    "link_share": 0.044, "link_capacity_bytes_per_second": 2.5e10, "confidence": "high",
+    "confidence_reason": "every layer was measured over the checkpoint's window",
+    "actions": ["nfs max_session_slots = 160", "nconnect = 8", "nfsd threads = 64"],
+    "rests_on": "canary: total bytes / (latest end - earliest start), MLPerf rule",
+}
+FIRST_SCREEN = ["Verdict: re-architect - tuning alone can give up to 3x, the gap is 7.3x",
+                "Achieved 1.1 GB/s against the target 8 GB/s (2.4 TB in 300 s)",
+                "Links: 4.4 % of capacity - the bandwidth paradox",
+                "Confidence high: every layer was measured over the checkpoint's window",
+                "1. nfs max_session_slots = 160", "2. nconnect = 8", "3. nfsd threads = 64"]
+NEW_DIAGNOSIS = dict(OLD_DIAGNOSIS, headline=HEADLINE, first_screen=FIRST_SCREEN)
+# A number a person reads: not part of a name (nfs2), a setting (=1048576, "= 1048576") or a version.
+NUMBER = re.compile(r"(?<![\w.,=/-])(?<!= )\d[\d,]*(?:\.\d+)?")
+
+
+def _significant_digits(token):
+    digits = token.replace(",", "").replace(".", "").lstrip("0")
+    return len(digits if "." in token else digits.rstrip("0"))
+
+
+def assert_readable(lines, digits=True):
+    """No None, no exponent, and (digits) no figure with more than 4 significant digits."""
+    for line in lines:
+        assert "None" not in line, line
+        assert not re.search(r"\de[+-]\d", line), line
+        if digits:
+            assert all(_significant_digits(token) <= 4 for token in NUMBER.findall(line)), line
 
 
 def test_ops_are_reaveraged_by_op_count_not_mean_of_means():
@@ -100,7 +158,7 @@ def test_markdown_has_verdict_tables_and_comparison():
             in text)
     assert "| WRITE | 100 | 2 | 8 | 12 |" in text
     assert "Limiting layer before: client_rpc_slots (rearchitect); after: none (meets_target)." in text
-    assert "| throughput | MB/s | 10 | 10 | 1 | - |" in text
+    assert "| throughput | MB/s | 10 | 10 | 1x | - |" in text
 
 
 def test_figure_series_splits_exe_into_queue_rtt_rest():
@@ -127,7 +185,7 @@ def test_report_says_when_the_aggregate_is_not_a_synchronized_checkpoint():
     assert "**Not a synchronized checkpoint: start spread 9.350 s exceeds 1.0 s" in text
     rows = dict((row["host"], row) for row in metrics["canary_hosts"])
     assert rows["b"]["clock_offset_seconds"] == -1.27 and rows["a"]["harness_cpu_seconds"] == 0.05
-    assert "| a | 1 | 100 | 4 | 2.5e-05 | - | 10.000 | 0 | 0.05 / 0.4 |" in text
+    assert "| a | 1 | 100 B | 4 s | 25 B/s | - | 10.000 | 0 s | 50 ms / 400 ms |" in text
 
 
 def test_report_says_when_loosely_known_clocks_cannot_confirm_a_synchronized_start():
@@ -164,12 +222,12 @@ def test_duration_of_bundles_that_wrote_different_bytes_is_a_warning_not_worse()
     rows = {row["metric"]: row for row in report.comparison_rows(before, after)}
     for name in ("duration", "duration / window"):
         assert rows[name]["improved"] is None, name
-        assert rows[name]["warning"] == "the bundles wrote different bytes (200000000 vs 400000000)"
+        assert rows[name]["warning"] == "the bundles wrote different bytes (200 MB vs 400 MB)"
     # A rate stays comparable.
     assert rows["throughput"]["improved"] is True and rows["throughput"].get("warning") is None
     text = report.render_markdown(after, before, report.comparison_rows(before, after))
-    assert "| duration | s | 20 | 30 | 1.5 | not comparable: different bytes |" in text
-    assert ("**Warning: the bundles wrote different bytes (200000000 vs 400000000): compare throughput, "
+    assert "| duration | s | 20 | 30 | 1.5x | not comparable: different bytes |" in text
+    assert ("**Warning: the bundles wrote different bytes (200 MB vs 400 MB): compare throughput, "
             "not duration.**") in text
     assert "worse" not in text.split("## Compared with", 1)[1].split("| duration")[1].split("\n")[0]
 
@@ -265,31 +323,32 @@ def test_figure_series_gets_a_restore_bar_and_read_spans_only_with_a_restore():
 
 def test_console_lines_say_the_verdict_the_canary_the_restore_and_the_comparison():
     """The play's last words are decided in Python (the task only prints them)."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report as report_utils
-    metrics = {"summary": "tune: achieved 2 MB/s", "canary_ranks": 8, "canary_hosts": [{}, {}],
+    metrics = {"headline": HEADLINE, "canary_ranks": 8, "canary_hosts": [{}, {}],
                "canary_aggregate": {"total_bytes": 100, "seconds": 2.0, "start_spread_seconds": 0.01,
                                     "spread_message": "within 1.0 s"},
                "restore": {"aggregate": {"total_bytes": 100, "seconds": 1.0, "start_spread_seconds": 0.02},
                            "restore_cache": "fadvise", "verify_error_count": 0},
                "restore_bytes_per_second": 100.0}
-    rows = [{"metric": "throughput", "before": 1.0, "after": 2.0, "ratio": 2.0}]
-    lines = report_utils.console_lines(metrics, rows, "/r/b", "wrote report.md")
-    assert lines[0] == "tune: achieved 2 MB/s"
-    assert lines[1] == "canary: 8 ranks on 2 clients, 100 bytes in 2 s, start spread 0.01 s (within 1.0 s)"
-    assert lines[2].startswith("restore: 100 bytes read back in 1 s") and "(fadvise)" in lines[2] and lines[2].endswith("0 bad blocks")
-    assert lines[3:] == ["bundle: /r/b", "wrote report.md", "throughput | 1.0 | 2.0 | 2.0"]
-    bare = report_utils.console_lines({}, [], "/r/b", "m")
+    rows = [{"metric": "throughput", "unit": "MB/s", "before": 1.0, "after": 2.0, "ratio": 2.0}]
+    lines = report.console_lines(metrics, rows, "/r/b", "wrote report.md")
+    assert lines[:7] == [HEADLINE["verdict_text"], "achieved 1.1 GB/s, target 8 GB/s (2.4 TB in 300 s)",
+                         HEADLINE["links_text"], "confidence high: " + HEADLINE["confidence_reason"]] + [
+        "%d. %s" % (index, action) for index, action in enumerate(HEADLINE["actions"], 1)]
+    assert lines[7] == "canary: 8 ranks on 2 clients, 100 B in 2 s, start spread 10 ms (within 1.0 s)"
+    assert lines[8].startswith("restore: 100 B read back in 1 s") and "(fadvise)" in lines[8] and lines[8].endswith("0 bad blocks")
+    assert lines[9:] == ["bundle: /r/b", "wrote report.md", "throughput (MB/s): 1 -> 2 (2x)"]
+    bare = report.console_lines({}, [], "/r/b", "m")
     assert bare[0] == "no diagnosis (statistics not collected)" and not any(line.startswith("restore") for line in bare)
+    assert not any("None" in line for line in bare)
 
 
 def test_console_lines_of_a_capture_say_there_were_no_canary_ranks():
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report as report_utils
-    metrics = {"summary": "s", "source": "capture", "capture_kind": "between", "capture_seconds": 50.0,
+    metrics = {"headline": HEADLINE, "source": "capture", "capture_kind": "between", "capture_seconds": 50.0,
                "capture_bytes": 33554432, "capture_hit_max": False, "capture_basis": "mountstats serverwritebytes"}
-    lines = report_utils.console_lines(metrics, [], "/r/b", "m")
-    assert lines[1] == "capture (no canary ranks): between window, 50 s, 33554432 bytes written; achieved from mountstats serverwritebytes"
+    lines = report.console_lines(metrics, [], "/r/b", "m")
+    assert lines[7] == "capture (no canary ranks): between window, 50 s, 33.6 MB written; achieved from mountstats serverwritebytes"
     assert not any(line.startswith("canary:") for line in lines)
-    assert "(hit the maximum)" in report_utils.console_lines(dict(metrics, capture_hit_max=True), [], "/r/b", "m")[1]
+    assert "(hit the maximum)" in report.console_lines(dict(metrics, capture_hit_max=True), [], "/r/b", "m")[7]
 
 
 def test_report_md_says_whether_the_restore_cache_was_measured_cold():
@@ -299,6 +358,87 @@ def test_report_md_says_whether_the_restore_cache_was_measured_cold():
     from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
     metrics = checkpoint_report.bundle_metrics(sample_path("..", "captures", "restore_fadvise"), None, [])
     markdown = report_utils.render_markdown(metrics)
-    assert "Measured: a cold cache - the server sent 16777216 of the 16777216 bytes read back (100 %" in markdown
+    assert "Measured: a cold cache - the server sent 16.8 MB of the 16.8 MB read back (100 %" in markdown
     hand_built = checkpoint_report.bundle_metrics(sample_path("..", "captures", "restore_clock_step"), None, [])
     assert "**not a cold cache**" in report_utils.render_markdown(hand_built)  # its mountstats hold no READ
+
+
+def test_report_md_leads_with_the_diagnosis_first_screen_then_the_comparison():
+    """CONTRACT 3: the report takes the diagnosis's lines, recomputes nothing, then compares, then the rest."""
+    before = report.bundle_metrics(BIG_CONTEXT, OLD_DIAGNOSIS, [], label="baseline")
+    after = report.bundle_metrics(BIG_CONTEXT, NEW_DIAGNOSIS, [_delta(100, 8.0, 12.0, 2.0, 0, 100)], label="tuned")
+    assert after["headline"] == HEADLINE and after["first_screen"] == FIRST_SCREEN
+    lines = report.render_markdown(after, before, report.comparison_rows(before, after)).splitlines()
+    assert lines[:4] == ["# Checkpoint validation: tuned", "", "```text", FIRST_SCREEN[0]]
+    assert lines[3:3 + len(FIRST_SCREEN)] == FIRST_SCREEN and lines[3 + len(FIRST_SCREEN)] == "```"
+    assert lines.index("## Compared with baseline") < lines.index("## Figures")
+    assert "| target | 8 GB/s |" in lines and "| achieved | 1.1 GB/s |" in lines and "| gap factor | 7.3x |" in lines
+    # The old summary's exponents are not repeated anywhere.
+    assert_readable(lines, digits=False)
+
+
+def test_console_lines_lead_with_the_headline_of_the_diagnosis():
+    metrics = report.bundle_metrics(BIG_CONTEXT, NEW_DIAGNOSIS, [])
+    lines = report.console_lines(metrics, [], "/r/b", "wrote")
+    assert lines[:7] == [HEADLINE["verdict_text"], "achieved 1.1 GB/s, target 8 GB/s (2.4 TB in 300 s)",
+                         HEADLINE["links_text"], "confidence high: " + HEADLINE["confidence_reason"],
+                         "1. nfs max_session_slots = 160", "2. nconnect = 8", "3. nfsd threads = 64"]
+    assert lines[7] == "canary: 512 ranks, 137 GB in 125 s (no per-rank results)"
+    assert_readable(lines)
+
+
+def test_an_old_diagnosis_gets_a_first_screen_in_human_units():
+    metrics = report.bundle_metrics(BIG_CONTEXT, OLD_DIAGNOSIS, [], label="seed")
+    head, screen = metrics["headline"], metrics["first_screen"]
+    assert head["achieved_text"] == "1.1 GB/s" and head["target_text"] == "8 GB/s (2.4 TB in 300 s)"
+    assert head["verdict_text"].startswith("re-architect: the gap is 7.3x, tuning alone can give up to 3x")
+    # The busiest link (11 %), named as such, not the probe's 8.7 % summed over the clients.
+    assert head["links_text"].startswith("links far from full: 11 % (busiest NFS link, of its nominal speed)")
+    assert "the bandwidth paradox" in head["links_text"] and head["link_share"] == 0.1131
+    assert head["link_capacity_bytes_per_second"] == 2.5e10
+    assert head["actions"] == ["nfs max_session_slots = 160: ckptio.nfs.sunrpc_slot_table nfs_max_session_slots=160",
+                               "nconnect = 8: ckptio.nfs.nfs_mount opts.nconnect=8",
+                               "nfsd threads = 64: ckptio.nfs.nfsd_threads threads=64"]
+    assert len(screen) <= 25 and all(len(line) <= 80 for line in screen)
+    text = "\n".join(screen)
+    for expected in ("re-architect", "Achieved 1.1 GB/s against the target 8 GB/s (2.4 TB in 300 s)", "11 %",
+                     "Confidence high: every layer it rests on was measured", "  1. nfs max_session_slots = 160",
+                     "  3. nfsd threads = 64"):
+        assert expected in text, expected
+    assert "file per rank" not in text
+    assert_readable(screen)
+    markdown = report.render_markdown(metrics).splitlines()
+    assert markdown[3:3 + len(screen)] == screen and len(screen) + 4 <= 25
+    assert_readable(markdown, digits=False)
+
+
+def test_an_old_diagnosis_without_a_target_or_links_says_so_in_words():
+    context = dict(BIG_CONTEXT, target={"checkpoint_bytes": None, "window_seconds": 300})
+    diagnosis = dict(OLD_DIAGNOSIS, target_bytes_per_second=None, gap_factor=None, verdict="no_target",
+                     network={"state": "unmeasured"}, unmeasured=["network"], capacity={})
+    head = report.bundle_metrics(context, diagnosis, [])["headline"]
+    assert head["target_text"].startswith("no target given: set ckptio_checkpoint_bytes")
+    assert head["links_text"].startswith("links not measured")
+    assert head["confidence_reason"] == "not measured: network" and head["link_capacity_bytes_per_second"] is None
+    lines = report.console_lines(report.bundle_metrics(context, diagnosis, []), [], "/r/b", "m")
+    assert lines[0] == "no target given: no verdict on throughput; limiting layer: client_rpc_slots"
+    assert_readable(lines)
+
+
+@pytest.mark.parametrize("name", ["seed_like_v41", "healthy", "shaped_link", "capture_dd"])
+def test_first_screen_of_the_sample_bundles(name):
+    """The first 25 lines of report.md hold the verdict, achieved vs target in units, the links,
+    the confidence and the actions; nothing a person reads shows None or an exponent."""
+    from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report
+    from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+    metrics = checkpoint_report.bundle_metrics(sample_path("..", "captures", name), None, [])
+    markdown = report.render_markdown(metrics).splitlines()
+    first = "\n".join(markdown[:25])
+    assert "```" in markdown[24:] or markdown.index("```") < 25
+    for expected in ("Achieved ", " against the target ", "B/s", "Confidence ", "Next:", "1. "):
+        assert expected in first, expected
+    assert re.search(r"\b(tune|re-architect|meets the target|no target given|no checkpoint window)\b", first)
+    assert re.search(r"[Ll]inks", first)
+    assert_readable(markdown[:25])
+    assert_readable(markdown, digits=False)
+    assert_readable(report.console_lines(metrics, [], "/r/b", "m"), digits=False)

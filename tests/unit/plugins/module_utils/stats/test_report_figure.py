@@ -25,9 +25,12 @@ def test_figure_labels_do_not_collide_and_stay_in_their_panel(after, before):
         figure.canvas.draw()
         renderer = figure.canvas.get_renderer()
         panels = figure.axes
+        # The timeline only when a bundle has canary ranks (the lab's bundles/ predate canary.json).
         assert [axes.get_title().split("\n")[0] for axes in panels] == [
-            "Throughput against the target", "Where WRITE and COMMIT time goes", "Metadata ops",
-            "Ranks per host, sorted by first start"]
+            "Throughput against the target", "Where WRITE and COMMIT time goes", "Metadata ops"] + (
+            ["Ranks per host, sorted by first start"] if series["timeline"] else [])
+        title = figure._suptitle.get_window_extent(renderer)
+        assert not any(_overlaps(title, axes.get_tightbbox(renderer)) for axes in panels)
         for index, axes in enumerate(panels):
             labels = [label.get_window_extent(renderer) for label in axes.get_yticklabels() + axes.get_xticklabels()
                       if label.get_text()]
@@ -38,6 +41,7 @@ def test_figure_labels_do_not_collide_and_stay_in_their_panel(after, before):
                 for neighbour in panels[:index] + panels[index + 1:]:
                     assert not _overlaps(label, neighbour.get_window_extent(renderer)), axes.get_title()
         metadata = panels[2]
+        assert metadata.get_title() == "Metadata ops"
         # Metadata on its own scale: its axis ends near its own largest op, far below WRITE's ms.
         assert metadata.get_xlim()[1] < 0.2 * panels[1].get_xlim()[1]
     finally:
@@ -80,21 +84,63 @@ def _figure_texts(pyplot, bundle_name):
     figure = report_figure.draw_figure(pyplot, series)
     try:
         panels = figure.axes
-        return {"xlabel": panels[0].get_xlabel(),
+        return {"xlabel": panels[0].get_xlabel(), "titles": [axes.get_title() for axes in panels],
+                "title": figure._suptitle.get_text(),
                 "metadata_legend": [text.get_text() for text in (panels[2].get_legend().get_texts() if panels[2].get_legend() else [])],
-                "timeline": [text.get_text() for text in panels[3].texts]}
+                "texts": [text.get_text() for axes in panels for text in axes.texts]}
     finally:
         pyplot.close(figure)
 
 
-def test_a_capture_figure_says_what_its_throughput_rests_on_and_why_no_ranks_are_drawn():
-    """A real job's capture has no canary ranks: its axis must not claim the canary's rule."""
+def test_a_capture_figure_says_what_its_throughput_rests_on_and_spends_no_panel_on_ranks():
+    """A real job's capture has no canary ranks: its axis must not claim the canary's rule, and no
+    quarter of the figure says "no per-rank results"."""
     pyplot = pytest.importorskip("matplotlib.pyplot")
-    capture = _figure_texts(pyplot, "capture_clock_step")
-    assert capture["xlabel"] == report_figure.THROUGHPUT_RULES[("capture",)]
-    assert capture["timeline"] == ["no canary ranks: a capture of a real job's checkpoint"]
+    capture = _figure_texts(pyplot, "capture_dd")
+    assert capture["xlabel"] == "kB/s: written bytes over the window (mountstats), no canary ranks"
+    assert capture["titles"] == ["Throughput against the target", "Where WRITE and COMMIT time goes", "Metadata ops"]
+    assert not any("rank" in text for text in capture["texts"])
+    assert capture["title"] == "capture-dd: meets the target; what limits headroom: server_threads, client_cpu"
     canary = _figure_texts(pyplot, "clock_step")
-    assert canary["xlabel"] == "MB/s (total bytes / (latest end - earliest start))"
+    assert canary["xlabel"].endswith(": total bytes / (latest end - earliest start)")
+    assert canary["titles"][3].startswith("Ranks per host, sorted by first start")
+
+
+def _headline_figure(pyplot, diagnosis):
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats import test_report as cases
+    metrics = report.bundle_metrics(cases.BIG_CONTEXT, diagnosis, [], label="seed")
+    return report_figure.draw_figure(pyplot, report.figure_series(metrics))
+
+
+def test_the_title_states_the_verdict_and_the_axis_draws_the_links_capacity():
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats import test_report as cases
+    figure = _headline_figure(pyplot, cases.NEW_DIAGNOSIS)
+    try:
+        assert figure._suptitle.get_text().replace("\n", " ") == "seed: " + cases.HEADLINE["verdict_text"]
+        throughput = figure.axes[0]
+        # 8 GB/s target, 25 GB/s links: the axis reads GB/s.
+        assert throughput.get_xlabel() == "GB/s: total bytes / (latest end - earliest start)"
+        lines = dict((line.get_label(), line.get_xdata()[0]) for line in throughput.get_lines())
+        assert lines == {"target 8 GB/s": 8.0, "links' capacity 25 GB/s": 25.0}
+        assert [text.get_text() for text in throughput.get_legend().get_texts()] == ["target 8 GB/s", "links' capacity 25 GB/s"]
+        assert throughput.get_xlim()[1] > 25.0
+        assert [text.get_text() for text in throughput.texts] == ["1.1 GB/s = 0.14x of the target\nlimit: client_rpc_slots"]
+        assert figure.texts[-1].get_text() == "seed: " + cases.HEADLINE["links_text"]
+    finally:
+        pyplot.close(figure)
+
+
+def test_an_old_diagnosis_titles_the_figure_with_its_own_verdict():
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats import test_report as cases
+    figure = _headline_figure(pyplot, cases.OLD_DIAGNOSIS)
+    try:
+        assert figure._suptitle.get_text().replace("\n", " ").startswith("seed: re-architect: the gap is 7.3x")
+        labels = [line.get_label() for line in figure.axes[0].get_lines()]
+        assert labels == ["target 8 GB/s", "links' capacity 25 GB/s"]
+    finally:
+        pyplot.close(figure)
 
 
 def test_a_restore_bar_adds_no_empty_run_to_the_metadata_legend():
