@@ -1,6 +1,6 @@
 """The playbooks' summaries (audit.yml's drift table, the rolling playbooks' summary and budget), run for real.
 
-The verdicts come from the filters in plugins/filter/rollout.py (tests/unit/plugins/filter/test_rollout.py);
+The verdicts come from the steps in plugins/plugin_utils/rollout.py (tests/unit/plugins/filter/test_rollout.py);
 here the real template renders them and the real playbooks run with ansible-playbook against
 hosts that do not answer (ssh to a closed port on 127.0.0.1 is refused at once), so no managed
 host is touched and the roles never start.
@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.filter import rollout
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import rollout
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_states_fstab import collection_root
 
 COLLECTION = os.path.join(collection_root(), "ansible_collections", "ckptio", "nfs")

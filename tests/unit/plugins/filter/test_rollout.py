@@ -11,11 +11,11 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter import rollout
-from ansible_collections.ckptio.nfs.plugins.filter.rollout import FilterModule
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import rollout
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.rollout import STEPS
 
-FILTERS = FilterModule().filters()
-FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter")
+FILTERS = STEPS
+FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "plugin_utils")
 FINISHED = "20250101T000000Z"
 
 

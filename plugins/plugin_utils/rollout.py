@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The playbooks' controller-side verdicts: the audit's drift table, the rollout summary, the failure budget.
 
-Documentation for each filter is in the YAML file of the same name next to this one. The pure
+Not filters of their own: the one public filter ckptio.nfs.internal (plugins/filter/internal.py)
+calls them by name, so `ansible-doc -t filter -l ckptio.nfs` lists only what users call. The
+documentation of each step is in the YAML file of the same name next to this one. The pure
 functions take plain data (a host's report, its recorded failure); the filters only pick those
 out of hostvars.
 """
@@ -290,12 +292,9 @@ def rollout_budget(batch, hostvars, play_batch, max_fail_percentage=0):
     return budget(batch, failed, _names(play_batch, "rollout_budget", "play_batch"), max_fail_percentage)
 
 
-class FilterModule:
-    """The playbooks' summaries."""
-
-    def filters(self):
-        return {
-            "audit_summary": audit_summary,
-            "rollout_summary": rollout_summary,
-            "rollout_budget": rollout_budget,
-        }
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "audit_summary": audit_summary,
+    "rollout_summary": rollout_summary,
+    "rollout_budget": rollout_budget,
+}
