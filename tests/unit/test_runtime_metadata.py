@@ -12,7 +12,6 @@ import importlib
 import json
 import os
 import re
-import subprocess
 import sys
 
 from unittest import mock
@@ -23,8 +22,6 @@ import yaml
 from ansible_collections.ckptio.nfs.tests.unit.utils import run_playbook, sample_path, tree_checksums
 
 COLLECTION = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-COLLECTIONS_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(COLLECTION)))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 # What each group is for: the options its name promises (meta/runtime.yml says the same in its
 # comments). Every member takes each of them, and so does no module outside the group.

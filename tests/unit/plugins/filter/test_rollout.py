@@ -220,7 +220,7 @@ def test_hosts_not_audited_for_the_same_reason_are_one_group_whatever_address_th
 
 def test_audit_filter_passes_each_hosts_address_for_the_grouping():
     hostvars = dict(("gpu%02d" % index, {"ckptio_audit_targeted": True, "ansible_host": "10.0.0.%d" % index,
-                                          "ckptio_failure": unreachable(index)}) for index in (1, 2))
+                                         "ckptio_failure": unreachable(index)}) for index in (1, 2))
     hostvars["nfs1"] = {"ckptio_audit_targeted": True, "server_tuning_report": report(ROW_IN_SYNC)}
     summary = AUDIT(GROUPS, hostvars, finished=FINISHED)
     assert [(group["hosts"], group["msg"]) for group in summary["by_drift"]["not_audited"]] == [
