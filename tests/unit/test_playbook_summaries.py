@@ -1,6 +1,6 @@
 """The playbooks' summaries (audit.yml's drift table, the rolling playbooks' summary and budget), run for real.
 
-The verdicts come from the filters in plugins/filter/rollout.py (tests/unit/plugins/filter/test_rollout.py);
+The verdicts come from the steps in plugins/plugin_utils/rollout.py (tests/unit/plugins/filter/test_rollout.py);
 here the real template renders them and the real playbooks run with ansible-playbook against
 hosts that do not answer (ssh to a closed port on 127.0.0.1 is refused at once), so no managed
 host is touched and the roles never start.
@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.filter import rollout
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import rollout
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_states_fstab import collection_root
 
 COLLECTION = os.path.join(collection_root(), "ansible_collections", "ckptio", "nfs")
@@ -106,12 +106,32 @@ def test_markdown_at_64_hosts_groups_the_same_drift_and_counts_hosts_in_sync(tmp
            "| nfsd | threads | 64 | 16 | 16 | **no** |\n" in markdown
     assert "## Drift shared by 1 client(s), profile checkpoint\n\ngpu063\n" in markdown
     assert "| nfsd | nconnect | 8 | 8 | 1 | **no** (persisted, not live yet) |" in markdown
-    assert "## Not audited: 1 client(s)\n\ngpu064: Check that the host answers: unreachable\n" in markdown
+    assert "## Not audited: 1 host(s)\n\n- 1 client(s) at task \"Check that the host answers\": unreachable\n" \
+           "  gpu064\n" in markdown
     # No table per host, and no host in sync named.
     assert markdown_rows(markdown) == {None: [("threads", "16", "16", "**no**"), ("nconnect", "8", "1", "**no** (persisted, not live yet)")]}
     assert "gpu001" not in markdown and len(markdown) < 2000, markdown
     # The JSON keeps every host's rows.
     assert len(summary["hosts"]) == 65 and summary["hosts"]["gpu001"]["rows"][0]["in_sync"] is True
+
+
+def test_markdown_at_64_hosts_lists_the_hosts_not_audited_in_one_section(tmp_path):
+    # 64 clients unreachable, each ssh message naming the host's own address; one server failed.
+    hosts = [{"name": "gpu%03d" % index, "address": "10.0.0.%d" % index,
+              "failure": {"task": "Check that the host answers",
+                          "msg": "unreachable: ssh: connect to host 10.0.0.%d port 22: Connection refused" % index}}
+             for index in range(64)]
+    servers = [{"name": "nfs1", "failure": {"task": "Set nfsd threads", "msg": "conf_file is a directory"}}]
+    summary = rollout.summarise_audit([{"role": "client", "hosts": hosts}, {"role": "server", "hosts": servers}],
+                                      "20250101T000000Z")
+    markdown = render_markdown(tmp_path, summary)
+    assert markdown.count("## ") == 1 and markdown.count("Not audited") == 1, markdown
+    assert "## Not audited: 65 host(s)\n\n" \
+           "- 64 client(s) at task \"Check that the host answers\": unreachable: ssh: connect to host <host> port 22: " \
+           "Connection refused\n  %s\n" \
+           "- 1 server(s) at task \"Set nfsd threads\": conf_file is a directory\n  nfs1\n" % (
+               ", ".join("gpu%03d" % index for index in range(64))) in markdown, markdown
+    assert "**Audit failed**: nothing was audited: none of the 65 targeted host(s)" in markdown
 
 
 def audit(tmp_path, *extra):

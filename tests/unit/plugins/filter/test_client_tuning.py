@@ -9,10 +9,10 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter import client_tuning
-from ansible_collections.ckptio.nfs.plugins.filter.client_tuning import FilterModule
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import client_tuning
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.client_tuning import STEPS
 
-FILTERS = FilterModule().filters()
+FILTERS = STEPS
 NOW = datetime.datetime(2025, 3, 2, 9, 30, 0, tzinfo=datetime.timezone.utc)
 STAMP = "2025-03-02T09:30:00Z"
 STATE_FILE = "/var/lib/ckptio/client_tuning-mounts.json"

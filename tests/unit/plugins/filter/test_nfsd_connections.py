@@ -8,9 +8,9 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter.nfsd_connections import FilterModule
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.nfsd_connections import STEPS
 
-FILTERS = FilterModule().filters()
+FILTERS = STEPS
 NEED = FILTERS["nfsd_connection_need"]
 MAX_CONNECTIONS = FILTERS["nfsd_max_connections"]
 ROLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles")

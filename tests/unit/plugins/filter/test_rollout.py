@@ -11,11 +11,11 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter import rollout
-from ansible_collections.ckptio.nfs.plugins.filter.rollout import FilterModule
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import rollout
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.rollout import STEPS
 
-FILTERS = FilterModule().filters()
-FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter")
+FILTERS = STEPS
+FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "plugin_utils")
 FINISHED = "20250101T000000Z"
 
 
@@ -184,9 +184,47 @@ def test_audit_groups_hosts_by_drift_from_64_hosts_and_keeps_every_row():
         (["gpu999"], [{"scope": "mount /mnt/checkpoints", "setting": "nconnect", "wanted": 8, "persisted": 8, "live": 1,
                        "status": "pending"}])]
     assert view["in_sync"] == [{"role": "client", "hosts": 56}]
-    assert view["not_audited"] == [{"role": "client", "error": "Check that the host answers: unreachable", "hosts": ["gpu000"]}]
+    assert view["not_audited"] == [{"role": "client", "task": "Check that the host answers", "msg": "unreachable",
+                                    "hosts": ["gpu000"]}]
     # The JSON's per-host rows are untouched by the grouping.
     assert len(summary["hosts"]["gpu001"]["rows"]) == 2 and summary["drift_rows"] == 7
+
+
+def unreachable(index):
+    """What rollout-host.yml records for a client whose ssh is refused: its own address in the message."""
+    return {"stage": "connect", "task": "Check that the host answers",
+            "msg": "unreachable: ssh: connect to host 10.0.0.%d port 22: Connection refused" % index}
+
+
+def test_hosts_not_audited_for_the_same_reason_are_one_group_whatever_address_the_message_names():
+    # 64 clients unreachable, each message naming its own address (issue 23: 64 groups of one).
+    hosts = [dict(host("gpu%03d" % index, None, unreachable(index)), address="10.0.0.%d" % index) for index in range(64)]
+    hosts.append(host("gpu064", None, {"stage": "tune", "task": "Apply", "msg": "gpu064: boom"}))
+    hosts.append(host("gpu065"))
+    summary = rollout.summarise_audit([{"role": "client", "hosts": hosts},
+                                       {"role": "server", "hosts": [host("nfs1", None, unreachable(200))]}], FINISHED)
+    assert summary["by_drift"]["grouped"] is True
+    assert summary["by_drift"]["not_audited"] == [
+        {"role": "client", "task": "Check that the host answers",
+         "msg": "unreachable: ssh: connect to host <host> port 22: Connection refused",
+         "hosts": ["gpu%03d" % index for index in range(64)]},
+        {"role": "client", "task": "Apply", "msg": "<host>: boom", "hosts": ["gpu064"]},
+        {"role": "client", "task": "not run", "msg": "no result (not in this run?)", "hosts": ["gpu065"]},
+        # Without its address the server's message stays as it is.
+        {"role": "server", "task": "Check that the host answers",
+         "msg": "unreachable: ssh: connect to host 10.0.0.200 port 22: Connection refused", "hosts": ["nfs1"]}]
+    # Every host keeps its own message in the JSON.
+    assert summary["hosts"]["gpu007"]["error"] == ("Check that the host answers: unreachable: ssh: connect to host 10.0.0.7 "
+                                                   "port 22: Connection refused")
+
+
+def test_audit_filter_passes_each_hosts_address_for_the_grouping():
+    hostvars = dict(("gpu%02d" % index, {"ckptio_audit_targeted": True, "ansible_host": "10.0.0.%d" % index,
+                                         "ckptio_failure": unreachable(index)}) for index in (1, 2))
+    hostvars["nfs1"] = {"ckptio_audit_targeted": True, "server_tuning_report": report(ROW_IN_SYNC)}
+    summary = AUDIT(GROUPS, hostvars, finished=FINISHED)
+    assert [(group["hosts"], group["msg"]) for group in summary["by_drift"]["not_audited"]] == [
+        (["gpu01", "gpu02"], "unreachable: ssh: connect to host <host> port 22: Connection refused")]
 
 
 def test_audit_filter_checks_its_groups():

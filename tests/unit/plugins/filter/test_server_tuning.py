@@ -9,10 +9,10 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter.server_tuning import ASYNC_NOTE, SYNC_NOTE, FilterModule
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.server_tuning import ASYNC_NOTE, SYNC_NOTE, STEPS
 
-REPORT = FilterModule().filters()["server_tuning_report"]
-FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter")
+REPORT = STEPS["server_tuning_report"]
+FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "plugin_utils")
 
 # What nfsd_threads returns on a stock Debian 12 server asked for 64 threads (tests/unit/plugins/modules).
 NFSD = {"changed": True, "threads_before": 8, "threads_after": 64, "min_threads_before": None, "min_threads_after": None,

@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The server_tuning role's per-host report, from what its tasks registered.
 
-Documentation for the filter is in server_tuning_report.yml next to this one.
+Not filters of their own: the one public filter ckptio.nfs.internal (plugins/filter/internal.py)
+calls them by name, so `ansible-doc -t filter -l ckptio.nfs` lists only what users call. The
+documentation of each step is in the YAML file of the same name next to this one.
 """
 
 from __future__ import annotations
@@ -147,8 +149,5 @@ def server_tuning_report(nfsd_result, connection_need, max_connections_plan, pro
     }
 
 
-class FilterModule:
-    """The server_tuning role's report."""
-
-    def filters(self):
-        return {"server_tuning_report": server_tuning_report}
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {"server_tuning_report": server_tuning_report}

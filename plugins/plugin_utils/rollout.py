@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The playbooks' controller-side verdicts: the audit's drift table, the rollout summary, the failure budget.
 
-Documentation for each filter is in the YAML file of the same name next to this one. The pure
+Not filters of their own: the one public filter ckptio.nfs.internal (plugins/filter/internal.py)
+calls them by name, so `ansible-doc -t filter -l ckptio.nfs` lists only what users call. The
+documentation of each step is in the YAML file of the same name next to this one. The pure
 functions take plain data (a host's report, its recorded failure); the filters only pick those
 out of hostvars.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 
 from collections.abc import Mapping
 
@@ -108,7 +111,7 @@ def summarise_audit(groups, finished, check_mode=False, fail_on_drift=False):
     groups: [{role, hosts: [{name, report, failure}]}], hosts in play order, only those the
     audit plays ran on (hosts outside --limit are not in it, so they are not listed).
     """
-    hosts, lines, drifting, unaudited, audited = {}, [], [], [], []
+    hosts, lines, drifting, unaudited, audited, stopped = {}, [], [], [], [], {}
     drift_rows = 0
     for group in groups:
         for host in group["hosts"]:
@@ -118,13 +121,29 @@ def summarise_audit(groups, finished, check_mode=False, fail_on_drift=False):
             lines.extend(host_lines)
             drift_rows += len(drift)
             (unaudited if "error" in entry else audited).append(name)
+            if "error" in entry:
+                stopped[name] = why_not_audited(name, host)
             if drift:
                 drifting.append(name)
     summary = {"finished": finished, "hosts": hosts, "lines": lines, "drift_rows": drift_rows, "drifting_hosts": drifting,
                "unaudited_hosts": unaudited, "audited_hosts": audited, "check_mode": bool(check_mode)}
     summary["failure"] = audit_failure(summary, fail_on_drift)
-    summary["by_drift"] = audit_by_drift(hosts)
+    summary["by_drift"] = audit_by_drift(hosts, stopped)
     return summary
+
+
+def why_not_audited(name, host):
+    """(task, message) a host stopped at, the message with the host's own name and address as <host>.
+
+    An unreachable host's message names its own address (ssh: connect to host 10.0.0.7 ...):
+    64 hosts down for one reason are 64 messages that differ only there, and one group in audit.md.
+    """
+    failure = host.get("failure") if host.get("failure") is not None else NOT_RUN
+    msg = str(failure.get("msg"))
+    own = [str(value) for value in (host.get("address"), name) if value not in (None, "")]
+    for value in sorted(set(own), key=len, reverse=True):
+        msg = re.sub(r"(?<![\w.-])%s(?![\w-]|\.\w)" % re.escape(value), "<host>", msg)
+    return str(failure.get("task")), msg
 
 
 def _drift_key(entry):
@@ -134,16 +153,21 @@ def _drift_key(entry):
     return json.dumps([entry["role"], entry.get("profile"), drift], sort_keys=True, default=str), drift
 
 
-def audit_by_drift(hosts):
+def audit_by_drift(hosts, stopped=None):
     """audit.md's view of the hosts: from AUDIT_GROUPED_HOSTS on, grouped (grouped true).
 
     drift: [{role, profile, hosts, rows}] the hosts that share the same drifting rows, the largest
-    group first; in_sync: [{role, hosts: count}]; not_audited: [{role, error, hosts}].
+    group first; in_sync: [{role, hosts: count}]; not_audited: [{role, task, msg, hosts}] the hosts
+    that stopped at the same task for the same reason (stopped: {name: why_not_audited}), the
+    role's groups in play order, the largest first within a role.
     """
-    groups, in_sync, not_audited = {}, {}, {}
+    groups, in_sync, not_audited, roles = {}, {}, {}, []
     for name, entry in hosts.items():
+        if entry["role"] not in roles:
+            roles.append(entry["role"])
         if "error" in entry:
-            not_audited.setdefault((entry["role"], entry["error"]), []).append(name)
+            task, msg = (stopped or {}).get(name) or (entry["error"], "")
+            not_audited.setdefault((entry["role"], task, msg), []).append(name)
             continue
         key, drift = _drift_key(entry)
         if not drift:
@@ -157,8 +181,9 @@ def audit_by_drift(hosts):
     return {"grouped": len(hosts) >= AUDIT_GROUPED_HOSTS, "threshold": AUDIT_GROUPED_HOSTS,
             "drift": drift,
             "in_sync": [{"role": role, "hosts": count} for role, count in sorted(in_sync.items())],
-            "not_audited": [{"role": role, "error": error, "hosts": sorted(names)}
-                            for (role, error), names in sorted(not_audited.items(), key=lambda item: (-len(item[1]), item[0]))]}
+            "not_audited": [{"role": role, "task": task, "msg": msg, "hosts": sorted(names)}
+                            for (role, task, msg), names in sorted(
+                                not_audited.items(), key=lambda item: (roles.index(item[0][0]), -len(item[1]), item[0]))]}
 
 
 def rollout_host(name, report, failure=None, reached=False):
@@ -247,7 +272,7 @@ def audit_summary(groups, hostvars, finished=None, check_mode=False, fail_on_dri
             variables = _host_vars(hostvars, name)
             if variables.get(AUDIT_TARGETED_FACT):
                 hosts.append({"name": name, "report": variables.get(group["report_var"]),
-                              "failure": variables.get("ckptio_failure")})
+                              "failure": variables.get("ckptio_failure"), "address": variables.get("ansible_host")})
         picked.append({"role": group["role"], "hosts": hosts})
     return summarise_audit(picked, finished or _now(), check_mode, fail_on_drift)
 
@@ -267,12 +292,9 @@ def rollout_budget(batch, hostvars, play_batch, max_fail_percentage=0):
     return budget(batch, failed, _names(play_batch, "rollout_budget", "play_batch"), max_fail_percentage)
 
 
-class FilterModule:
-    """The playbooks' summaries."""
-
-    def filters(self):
-        return {
-            "audit_summary": audit_summary,
-            "rollout_summary": rollout_summary,
-            "rollout_budget": rollout_budget,
-        }
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "audit_summary": audit_summary,
+    "rollout_summary": rollout_summary,
+    "rollout_budget": rollout_budget,
+}

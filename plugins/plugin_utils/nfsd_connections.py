@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller-side connection budget of an NFS server: what the play's clients open, what to set.
 
-Documentation for each filter is in the YAML file of the same name next to this one.
+Not filters of their own: the one public filter ckptio.nfs.internal (plugins/filter/internal.py)
+calls them by name, so `ansible-doc -t filter -l ckptio.nfs` lists only what users call. The
+documentation of each step is in the YAML file of the same name next to this one.
 """
 
 from __future__ import annotations
@@ -73,11 +75,8 @@ def nfsd_max_connections(need, threads, setting="auto"):
     return result
 
 
-class FilterModule:
-    """Connection budget filters."""
-
-    def filters(self):
-        return {
-            "nfsd_connection_need": nfsd_connection_need,
-            "nfsd_max_connections": nfsd_max_connections,
-        }
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "nfsd_connection_need": nfsd_connection_need,
+    "nfsd_max_connections": nfsd_max_connections,
+}

@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller-side decisions of the client_tuning role: its wanted mounts, rollback records and report.
 
-The role's tasks call these filters; the record logic is in module_utils/config/tuning_records.py.
-Documentation for each filter is in the YAML file of the same name next to this one.
+The role's tasks call these steps; the record logic is in module_utils/config/tuning_records.py.
+Not filters of their own: the one public filter ckptio.nfs.internal (plugins/filter/internal.py)
+calls them by name, so `ansible-doc -t filter -l ckptio.nfs` lists only what users call. The
+documentation of each step is in the YAML file of the same name next to this one.
 """
 
 from __future__ import annotations
@@ -217,15 +219,12 @@ def client_tuning_report(mount_result, sunrpc_result, sunrpc_wanted, profile, pr
             "warnings": warnings, "settings": settings, "restored": restored}
 
 
-class FilterModule:
-    """client_tuning role filters."""
-
-    def filters(self):
-        return {
-            "client_tuning_state_records": client_tuning_state_records,
-            "client_tuning_wanted_mounts": client_tuning_wanted_mounts,
-            "client_tuning_records": client_tuning_records,
-            "client_tuning_records_rolled_back": client_tuning_records_rolled_back,
-            "client_tuning_drain_needed": client_tuning_drain_needed,
-            "client_tuning_report": client_tuning_report,
-        }
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "client_tuning_state_records": client_tuning_state_records,
+    "client_tuning_wanted_mounts": client_tuning_wanted_mounts,
+    "client_tuning_records": client_tuning_records,
+    "client_tuning_records_rolled_back": client_tuning_records_rolled_back,
+    "client_tuning_drain_needed": client_tuning_drain_needed,
+    "client_tuning_report": client_tuning_report,
+}
