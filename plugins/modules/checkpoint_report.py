@@ -12,8 +12,9 @@ short_description: Write report.md, report.json and report.png for a checkpoint 
 version_added: 0.1.0
 description:
   - Reads a capture bundle (format in C(docs/capture-bundle.md)) written by the playbook
-    C(ckptio.nfs.validate_checkpoint) (or C(ckptio.nfs.capture)), its C(diagnosis.json) (or runs the diagnosis itself when that file is missing), the per-op deltas of every
-    client, and the per-rank canary results in C(clients/<host>/canary.json).
+    C(ckptio.nfs.validate_checkpoint) (or C(ckptio.nfs.capture)), its C(diagnosis.json) (or runs the diagnosis
+    itself when that file is missing), the per-op deltas of every client, and the per-rank canary results in
+    C(clients/<host>/canary.json).
   - Writes C(report.md) (tables), C(report.json) (every number) and C(report.png) into the bundle. The picture
     has four panels on their own scales - throughput of each run against the target line; WRITE and COMMIT
     time split into queue, RTT and the rest of the execution time; the metadata ops; the ranks per host on
