@@ -32,7 +32,7 @@ class ClientWalk(RoleWalk):
                                        "checkpoint_capture__bundle": world.path("reports", "capture-bundle")}}
 
     def walk(self, tasks):
-        self.variables.setdefault("hostvars", self.hostvars)
+        self.variables["hostvars"] = self.hostvars
         super().walk(tasks)
 
 
@@ -89,9 +89,30 @@ def test_prepare_in_check_mode_plans_the_window_and_writes_nothing(world):
     assert world.snapshot() == before and not os.path.exists(world.path("capture-reports"))
 
 
-def test_main_explains_the_entry_points(world):
-    with pytest.raises(Rejected, match="playbooks/capture.yml"):
+def test_main_explains_the_playbook_by_its_installed_name(world):
+    with pytest.raises(Rejected, match="ckptio.nfs.capture") as refused:
         RoleWalk(world, "checkpoint_capture", "main", {}).run()
+    assert "playbooks/" not in refused.value.msg
+
+
+def test_a_mount_that_is_not_nfs_on_the_client_is_refused_in_check_mode_too_naming_the_variable(world):
+    """capture --check fails where the real run would (issue 23): no NFS mount there, nothing to measure."""
+    elsewhere = world.path("not-a-mount")
+    os.makedirs(elsewhere)
+    for check_mode in (True, False):
+        walk = ClientWalk(world, dict(role_base(world, "checkpoint_capture"), checkpoint_capture_mount_point=elsewhere),
+                          {"seconds": 30}, check_mode=check_mode)
+        with pytest.raises(Rejected) as refused:
+            walk.run()
+        assert "ckptio_checkpoint_mount" in refused.value.msg and "checkpoint_capture_mount_point" in refused.value.msg
+        assert elsewhere in refused.value.msg and "checkpoint_capture__sampling" not in walk.variables
+
+
+def test_no_mount_at_all_is_refused_on_the_client_naming_the_inventory_variable(world):
+    walk = ClientWalk(world, dict(role_base(world, "checkpoint_capture"), checkpoint_capture_mount_point=""), {"seconds": 30})
+    with pytest.raises(Rejected, match="set ckptio_checkpoint_mount"):
+        walk.run()
+    assert "checkpoint_capture__before" not in walk.variables, "refused before reading anything"
 
 
 def test_the_playbook_runs_the_entry_points_in_the_windows_order(tmp_path):

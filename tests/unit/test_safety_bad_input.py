@@ -251,12 +251,16 @@ def role_dir(role):
 
 
 def role_spec(role, entry):
-    return load_yaml(os.path.join(role_dir(role), "meta", "argument_specs.yml"))["argument_specs"][entry]["options"]
+    """The options an entry point validates: its own spec, or `main`'s for a task file that is no entry point
+    (canary_validation and checkpoint_capture document one entry point; each task file the playbook runs
+    validates `main`'s options itself with ansible.builtin.validate_argument_spec)."""
+    specs = load_yaml(os.path.join(role_dir(role), "meta", "argument_specs.yml"))["argument_specs"]
+    return specs[entry]["options"] if entry in specs else specs["main"]["options"]
 
 
 def task_action(task):
     keywords = {"name", "when", "register", "loop", "loop_control", "vars", "check_mode", "changed_when", "failed_when",
-                "run_once", "delegate_to", "async", "poll", "until", "retries", "delay", "tags", "block", "no_log"}
+                "run_once", "delegate_to", "async", "poll", "until", "retries", "delay", "tags", "block", "rescue", "no_log"}
     actions = [key for key in task if key not in keywords]
     assert len(actions) == 1, "cannot tell the action of task %r" % task.get("name")
     return actions[0], task[actions[0]]
@@ -301,6 +305,9 @@ class RoleWalk:
         self.variables.update({"role_path": base, "ansible_search_path": [base], "ansible_check_mode": self.check_mode,
                                "inventory_hostname": "localhost", "ansible_play_hosts_all": ["localhost"],
                                "ansible_forks": 5, "ansible_playbook_python": "python3"})
+        # A play always has them; a walk has no other hosts (tests that need some set their own).
+        self.variables.setdefault("groups", {"all": ["localhost"], "ungrouped": ["localhost"]})
+        self.variables.setdefault("hostvars", {})
         self.loader = DataLoader()
         self.loader.set_basedir(base)
         tasks_file = "main.yml" if self.entry == "main" else "%s.yml" % self.entry
@@ -337,7 +344,14 @@ class RoleWalk:
         for task in tasks:
             if "block" in task:
                 if self.applies(task):
-                    self.walk(task["block"])
+                    try:
+                        self.walk(task["block"])
+                    except Rejected as exc:
+                        # As Ansible does: a failed task in a block runs its rescue with ansible_failed_result.
+                        if "rescue" not in task:
+                            raise
+                        self.variables["ansible_failed_result"] = {"failed": True, "msg": exc.msg}
+                        self.walk(task["rescue"])
                 continue
             action, args = task_action(task)
             # As Ansible does, `when` decides before the task's vars are rendered (they may name
@@ -385,6 +399,14 @@ class RoleWalk:
             return {}
         if action == "ansible.builtin.fail":
             raise Rejected(name, self.render(args["msg"], extra))
+        if action == "ansible.builtin.validate_argument_spec":
+            # What the action plugin does: every option of the spec the play defines, templated, validated.
+            spec = self.render(args["argument_spec"], extra)
+            values = dict((key, self.render(self.variables[key], extra)) for key in spec if key in self.variables)
+            validation = ArgumentSpecValidator(spec).validate(values, validate_role_argument_spec=True)
+            if validation.error_messages:
+                raise Rejected(name, "; ".join(validation.error_messages))
+            return {}
         if action in self.READ_ONLY:
             # Reads feed only the role's report; an empty answer keeps the walk going.
             return {"files": [], "content": ""}
@@ -812,7 +834,12 @@ for _case, _value in (("semicolon", "run;reboot"), ("space", "run one"), ("slash
 row(PREPARE, "canary_validation_compare_to", "missing", {"canary_validation_compare_to": "/no such/bundle"})
 row(PREPARE, "canary_validation_ranks", "zero", {"canary_validation_ranks": 0})
 row(PREPARE, "canary_validation_ranks", "type", {"canary_validation_ranks": "many"})
-row(PREPARE, "canary_validation_target_window_seconds", "zero", {"canary_validation_target_window_seconds": 0})
+# 0 = no target given (the diagnosis says so); below 0 is refused.
+row(PREPARE, "canary_validation_target_window_seconds", "negative", {"canary_validation_target_window_seconds": -1})
+row(PREPARE, "canary_validation_target_checkpoint_bytes", "negative", {"canary_validation_target_checkpoint_bytes": -1})
+row(PREPARE, "canary_validation_mount_point", "relative", {"canary_validation_mount_point": "mnt/nfs"})
+# No mount at all (ckptio_checkpoint_mount unset): refused on the client naming the inventory variable.
+row(CLIENTS, "canary_validation_mount_point", "empty", {"canary_validation_mount_point": ""}, names="ckptio_checkpoint_mount")
 choice_rows(PREPARE, "canary_validation_layout", "shared_file")
 choice_rows(PREPARE, "canary_validation_restore_cache", "fadvise")
 row(PREPARE, "canary_validation_restore_window_seconds", "negative", {"canary_validation_restore_window_seconds": -1})
@@ -839,7 +866,7 @@ for _case, _value in (("semicolon", "cap;reboot"), ("space", "cap one"), ("slash
     row(CAPTURE_PREPARE, "checkpoint_capture_label", _case, {"checkpoint_capture_label": _value})
 row(CAPTURE_PREPARE, "checkpoint_capture_compare_to", "missing", {"checkpoint_capture_compare_to": "/no such/bundle"})
 row(CAPTURE_PREPARE, "checkpoint_capture_mount_point", "relative", {"checkpoint_capture_mount_point": "mnt/nfs"})
-row(CAPTURE_PREPARE, "checkpoint_capture_target_window_seconds", "zero", {"checkpoint_capture_target_window_seconds": 0})
+row(CAPTURE_PREPARE, "checkpoint_capture_target_window_seconds", "negative", {"checkpoint_capture_target_window_seconds": -1})
 row(CAPTURE_PREPARE, "checkpoint_capture_checkpoint_bytes", "negative", {"checkpoint_capture_checkpoint_bytes": -1})
 for _case, _value in (("negative", -5), ("type", "soon"), ("over-max", 7200)):
     row(CAPTURE_PREPARE, "checkpoint_capture_seconds", _case, {"checkpoint_capture_seconds": _value},
