@@ -8,6 +8,7 @@ import os
 import subprocess
 
 import pytest
+import yaml
 
 from ansible_collections.ckptio.nfs.tests.unit.test_playbook_summaries import ANSIBLE_PLAYBOOK, COLLECTION
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_states_fstab import collection_root
@@ -35,3 +36,20 @@ def test_example_never_unmounts_without_a_drain_hook_and_applies_when_idle_with_
     assert policy(tmp_path) == "never"
     assert policy(tmp_path, {"client_tuning_drain_command": ["scontrol", "update", "nodename=gpu01", "state=drain"]}) == "when_idle"
     assert policy(tmp_path, {"client_tuning_drain_tasks": "/etc/ckptio/drain.yml"}) == "when_idle"
+
+
+def test_the_commented_slurm_hook_is_correct_once_uncommented(tmp_path):
+    """Uncommenting the example's Slurm lines names the role's drain/wait and resume files and
+    turns on when_idle; the drain example is no bare `scontrol ... state=drain` command (it
+    would return while jobs still run)."""
+    path = os.path.join(COLLECTION, "inventories", "example", "group_vars", "nfs_clients.yml")
+    with open(path) as handle:
+        text = handle.read()
+    commented = [line[len("#   "):] for line in text.splitlines() if line.startswith("#   client_tuning_")]
+    hook = yaml.safe_load("\n".join(commented))
+    assert hook == {"client_tuning_drain_tasks": "tasks/slurm_drain.yml", "client_tuning_undrain_tasks": "tasks/slurm_resume.yml",
+                    "client_tuning_slurm_wait_seconds": 3600}
+    for name in ("client_tuning_drain_tasks", "client_tuning_undrain_tasks"):
+        assert os.path.isfile(os.path.join(COLLECTION, "roles", "client_tuning", hook[name])), hook[name]
+    assert "state=drain" not in "\n".join(commented)
+    assert policy(tmp_path, hook) == "when_idle"
