@@ -49,8 +49,8 @@ options:
       - Default the bundle directory, when it is writable and not inside an installed collection C(ckptio.nfs) (a path
         under C(ansible_collections/ckptio/nfs/), checked on the resolved path); otherwise O(fallback_output_dir).
       - A bundle directory without any write permission bit (mode 0555) counts as read-only even for root. The sample
-        bundles of an installed collection are not read-only (C(ansible-galaxy collection build) stores directories 0755
-        and files 0644): their path keeps them unwritten.
+        bundles of an installed collection are not read-only, since C(ansible-galaxy collection build) stores directories
+        0755 and files 0644; their path keeps them unwritten.
     type: path
   fallback_output_dir:
     description:
