@@ -14,7 +14,9 @@ description:
   - Reads a capture bundle (format in C(docs/capture-bundle.md)) written by the C(ckptio.nfs.validate_checkpoint)
     or C(ckptio.nfs.capture) playbook, its C(diagnosis.json) (or runs the diagnosis itself when that file is
     missing), the per-op deltas of every client, and the per-rank canary results in C(clients/<host>/canary.json).
-  - Writes C(report.md), C(report.json) (every number) and C(report.png) into the bundle.
+  - Writes C(report.md), C(report.json) (every number) and C(report.png) into O(output_dir), by default the
+    bundle directory; never into a bundle directory that is read-only or inside an installed copy of this collection
+    (the rule of M(ckptio.nfs.diagnose_bundle)'s O(ckptio.nfs.diagnose_bundle#module:output_dir)).
   - C(report.md) and RV(console_lines) lead with the diagnosis's first screen (C(diagnosis.json) C(headline) and
     C(first_screen)) - the verdict in words, achieved against target in GB/s or MB/s, the links' share of
     capacity, the confidence and why, the first three actions - within 25 lines of an 80-column terminal; then
@@ -73,6 +75,19 @@ options:
     description: Draw C(report.png) when matplotlib is importable.
     type: bool
     default: true
+  output_dir:
+    description:
+      - Where to write the three files; created (mode 0755) when missing, not in check mode. C(diagnosis.json) is read
+        from here first, then from the bundle.
+      - Default the bundle directory, when it is writable and not inside an installed collection C(ckptio.nfs) (a path
+        under C(ansible_collections/ckptio/nfs/), checked on the resolved path); otherwise O(fallback_output_dir).
+    type: path
+  fallback_output_dir:
+    description:
+      - Where to write when O(output_dir) is not set and the bundle directory is read-only (no write permission bit) or
+        inside an installed collection C(ckptio.nfs); created (mode 0755) when missing, not in check mode.
+      - Without it the module then fails, naming O(output_dir), before writing anything.
+    type: path
 """
 
 EXAMPLES = r"""
@@ -114,6 +129,10 @@ comparison:
   returned: always
   type: list
   elements: dict
+output_dir:
+  description: The directory the report files were (in check mode would be) written to.
+  returned: always
+  type: str
 files:
   description: Paths of the report files that exist after the run.
   returned: always
@@ -149,6 +168,7 @@ import sys
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
@@ -159,17 +179,22 @@ PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Insta
             "(pip install matplotlib, or pip install -r requirements.txt from the installed collection) and run again.")
 
 
-def load_bundle(path):
-    """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json."""
+def load_bundle(path, output_dir=None):
+    """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json (from
+    output_dir, where diagnose_bundle wrote it for a bundle it may not write into, else the bundle)."""
     loaded = bundle_files.load_bundle(path)
-    saved = atomic_file.read_input(os.path.join(path, "diagnosis.json"))
+    saved = None
+    for directory in ([output_dir] if output_dir else []) + [path]:
+        saved = atomic_file.read_input(os.path.join(directory, "diagnosis.json"))
+        if saved:
+            break
     return loaded, bundle_files.canary_ranks(loaded), json.loads(saved) if saved else None
 
 
-def bundle_metrics(path, label, warnings):
+def bundle_metrics(path, label, warnings, output_dir=None):
     if not os.path.isfile(os.path.join(path, "context.yml")):
         raise ValueError("%s has no context.yml: not a capture bundle" % path)
-    loaded, ranks, diagnosis = load_bundle(path)
+    loaded, ranks, diagnosis = load_bundle(path, output_dir)
     context = loaded["context"]
     if diagnosis is None:
         try:
@@ -195,6 +220,8 @@ def main():
             compare_to=dict(type="path"),
             label=dict(type="str"),
             png=dict(type="bool", default=True),
+            output_dir=dict(type="path"),
+            fallback_output_dir=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -207,8 +234,18 @@ def main():
         value = module.params[option]
         if value is not None and not os.path.isdir(value):
             module.fail_json(msg="%s %s is not a directory" % (option, value))
+    for option in ("output_dir", "fallback_output_dir"):
+        value = module.params[option]
+        if value is not None and os.path.exists(value) and not os.path.isdir(value):
+            module.fail_json(msg="%s: %s is not a directory" % (option, value))
+    # Root ignores permission bits; a directory nobody may write is meant to stay as it is.
+    writable = bool(os.stat(bundle).st_mode & 0o222) and os.access(bundle, os.W_OK)
+    output_dir, why = output_place.choose(os.path.realpath(bundle), writable, module.params["output_dir"],
+                                          module.params["fallback_output_dir"])
+    if output_dir is None:
+        module.fail_json(msg="report files not written: %s" % why)
     try:
-        metrics = bundle_metrics(bundle, module.params["label"], warnings)
+        metrics = bundle_metrics(bundle, module.params["label"], warnings, output_dir)
         baseline = bundle_metrics(compare_to, None, warnings) if compare_to else None
     except ValueError as exc:
         module.fail_json(msg="cannot read bundle: %s" % exc)
@@ -223,23 +260,25 @@ def main():
     document = {"metrics": metrics, "baseline": baseline, "comparison": rows, "figure": series}
     payload = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
 
-    md_path = os.path.join(bundle, "report.md")
-    outputs = [(md_path, markdown.encode()), (os.path.join(bundle, "report.json"), payload.encode())]
+    md_path = os.path.join(output_dir, "report.md")
+    outputs = [(md_path, markdown.encode()), (os.path.join(output_dir, "report.json"), payload.encode())]
     if png is not None:
-        outputs.append((os.path.join(bundle, "report.png"), png))
+        outputs.append((os.path.join(output_dir, "report.png"), png))
     # Never through a link planted in the bundle: write_outputs refuses it, naming it.
-    written = atomic_file.write_outputs(module, outputs)
+    written = atomic_file.write_outputs(module, outputs, make_parent=True)
     changed = any(row["changed"] for row in written)
     old_markdown = written[0]["before"]
-    files = [os.path.join(bundle, name) for name in ("report.md", "report.json", "report.png")
-             if os.path.exists(os.path.join(bundle, name))]
+    files = [os.path.join(output_dir, name) for name in ("report.md", "report.json", "report.png")
+             if os.path.exists(os.path.join(output_dir, name))]
     msg = "%s report.md, report.json%s in %s" % ("would write" if module.check_mode else "wrote",
-                                                 ", report.png" if png is not None else "", bundle)
+                                                 ", report.png" if png is not None else "", output_dir)
+    if output_dir != bundle:
+        msg += " (%s)" % why
     if note:
         msg += ". " + note
     for warning in warnings:
         module.warn(warning)
-    result = {"changed": changed, "metrics": metrics, "comparison": rows, "files": files,
+    result = {"changed": changed, "metrics": metrics, "comparison": rows, "files": files, "output_dir": output_dir,
               "png_written": png is not None, "msg": msg,
               "console_lines": report.console_lines(metrics, rows, bundle, msg)}
     if baseline is not None:

@@ -15,8 +15,12 @@ description:
     and CPUs from the host samples, and decides the limiting layer (C(network), C(server_cpu), C(client_rpc_slots),
     C(server_threads), C(server_storage), C(access_pattern), C(client_cpu) or C(none)), a verdict (C(meets_target),
     C(tune), C(rearchitect)), the evidence, what was not measured, and concrete recommendations.
-  - Writes C(DIR/diagnosis.json) and C(DIR/diagnosis.md) (unless O(write=false)); reports C(changed) only when their
-    content changes, so a second run is idempotent.
+  - Writes C(diagnosis.json) and C(diagnosis.md) (unless O(write=false)) into O(output_dir), by default the bundle
+    directory; reports C(changed) only when their content changes, so a second run is idempotent.
+  - Never writes into a bundle directory that is read-only or inside an installed copy of this collection (any path
+    under C(ansible_collections/ckptio/nfs/), such as the shipped sample bundles; C(ansible-galaxy collection verify)
+    would report the collection modified). Then the files go to O(fallback_output_dir), or, without one, nothing is
+    written and a warning says so. RV(output_dir) and RV(msg) say where the files went.
   - Runs where the bundle is, normally the controller (a play with C(hosts) set to C(localhost)).
   - A client whose mountstats pair is not usable (a sample cut short, a counter that went backwards while C(age)
     rose, a mount missing from the before sample or remounted) is left out of every figure and named in
@@ -36,13 +40,24 @@ options:
     required: true
   write:
     description:
-      - Write C(diagnosis.json) and C(diagnosis.md).
-      - A bundle directory without any write permission bit (for example the shipped test fixtures, mode 0555) is treated
-        as read-only even for root; then nothing is written there, a warning says so, and the diagnosis is still returned.
+      - Write C(diagnosis.json) and C(diagnosis.md). V(false) only returns the diagnosis.
     type: bool
     default: true
   output_dir:
-    description: Where to write the two files; default is the bundle directory. Must exist.
+    description:
+      - Where to write the two files; created (mode 0755) when missing, not in check mode.
+      - Default the bundle directory, when it is writable and not inside an installed collection C(ckptio.nfs) (a path
+        under C(ansible_collections/ckptio/nfs/), checked on the resolved path); otherwise O(fallback_output_dir).
+      - A bundle directory without any write permission bit (mode 0555) counts as read-only even for root. The sample
+        bundles of an installed collection are not read-only, since C(ansible-galaxy collection build) stores directories
+        0755 and files 0644; their path keeps them unwritten.
+    type: path
+  fallback_output_dir:
+    description:
+      - Where to write when O(output_dir) is not set and the bundle directory is not a place to write (read-only, or
+        inside an installed collection C(ckptio.nfs)); created (mode 0755) when missing, not in check mode.
+      - C(playbooks/diagnose.yml) sets it to C(reports/<bundle name>-diagnosis) under the directory C(ansible-playbook)
+        was started from. Without it nothing is written there and a warning names O(output_dir).
     type: path
 attributes:
   check_mode:
@@ -145,6 +160,15 @@ files:
   returned: always
   type: list
   elements: str
+output_dir:
+  description: The directory the files were (or in check mode would be) written to; null when nothing is written.
+  returned: always
+  type: str
+msg:
+  description: One line saying where the files went and why there (or why nothing was written).
+  returned: always
+  type: str
+  sample: "wrote diagnosis.json and diagnosis.md in /home/me/reports/seed_like_baseline-diagnosis (the bundle directory is read-only)"
 """
 
 import json
@@ -153,15 +177,28 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place as output_place_rule
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError, load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 
+def output_place(module, directory):
+    """The directory the files go to (None: nothing written) and why, from the options and the bundle."""
+    for option in ("output_dir", "fallback_output_dir"):
+        value = module.params[option]
+        if value is not None and os.path.exists(value) and not os.path.isdir(value):
+            module.fail_json(msg="%s: %s is not a directory" % (option, value))
+    # Root ignores permission bits; a directory nobody may write is meant to stay as it is.
+    writable = bool(os.stat(directory).st_mode & 0o222) and os.access(directory, os.W_OK)
+    return output_place_rule.choose(os.path.realpath(directory), writable, module.params["output_dir"],
+                                    module.params["fallback_output_dir"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(bundle=dict(type="path", required=True), write=dict(type="bool", default=True),
-                           output_dir=dict(type="path")),
+                           output_dir=dict(type="path"), fallback_output_dir=dict(type="path")),
         supports_check_mode=True,
     )
     if not HAS_YAML:
@@ -169,14 +206,7 @@ def main():
     directory = module.params["bundle"]
     if not os.path.isdir(directory):
         module.fail_json(msg="bundle: %s is not a directory" % directory)
-    output_dir = module.params["output_dir"] or directory
-    if not os.path.isdir(output_dir):
-        module.fail_json(msg="output_dir: %s is not a directory" % output_dir)
-    write = module.params["write"]
-    if write and not os.stat(output_dir).st_mode & 0o222:
-        # Root ignores permission bits; a directory nobody may write is meant to stay as it is.
-        module.warn("%s is read-only (no write bit): diagnosis files not written; set output_dir" % output_dir)
-        write = False
+    output_dir, why = output_place(module, directory) if module.params["write"] else (None, "write is false")
     try:
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
         result = json_safe(diagnose(load_bundle(directory)))
@@ -185,18 +215,25 @@ def main():
 
     json_text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     markdown = render_markdown(result)
-    json_path = os.path.join(output_dir, "diagnosis.json")
-    md_path = os.path.join(output_dir, "diagnosis.md")
     changed = False
     diff = []
-    if write:
+    files = []
+    if output_dir is None:
+        if module.params["write"]:
+            module.warn("diagnosis files not written: %s" % why)
+        msg = "diagnosis files not written: %s" % why
+    else:
+        json_path = os.path.join(output_dir, "diagnosis.json")
+        md_path = os.path.join(output_dir, "diagnosis.md")
         # Never through a link planted in the bundle: write_outputs refuses it, naming it.
-        written = atomic_file.write_outputs(module, [(json_path, json_text), (md_path, markdown)])
+        written = atomic_file.write_outputs(module, [(json_path, json_text), (md_path, markdown)], make_parent=True)
         changed = any(row["changed"] for row in written)
         old_markdown = written[1]["before"]
         if module._diff and changed:
             diff.append({"before": old_markdown or "", "after": markdown, "before_header": md_path, "after_header": md_path})
-    output = dict(changed=changed, diagnosis=result, files=[json_path, md_path] if write else [])
+        files = [json_path, md_path]
+        msg = "%s diagnosis.json and diagnosis.md in %s (%s)" % ("would write" if module.check_mode else "wrote", output_dir, why)
+    output = dict(changed=changed, diagnosis=result, files=files, output_dir=output_dir, msg=msg)
     if module._diff:
         output["diff"] = diff
     module.exit_json(**output)

@@ -178,8 +178,10 @@ def test_a_mount_still_pending_keeps_its_record_unmarked_for_the_next_rollback_r
     # No entry before tuning: the record says so with empty options.
     assert (records[other]["src"], records[other]["opts"]) == ("10.0.0.1:/srv/other", {})
     world.commands.clear()
-    # The live mount is tuned (nconnect=4); umount fails here, as it does for a busy mount.
-    rollback = walk(world, client_tuning_mounts=mounts, client_tuning_profile="distro_default")
+    # The live mount is tuned (nconnect=4); when_idle tries to unmount it (the role's default,
+    # never, would not), and umount fails here, as it does for a busy mount.
+    rollback = walk(world, client_tuning_mounts=mounts, client_tuning_profile="distro_default",
+                    client_tuning_apply_policy="when_idle")
     assert ["umount", world.mount_point] in world.commands
     assert checkpoint_line(world).split()[3] == OLD_OPTS + ",nconnect=1"
     assert checkpoint_line(world, other).split()[3] == "nconnect=1"

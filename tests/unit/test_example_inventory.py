@@ -134,3 +134,20 @@ def test_a_path_that_is_not_nfs_is_refused_naming_the_role_variable_not_the_modu
     assert done.returncode != 0
     assert "set canary_validation_allow_local=true (tests only)" in done.stdout, done.stdout[-3000:]
     assert "by default ckptio_checkpoint_mount" in done.stdout
+
+
+def test_the_commented_slurm_hook_is_correct_once_uncommented(tmp_path):
+    """Uncommenting the example's Slurm lines names the role's drain/wait and resume files and
+    turns on when_idle; the drain example is no bare `scontrol ... state=drain` command (it
+    would return while jobs still run)."""
+    path = os.path.join(COLLECTION, "inventories", "example", "group_vars", "nfs_clients.yml")
+    with open(path) as handle:
+        text = handle.read()
+    commented = [line[len("#   "):] for line in text.splitlines() if line.startswith("#   client_tuning_")]
+    hook = yaml.safe_load("\n".join(commented))
+    assert hook == {"client_tuning_drain_tasks": "tasks/slurm_drain.yml", "client_tuning_undrain_tasks": "tasks/slurm_resume.yml",
+                    "client_tuning_slurm_wait_seconds": 3600}
+    for name in ("client_tuning_drain_tasks", "client_tuning_undrain_tasks"):
+        assert os.path.isfile(os.path.join(COLLECTION, "roles", "client_tuning", hook[name])), hook[name]
+    assert "state=drain" not in "\n".join(commented)
+    assert policy(tmp_path, hook) == "when_idle"

@@ -585,7 +585,7 @@ def read_own(path, limit=INPUT_LIMIT, inside=None):
         return None
 
 
-def write_outputs(module, outputs, inside=None):
+def write_outputs(module, outputs, inside=None, make_parent=False):
     """Write each (path, content) of a module's outputs (diagnosis.md, report.json, ...) unless unchanged.
 
     Every path is checked first, so a symlink or a special file planted at any of them fails
@@ -601,7 +601,7 @@ def write_outputs(module, outputs, inside=None):
                              changed=False)
     for index, (path, content) in enumerate(outputs):
         try:
-            rows[index]["changed"] = write_if_changed(module, path, content, inside=inside)
+            rows[index]["changed"] = write_if_changed(module, path, content, make_parent=make_parent, inside=inside)
         except OSError as exc:
             module.fail_json(msg="%s: cannot write it (%s)" % (path, describe_error(exc)),
                              changed=any(row["changed"] for row in rows))

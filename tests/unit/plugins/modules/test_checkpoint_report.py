@@ -227,3 +227,40 @@ def test_a_capture_bundle_reports_its_verdict_first_in_human_units(tmp_path):
     for text in [markdown] + result["console_lines"]:
         assert "None" not in text and "e+0" not in text
     assert "capture (no canary ranks): between window, 93.3 s, 33.6 MB written" in "\n".join(result["console_lines"])
+
+
+def test_a_read_only_bundle_is_left_alone_and_the_output_dir_gets_the_report(baseline, tmp_path):
+    out = tmp_path / "reports" / "seed_like_baseline-diagnosis"
+    os.chmod(str(baseline), 0o555)
+    try:
+        before = tree_checksums(str(baseline))
+        refused = fail_module(checkpoint_report, {"bundle": str(baseline), "png": False})
+        assert refused["msg"] == "report files not written: the bundle directory is read-only: nothing written; set output_dir"
+        result = run_module(checkpoint_report, {"bundle": str(baseline), "png": False, "fallback_output_dir": str(out)})
+        assert result["output_dir"] == str(out)
+        assert sorted(os.listdir(str(out))) == ["report.json", "report.md"]
+        assert result["msg"] == "wrote report.md, report.json in %s (the bundle directory is read-only)" % out
+        assert tree_checksums(str(baseline)) == before
+    finally:
+        os.chmod(str(baseline), 0o755)
+
+
+def test_a_bundle_inside_an_installed_collection_is_never_written(tmp_path):
+    root = tmp_path / "collections" / "ansible_collections" / "ckptio" / "nfs"
+    bundle = root / "tests" / "fixtures" / "samples" / "bundles" / "seed_like_baseline"
+    bundle.parent.mkdir(parents=True)
+    shutil.copytree(sample_path("bundles", "seed_like_baseline"), str(bundle))
+    before = tree_checksums(str(root))
+    assert "inside the installed collection ckptio.nfs" in fail_module(checkpoint_report, {"bundle": str(bundle), "png": False})["msg"]
+    out = tmp_path / "project" / "reports" / "seed_like_baseline-diagnosis"
+    # diagnosis.json in the output directory is read first: a marker summary shows it was used.
+    out.mkdir(parents=True)
+    from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle
+    run_module(diagnose_bundle, {"bundle": str(bundle), "output_dir": str(out)})
+    diagnosis = json.loads((out / "diagnosis.json").read_text())
+    diagnosis["summary"] = "marker: read from the output directory"
+    (out / "diagnosis.json").write_text(json.dumps(diagnosis))
+    result = run_module(checkpoint_report, {"bundle": str(bundle), "png": False, "output_dir": str(out)})
+    assert result["console_lines"][0] == "marker: read from the output directory"
+    assert sorted(os.listdir(str(out))) == ["diagnosis.json", "diagnosis.md", "report.json", "report.md"]
+    assert tree_checksums(str(root)) == before

@@ -51,12 +51,21 @@ def test_read_only_bundle_is_left_alone(tmp_path):
     try:
         before = tree_checksums(bundle)
         result = run_module(diagnose_bundle, {"bundle": bundle})
-        assert result["changed"] is False and result["files"] == []
+        assert result["changed"] is False and result["files"] == [] and result["output_dir"] is None
+        assert result["msg"] == "diagnosis files not written: the bundle directory is read-only: nothing written; set output_dir"
+        assert result["warnings"] == [result["msg"]]
         assert tree_checksums(bundle) == before
         out = tmp_path / "out"
         out.mkdir()
         result = run_module(diagnose_bundle, {"bundle": bundle, "output_dir": str(out)})
         assert result["changed"] is True and sorted(os.listdir(str(out))) == ["diagnosis.json", "diagnosis.md"]
+        # The caller's default output directory, created with its parents when missing.
+        fallback = tmp_path / "reports" / "seed_like_baseline-diagnosis"
+        result = run_module(diagnose_bundle, {"bundle": bundle, "fallback_output_dir": str(fallback)})
+        assert result["changed"] is True and result["output_dir"] == str(fallback)
+        assert sorted(os.listdir(str(fallback))) == ["diagnosis.json", "diagnosis.md"]
+        assert result["msg"] == "wrote diagnosis.json and diagnosis.md in %s (the bundle directory is read-only)" % fallback
+        assert tree_checksums(bundle) == before
     finally:
         os.chmod(bundle, 0o755)
 
@@ -75,7 +84,9 @@ def test_incomplete_bundle_fails_before_writing(tmp_path):
     result = fail_module(diagnose_bundle, {"bundle": bundle})
     assert "clients/nfs2/mountstats_after.txt is missing" in result["msg"]
     assert tree_checksums(bundle) == before
-    assert "output_dir" in fail_module(diagnose_bundle, {"bundle": bundle, "output_dir": str(tmp_path / "missing")})["msg"]
+    # A failed diagnosis creates no output directory either.
+    fail_module(diagnose_bundle, {"bundle": bundle, "output_dir": str(tmp_path / "missing")})
+    assert not os.path.exists(str(tmp_path / "missing"))
 
 
 GARBAGE = b"\x00\xff\xfe\x9c\xe9 binary garbage \xc3\x28 inf nan\n\xe9\xe9\xe9\n"
@@ -125,3 +136,45 @@ def test_cut_capture_fails_cleanly_naming_the_host_and_problem(tmp_path):
     result = fail_module(diagnose_bundle, {"bundle": bundle})
     assert "no usable client" in result["msg"] and "nfs2" in result["msg"] and "truncated" in result["msg"]
     assert tree_checksums(bundle) == before
+
+
+def installed_copy(tmp_path, name="seed_like_baseline"):
+    """A sample bundle where an installed collection keeps it: writable, as the tarball ships it."""
+    root = tmp_path / "collections" / "ansible_collections" / "ckptio" / "nfs"
+    dest = root / "tests" / "fixtures" / "samples" / "bundles" / name
+    dest.parent.mkdir(parents=True)
+    shutil.copytree(sample_path("bundles", name), str(dest))
+    return root, str(dest)
+
+
+def test_a_bundle_inside_an_installed_collection_is_never_written(tmp_path):
+    root, bundle = installed_copy(tmp_path)
+    assert os.access(bundle, os.W_OK)
+    before = tree_checksums(str(root))
+    result = run_module(diagnose_bundle, {"bundle": bundle})
+    assert result["files"] == [] and result["output_dir"] is None
+    assert "inside the installed collection ckptio.nfs (%s)" % root in result["msg"]
+    fallback = tmp_path / "project" / "reports" / "seed_like_baseline-diagnosis"
+    result = run_module(diagnose_bundle, {"bundle": bundle, "fallback_output_dir": str(fallback)})
+    assert result["changed"] is True and sorted(os.listdir(str(fallback))) == ["diagnosis.json", "diagnosis.md"]
+    # Through a symlink from elsewhere too: the rule looks at the resolved path.
+    link = tmp_path / "link"
+    link.symlink_to(bundle)
+    result = run_module(diagnose_bundle, {"bundle": str(link), "fallback_output_dir": str(fallback)})
+    assert result["changed"] is False and result["output_dir"] == str(fallback)
+    assert tree_checksums(str(root)) == before
+
+
+def test_check_mode_creates_no_output_directory(tmp_path):
+    _root, bundle = installed_copy(tmp_path)
+    fallback = tmp_path / "reports" / "x-diagnosis"
+    result = run_module(diagnose_bundle, {"bundle": bundle, "fallback_output_dir": str(fallback)}, check_mode=True)
+    assert result["changed"] is True and result["msg"].startswith("would write diagnosis.json and diagnosis.md in %s" % fallback)
+    assert not os.path.exists(str(tmp_path / "reports"))
+
+
+def test_an_output_dir_that_is_a_file_is_refused_naming_the_option(tmp_path):
+    bundle = copy_bundle("seed_like_baseline", tmp_path)
+    (tmp_path / "file").write_text("x")
+    assert fail_module(diagnose_bundle, {"bundle": bundle, "output_dir": str(tmp_path / "file")})["msg"] == (
+        "output_dir: %s is not a directory" % (tmp_path / "file"))

@@ -1,0 +1,264 @@
+"""client_tuning is safe by default (issue 23, item 6): the role never unmounts unless told to, and
+the Slurm drain hook it ships drains the node, waits (bounded) until no job runs on it before the
+unmount, fails unmounting nothing when the bound passes, and resumes the node after.
+
+The hook files are walked task by task (RoleWalk from test_safety_bad_input.py, taught
+ansible.builtin.command, until/retries and block/rescue here) against a fake Slurm that answers
+sinfo, squeue and scontrol; every argv lands in world.commands next to the modules' own
+commands (umount, mount), so the order the host would see is asserted as it is.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import (
+    Rejected, RoleWalk, build_world, load_yaml, role_base, role_dir, role_spec)
+
+NODE = "gpu01"
+JOBS = ("RUNNING,COMPLETING,CONFIGURING,SUSPENDED")
+SINFO = ["sinfo", "--noheader", "--Node", "--nodes", NODE, "--format", "%t"]
+SQUEUE = ["squeue", "--noheader", "--nodelist", NODE, "--states", JOBS, "--format", "%i"]
+DRAIN = ["scontrol", "update", "nodename=" + NODE, "state=drain", "reason=ckptio.nfs client_tuning remounts the checkpoint mounts"]
+RESUME = ["scontrol", "update", "nodename=" + NODE, "state=resume"]
+
+
+class TaskFailed(Exception):
+    """A task failed the way Ansible fails it (here: an until loop out of retries)."""
+
+
+class FakeSlurm:
+    """Answers in order per program (the last answer repeats); records nothing itself."""
+
+    def __init__(self, sinfo=("mix",), squeue=("",)):
+        self.answers = {"sinfo": list(sinfo), "squeue": list(squeue), "scontrol": [""]}
+
+    def __call__(self, argv):
+        answers = self.answers[argv[0]]
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if isinstance(answer, tuple):  # (rc, stdout, stderr)
+            return answer
+        return 0, answer, ""
+
+
+class HookWalk(RoleWalk):
+    """RoleWalk that also runs ansible.builtin.command (on the fake Slurm), until/retries,
+    block/rescue and include_tasks, as Ansible does."""
+
+    def __init__(self, world, params, slurm, check_mode=False):
+        super().__init__(world, "client_tuning", "main", params, check_mode=check_mode, write_files=not check_mode)
+        self.slurm = slurm
+        self.debug = []
+        self.polls = []
+
+    def run_file(self, name):
+        """Walk tasks/<name> with the role's defaults and the params, as an included file runs."""
+        self.entry = os.path.splitext(name)[0]
+        self.run()
+
+    def run(self):
+        if self.entry in ("slurm_drain", "slurm_resume"):
+            # Not entry points: no argument spec of their own; the role's defaults apply.
+            base = role_dir(self.role)
+            self.variables.update(self.trusted(load_yaml(os.path.join(base, "defaults", "main.yml"))))
+            self.variables.update(self.params)
+            self.variables.update({"role_path": base, "ansible_search_path": [base], "ansible_check_mode": self.check_mode,
+                                   "inventory_hostname": NODE})
+            from ansible.parsing.dataloader import DataLoader
+            self.loader = DataLoader()
+            self.loader.set_basedir(base)
+            self.walk(load_yaml(os.path.join(base, "tasks", self.entry + ".yml")))
+            return
+        super().run()
+        self.variables["inventory_hostname"] = NODE
+
+    def walk(self, tasks):
+        for task in tasks:
+            if "block" in task and "rescue" in task:
+                if not self.applies(task):
+                    continue
+                try:
+                    self.walk(task["block"])
+                except TaskFailed:
+                    self.walk(task["rescue"])
+                continue
+            super().walk([task])
+
+    def run_task(self, task, action, args, extra):
+        if action == "ansible.builtin.command":
+            return self.command(task, args, extra)
+        if action == "ansible.builtin.include_tasks":
+            return self.include(task, args, extra)
+        if action == "ansible.builtin.debug":
+            self.debug.append(self.render(args.get("msg", ""), extra))
+            return {}
+        return super().run_task(task, action, args, extra)
+
+    def include(self, task, args, extra):
+        path = self.render(args["file"] if isinstance(args, dict) else args, extra)
+        if not os.path.isabs(path):
+            path = os.path.join(role_dir(self.role), "tasks", path)
+        saved = {key: self.variables.get(key) for key in extra}
+        self.variables.update(extra)
+        self.walk(load_yaml(path))
+        self.variables.update(saved)
+        return {}
+
+    def run_command(self, argv):
+        argv = [str(arg) for arg in argv]
+        self.world.commands.append(argv)
+        rc, stdout, stderr = self.slurm(argv)
+        return {"rc": rc, "stdout": stdout, "stdout_lines": stdout.splitlines(), "stderr": stderr, "failed": rc != 0}
+
+    def command(self, task, args, extra):
+        # Ansible skips a command in check mode unless the task says check_mode: false.
+        if self.check_mode and task.get("check_mode") is not False:
+            return {"skipped": True}
+        argv = self.render(args["argv"], extra)
+        if "until" not in task:
+            result = self.run_command(argv)
+            if result["failed"]:
+                raise TaskFailed(task.get("name"))
+            return result
+        retries = int(self.render(task["retries"], extra))
+        delay = int(self.render(task["delay"], extra))
+        self.polls.append({"retries": retries, "delay": delay})
+        # ansible-core runs the task once and then up to `retries` times more, `delay` apart.
+        for _attempt in range(retries + 1):
+            result = self.run_command(argv)
+            self.variables[task["register"]] = result
+            if self.condition(task["until"], extra):
+                return result
+        self.variables[task["register"]] = dict(result, failed=True, attempts=retries + 1)
+        raise TaskFailed(task.get("name"))
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    return build_world(tmp_path / "host", monkeypatch)
+
+
+def slurm_commands(world):
+    return [argv for argv in world.commands if argv[0] in ("sinfo", "squeue", "scontrol")]
+
+
+# ------------------------------------------------------------------ the role's default ----------
+def test_the_role_never_unmounts_by_default():
+    defaults = load_yaml(os.path.join(role_dir("client_tuning"), "defaults", "main.yml"))
+    assert defaults["client_tuning_apply_policy"] == "never"
+    spec = role_spec("client_tuning", "main")["client_tuning_apply_policy"]
+    assert spec["default"] == "never"
+    assert set(spec["choices"]) == {"never", "when_idle"}, "when_idle stays available"
+    # Its risk is documented where users read the option.
+    assert "middle of a job" in " ".join(spec["description"])
+    for name in ("client_tuning_slurm_node", "client_tuning_slurm_reason", "client_tuning_slurm_wait_seconds",
+                 "client_tuning_slurm_poll_seconds"):
+        assert name in defaults and name in role_spec("client_tuning", "main"), name
+
+
+def test_a_role_run_with_its_defaults_leaves_a_drifted_live_mount_alone_and_reports_it_pending(world):
+    params = role_base(world, "client_tuning")
+    # nconnect 8 differs from the live mount's: only an unmount would apply it.
+    params.update(client_tuning_drain_tasks="tasks/slurm_drain.yml", client_tuning_undrain_tasks="tasks/slurm_resume.yml",
+                  client_tuning_mount_options={"nconnect": 8})
+    walk = HookWalk(world, params, FakeSlurm())
+    walk.run()
+    # The hook files are found in the role (first_found, before any change) ...
+    assert walk.variables["__client_tuning_hook_files"]["drain"].endswith("roles/client_tuning/tasks/slurm_drain.yml")
+    # ... but with the default policy nothing is unmounted, so no drain runs.
+    assert slurm_commands(world) == []
+    assert "umount" not in [argv[0] for argv in world.commands]
+    report = walk.variables["client_tuning_report"]
+    assert any("apply_policy is never" in line for line in report["pending"]), report["pending"]
+
+
+# ------------------------------------------------------------------ tasks/slurm_drain.yml -------
+def hook_params(**overrides):
+    params = {"client_tuning_slurm_poll_seconds": 30, "client_tuning_slurm_wait_seconds": 100}
+    params.update(overrides)
+    return params
+
+
+def test_drain_waits_until_no_job_runs_then_resume_gives_the_node_back(world):
+    slurm = FakeSlurm(sinfo=("mix", "drain"), squeue=("4711\n4712\n", "4712\n", ""))
+    walk = HookWalk(world, hook_params(), slurm)
+    walk.run_file("slurm_drain.yml")
+    # 100 s at 30 s a poll: the first read and up to 4 more, 30 s apart.
+    assert walk.polls == [{"retries": 4, "delay": 30}]
+    assert slurm_commands(world) == [SINFO, DRAIN, SQUEUE, SQUEUE, SQUEUE, SINFO]
+    walk.run_file("slurm_resume.yml")
+    assert slurm_commands(world)[-1] == RESUME
+
+
+def test_drain_fails_naming_the_jobs_when_the_bound_passes_and_nothing_follows(world):
+    slurm = FakeSlurm(sinfo=("alloc",), squeue=("4711\n",))
+    walk = HookWalk(world, hook_params(), slurm)
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    assert slurm_commands(world) == [SINFO, DRAIN] + [SQUEUE] * 5
+    message = failed.value.msg
+    assert "Slurm node gpu01 still runs job(s) 4711 after 100 s (client_tuning_slurm_wait_seconds): nothing unmounted" in message
+    assert "scontrol update nodename=gpu01 state=resume" in message
+
+
+def test_drain_bound_rounds_up_and_an_unreadable_squeue_is_named(world):
+    slurm = FakeSlurm(squeue=((1, "", "slurm_load_jobs error: Unable to contact slurm controller"),))
+    walk = HookWalk(world, hook_params(client_tuning_slurm_wait_seconds=61), slurm)
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    assert walk.polls == [{"retries": 3, "delay": 30}]
+    assert "could not be read: squeue: slurm_load_jobs error: Unable to contact slurm controller" in failed.value.msg
+
+
+def test_a_node_drained_before_the_run_is_not_drained_again_nor_resumed(world):
+    slurm = FakeSlurm(sinfo=("drng", "drain"), squeue=("4711\n", ""))
+    walk = HookWalk(world, hook_params(), slurm)
+    walk.run_file("slurm_drain.yml")
+    walk.run_file("slurm_resume.yml")
+    assert slurm_commands(world) == [SINFO, SQUEUE, SQUEUE, SINFO]
+
+
+def test_drain_refuses_to_go_on_when_the_node_was_resumed_while_it_waited(world):
+    slurm = FakeSlurm(sinfo=("mix", "idle"), squeue=("",))
+    walk = HookWalk(world, hook_params(), slurm)
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    assert "gpu01 is no longer drained (idle)" in failed.value.msg
+
+
+def test_drain_refuses_a_node_slurm_does_not_know_before_draining(world):
+    walk = HookWalk(world, hook_params(client_tuning_slurm_node="gpu99"), FakeSlurm(sinfo=("",)))
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    assert "client_tuning_slurm_node: sinfo lists no node gpu99" in failed.value.msg
+    assert [argv[0] for argv in world.commands] == ["sinfo"]
+
+
+def test_drain_in_check_mode_only_reads_and_says_what_it_would_do(world):
+    slurm = FakeSlurm(sinfo=("mix",), squeue=("4711\n",))
+    walk = HookWalk(world, hook_params(), slurm, check_mode=True)
+    walk.run_file("slurm_drain.yml")
+    walk.run_file("slurm_resume.yml")
+    assert slurm_commands(world) == [SINFO]
+    assert walk.debug == ["would drain Slurm node gpu01 (now mix) and wait up to 100 s until no job runs on it"]
+
+
+# ------------------------------------------------------------------ the hook inside the role ----
+def test_with_when_idle_the_role_drains_and_waits_before_the_unmount(world):
+    """The live mount's options differ from the profile's, so when_idle would unmount it: the
+    drain file runs first and its wait ends before the module's first command."""
+    params = role_base(world, "client_tuning")
+    params.update(client_tuning_apply_policy="when_idle", client_tuning_mount_options={"nconnect": 8},
+                  client_tuning_drain_tasks="tasks/slurm_drain.yml",
+                  client_tuning_undrain_tasks="tasks/slurm_resume.yml", client_tuning_slurm_wait_seconds=100,
+                  client_tuning_slurm_node=NODE)
+    slurm = FakeSlurm(sinfo=("mix", "drain"), squeue=("4711\n", ""))
+    walk = HookWalk(world, params, slurm)
+    walk.run()
+    # The fake host refuses umount (commands are not run in these tests): the change is pending,
+    # and the node this run drained is given back.
+    order = [argv for argv in world.commands if argv[0] != "/usr/bin/lsattr"]
+    assert order[:5] == [SINFO, DRAIN, SQUEUE, SQUEUE, SINFO]
+    assert order[5][0] == "umount", order
+    assert order[-1] == RESUME
