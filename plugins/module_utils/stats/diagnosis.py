@@ -424,7 +424,7 @@ def _probe_capacity(client_files, evidence):
             continue
         total += float(summary["received_bits_per_second"]) / 8.0
         per_host[host] = float(summary["received_bits_per_second"]) / 8.0
-        hosts.append("%s %.3g MB/s (%s stream(s))" % (host, float(summary["received_bits_per_second"]) / 8e6, probe.get("streams", "?")))
+        hosts.append("%s %s (%s stream(s))" % (host, human.rate(float(summary["received_bits_per_second"]) / 8), probe.get("streams", "?")))
         start = _probe_start(probe, summary)
         if start is not None:
             starts.append(start)
@@ -472,8 +472,9 @@ def _declared_links(evidence, capacity, achieved, target_bps, seen):
     share = achieved / capacity["practical_link_bytes_per_second"]
     seen["full"] = evidence.add(
         "network", "achieved share of practical link capacity", share, ">= %.2f" % NETWORK_BUSY_SHARE,
-        capacity["network_is_limit"], "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s, from context.yml network)" % (
-            achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
+        capacity["network_is_limit"], "%s achieved (all clients summed) of %s practical (%s raw, %s, from context.yml network)" % (
+            human.rate(achieved), human.rate(capacity["practical_link_bytes_per_second"]),
+            human.rate(capacity["raw_link_bytes_per_second"]), capacity["narrowest_link"]))
     if target_bps:
         evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
                      "> 1.0", not capacity["network_can_carry_target"],
@@ -498,8 +499,9 @@ def _interface_links(evidence, links, seen):
             continue
         is_full = row["utilisation_during"] >= LINK_FULL_SHARE
         evidence.add("network", "NFS link utilisation on %s" % where, row["utilisation_during"], ">= %.2f of nominal" % LINK_FULL_SHARE,
-                     is_full, "%.3g B/s over %.1f s on a %s Mb/s link (%s; measured over %s)%s" % (
-                         row["bytes_per_second"] * row["window_seconds"] / row["busy_seconds"], row["busy_seconds"],
+                     is_full, "%s over %s on a %s Mb/s link (%s; measured over %s)%s" % (
+                         human.rate(row["bytes_per_second"] * row["window_seconds"] / row["busy_seconds"]),
+                         human.seconds(row["busy_seconds"]),
                          row["speed_mbps"], row["speed_source"], row["measured_over"],
                          "; %d dropped, %d errors" % (row["dropped"], row["errors"]) if row["dropped"] or row["errors"] else ""))
         seen["full"] = seen["full"] or is_full
@@ -516,8 +518,8 @@ def _probe_shares(evidence, links, probe, achieved, seen):
         probe_share = achieved / probe["bytes_per_second"]
         evidence.add("network", "NFS throughput / TCP capacity of the path (probe)", probe_share, ">= %.2f" % PROBE_FULL_SHARE,
                      probe_share >= PROBE_FULL_SHARE,
-                     "%.3g B/s achieved (MLPerf rule) vs %.3g B/s raw TCP summed over the clients (iperf3: %s)" % (
-                         achieved, probe["bytes_per_second"], "; ".join(probe["hosts"])))
+                     "%s achieved (MLPerf rule) vs %s raw TCP summed over the clients (iperf3: %s)" % (
+                         human.rate(achieved), human.rate(probe["bytes_per_second"]), "; ".join(probe["hosts"])))
     # Per path: the bytes on each client's NFS interface while its own ranks ran, against what
     # raw TCP carried on that same path. The MLPerf aggregate is diluted by the start spread and
     # the fsync tail; the interface's rate is what the link itself carried.
@@ -530,8 +532,8 @@ def _probe_shares(evidence, links, probe, achieved, seen):
         shares.append(share)
         evidence.add("network", "NFS link traffic / TCP capacity of the path on client %s (probe)" % row["host"], share,
                      ">= %.2f" % PROBE_FULL_SHARE, share >= PROBE_FULL_SHARE,
-                     "%.3g B/s on %s during the ranks vs %.3g B/s of raw TCP on the same path" % (
-                         row["bytes_per_second"], row["interface"], rate))
+                     "%s on %s during the ranks vs %s of raw TCP on the same path" % (
+                         human.rate(row["bytes_per_second"]), row["interface"], human.rate(rate)))
     if not shares and probe_share is None:
         return None
     worst = max(shares) if shares else probe_share
@@ -539,7 +541,7 @@ def _probe_shares(evidence, links, probe, achieved, seen):
         seen["full"] = True
     probe_share = worst if shares else probe_share
     seen["measured"].append("NFS at %.0f %% of the path's TCP capacity (probe%s)" % (
-        100 * probe_share, ", %.3g MB/s summed" % (probe["bytes_per_second"] / 1e6) if probe["bytes_per_second"] else
+        100 * probe_share, ", %s summed" % human.rate(probe["bytes_per_second"]) if probe["bytes_per_second"] else
         ", clients not at once"))
     if probe_share < PROBE_CLEAR_SHARE and probe["together"]:
         seen["clear"].append("probe")
@@ -657,8 +659,8 @@ def _disk_rows(evidence, servers, checkpoint_seconds):
     busy, host, row = busiest
     evidence.add("server_storage", "busiest disk on %s (%s) with I/O in flight during the checkpoint" % (host, row["device"]), busy,
                  ">= %.2f" % DISK_BUSY_LIMIT, busy >= DISK_BUSY_LIMIT,
-                 "/proc/diskstats io_ticks: %d writes, %.3g bytes, %s ms per write" % (
-                     row["writes"], row["bytes_written"], "%.1f" % row["avg_write_ms"] if row["avg_write_ms"] is not None else "-"))
+                 "/proc/diskstats io_ticks: %d writes, %s, %s ms per write" % (
+                     row["writes"], human.size(row["bytes_written"]), "%.1f" % row["avg_write_ms"] if row["avg_write_ms"] is not None else "-"))
     return busy
 
 
@@ -1634,8 +1636,8 @@ def _summary_line(verdict, limiting, contributing, achieved, target, gap, unmeas
     if target:
         text = "%s: achieved %s of %s target" % (verdict, human.rate(achieved), human.rate(target))
     else:
-        text = "%s: achieved %s; %s" % (verdict, human.rate(achieved),
-                                       "a since-mount average, no checkpoint window" if verdict == "no_window" else NO_TARGET_TEXT)
+        missing = "a since-mount average, no checkpoint window" if verdict == "no_window" else NO_TARGET_TEXT
+        text = "%s: achieved %s; %s" % (verdict, human.rate(achieved), missing)
     if gap is not None and verdict != "meets_target":
         text += " (gap %s)" % human.factor(gap)
     text += "; limiting layer: %s" % limiting

@@ -43,11 +43,11 @@ def test_context_is_what_the_role_wrote_for_the_lab_captures(name):
                                       target_checkpoint_bytes=0, network={}, start_at=results[0]["start_at"])
     # The fixtures were written when 0 meant "the canary's own bytes"; 0 is now "not given" (CONTRACT 2).
     assert built == _without_target_bytes(context) and list(built) == ["mount_point", "label", "target", "canary"]
+    assert list(built["canary"]) == ["layout", "ranks", "clients", "bytes", "seconds", "start_at"]
 
 
 def _without_target_bytes(context):
     return dict(context, target=dict(context["target"], checkpoint_bytes=None))
-    assert list(built["canary"]) == ["layout", "ranks", "clients", "bytes", "seconds", "start_at"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)
