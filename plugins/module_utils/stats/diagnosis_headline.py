@@ -246,7 +246,10 @@ def first_screen(result):
     lines += _wrap("Confidence: %s - %s" % (head["confidence"], head["confidence_reason"]))
     room = SCREEN_LINES - len(lines) - 1
     actions = _action_lines(head["actions"], room)
-    lines += (["Next:"] + actions) if actions else ["Next: nothing to change"]
+    if actions:
+        lines += ["Next:"] + actions
+    else:
+        lines.append("Next: see the Recommendations below" if head["actions"] else "Next: nothing to change")
     return lines[:SCREEN_LINES]
 
 
