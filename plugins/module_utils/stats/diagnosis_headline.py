@@ -87,7 +87,8 @@ def _verdict_text(result, actions):
         if result["limiting_layer"] not in TUNABLE:
             text = "re-architect: the limit is %s, which tuning cannot widen; the gap is %s" % (
                 _layer(result["limiting_layer"]), gap)
-        return text + ("; still tune: %s" % tune[0] if tune else "")
+        # A full network: its own actions come first; no "still tune" that reads like nfsd or client tuning first.
+        return text + ("; still tune: %s" % tune[0] if tune and result["limiting_layer"] != "network" else "")
     if verdict == "tune":
         return "tune: the gap is %s and %s" % (gap, _headroom_clause(result).replace("tuning alone", "tuning " + _layer(
             result["limiting_layer"])))

@@ -111,6 +111,7 @@ def test_shaped_link_is_the_network_only_with_the_probe(probe):
         # A full network: the network's own actions first, never nfsd threads (issue 23 item 4).
         assert [rec["layer"] for rec in result["recommendations"][:3]] == ["network"] * 3
         assert "nfsd threads" not in result["headline"]["actions"][0]
+        assert "still tune" not in result["headline"]["verdict_text"]
     else:
         assert result["limiting_layer"] != "network" and "network" in result["unmeasured"]
         assert result["confidence"] == "medium"
