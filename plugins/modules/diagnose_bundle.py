@@ -14,7 +14,7 @@ description:
     C(docs/capture-bundle.md)), computes before/after deltas with the nfs-utils definitions, measures the NFS links
     and CPUs from the host samples, and decides the limiting layer (C(network), C(server_cpu), C(client_rpc_slots),
     C(server_threads), C(server_storage), C(access_pattern), C(client_cpu) or C(none)), a verdict (C(meets_target),
-    C(tune), C(rearchitect)), the evidence, what was not measured, and concrete recommendations.
+    C(tune), C(rearchitect), C(no_target), C(no_window)), the evidence, what was not measured, and concrete recommendations.
   - Writes C(diagnosis.json) and C(diagnosis.md) (unless O(write=false)) into O(output_dir), by default the bundle
     directory; reports C(changed) only when their content changes, so a second run is idempotent.
   - Never writes into a bundle directory that is read-only or inside an installed copy of this collection (any path
@@ -121,8 +121,21 @@ diagnosis:
       type: list
       elements: str
     verdict:
-      description: C(meets_target), C(tune) or C(rearchitect).
+      description:
+        - C(meets_target), C(tune), C(rearchitect), C(no_target) (context.yml gives no checkpoint size or window, or a
+          capture's size taken from what it measured; every figure is reported, none is judged against a target) or
+          C(no_window) (one mountstats snapshot, a since-mount average; no gap, no throughput verdict).
       type: str
+    headline:
+      description:
+        - The first screen's content in words and human units, C({verdict, verdict_text, achieved_text, target_text,
+          links_text, link_share, link_capacity_bytes_per_second, confidence, confidence_reason, actions, rests_on,
+          limiting_text, snapshot_text}); C(actions) holds up to three, ordered by the limiting layer.
+      type: dict
+    first_screen:
+      description: At most 25 lines of at most 80 characters that C(diagnosis.md), the report and the console lead with.
+      type: list
+      elements: str
     evidence:
       description: Every signal evaluated, C({layer, signal, value, threshold, crossed, explanation}).
       type: list

@@ -148,14 +148,14 @@ def context_document(mount_point, label, target_checkpoint_bytes, target_window_
 
     restore_block: restore.context_restore_block() (None without a read phase: no `restore` key).
 
-    target_checkpoint_bytes 0 means the bytes the canary wrote over all clients
-    (canary_block["bytes"], from canary.context_block()).
+    target_checkpoint_bytes or target_window_seconds 0 (or None) means not given: null in the target
+    (CONTRACT 2), never the canary's own bytes, which judged the canary against itself.
     """
     document = {
         "mount_point": mount_point,
         "label": label,
-        "target": {"checkpoint_bytes": int(target_checkpoint_bytes) or canary_block["bytes"],
-                   "window_seconds": float(target_window_seconds)},
+        "target": {"checkpoint_bytes": int(target_checkpoint_bytes) if target_checkpoint_bytes else None,
+                   "window_seconds": float(target_window_seconds) if target_window_seconds else None},
         "network": network,
         "canary": canary_block,
         "restore": restore_block,

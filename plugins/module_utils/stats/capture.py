@@ -272,24 +272,22 @@ def achieved(window, deltas, checkpoint_bytes=0):
 def context_document(mount_point, label, target_checkpoint_bytes, target_window_seconds, network, window, written):
     """context.yml of a capture bundle: `source: capture`, the target, and the `capture` block (window_block()).
 
-    target_checkpoint_bytes 0 means the bytes written over the window (written_bytes()), and the
-    target says so (checkpoint_bytes_from: measured). A key whose value is None or {} is left out.
+    target_checkpoint_bytes or target_window_seconds 0 (or None) means not given: null in the target
+    (CONTRACT 2), never the bytes written over the window, which judged the window against itself.
+    A key whose value is None or {} is left out.
     """
     checkpoint_bytes = int(target_checkpoint_bytes or 0)
     block = dict(window)
     if written is not None:
         block.update({"server_write_bytes": written["server_write_bytes"],
                       "application_write_bytes": written["application_write_bytes"]})
-    if not checkpoint_bytes and not (written or {}).get("server_write_bytes"):
-        raise CaptureError("%s is 0 and no bytes were written over the window: give the checkpoint's size"
-                           % _option("checkpoint_bytes"))
     document = {
         "source": "capture",
         "mount_point": mount_point,
         "label": label,
-        "target": {"checkpoint_bytes": checkpoint_bytes or written["server_write_bytes"],
-                   "window_seconds": float(target_window_seconds),
-                   "checkpoint_bytes_from": "operator" if checkpoint_bytes else "measured"},
+        "target": dict({"checkpoint_bytes": checkpoint_bytes or None,
+                        "window_seconds": float(target_window_seconds) if target_window_seconds else None},
+                       **({"checkpoint_bytes_from": "operator"} if checkpoint_bytes else {})),
         "network": network,
         "capture": block,
     }

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import BundleError  # noqa: F401 (re-exported)
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis_headline
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
 # diagnosis.md (per-host lines, or a summary at scale) is rendered in its own file; re-exported.
@@ -29,7 +32,10 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
 
 LAYERS = ("network", "server_cpu", "client_rpc_slots", "server_threads", "server_storage", "access_pattern", "client_cpu", "none")
-VERDICTS = ("meets_target", "tune", "rearchitect")
+VERDICTS = ("meets_target", "tune", "rearchitect", "no_target", "no_window")
+# What a bundle without a target (context.yml target.checkpoint_bytes null, CONTRACT 2) says to set.
+NO_TARGET_TEXT = diagnosis_headline.NO_TARGET_TEXT
+NO_TARGET_SAVED = diagnosis_headline.NO_TARGET_SAVED
 
 # 2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing).
 PRACTICAL_LINK_EFFICIENCY = 0.8
@@ -120,6 +126,9 @@ def checkpoint_capacity(checkpoint_bytes, window_seconds, server_link_gbps=None,
     Seed: 2.4e12 B in 300 s = 8 GB/s; 2x100GbE server = 25 GB/s raw, 20 GB/s practical; at
     1.1 GB/s observed the links run at 4.4 %: the network is not the limit.
     """
+    if checkpoint_bytes is None or window_seconds is None:
+        # No target given (CONTRACT 2): the links and the observation, nothing against a target.
+        return _capacity_without_target(server_link_gbps, client_link_gbps, clients, observed_bytes_per_second)
     checkpoint_bytes = _number(checkpoint_bytes, "checkpoint_bytes")
     window_seconds = _number(window_seconds, "window_seconds")
     target = checkpoint_bytes / window_seconds
@@ -166,6 +175,18 @@ def checkpoint_capacity(checkpoint_bytes, window_seconds, server_link_gbps=None,
         else:
             result["observed_link_utilisation"] = None
             result["network_is_limit"] = None
+    return result
+
+
+def _capacity_without_target(server_link_gbps, client_link_gbps, clients, observed):
+    """checkpoint_capacity() of a bundle without a target: every target figure null, the links' share kept."""
+    # 1 byte over 1 s is only a carrier for the link arithmetic; every figure that depends on it is nulled.
+    result = checkpoint_capacity(1, 1, server_link_gbps, client_link_gbps, clients, observed)
+    for key in ("checkpoint_bytes", "window_seconds", "target_bytes_per_second", "target_gb_per_second",
+                "per_client_target_bytes_per_second", "write_ops_per_second_needed", "requests_in_flight_needed",
+                "network_can_carry_target", "network_headroom_factor", "gap_factor"):
+        if key in result:
+            result[key] = None
     return result
 
 
@@ -403,7 +424,7 @@ def _probe_capacity(client_files, evidence):
             continue
         total += float(summary["received_bits_per_second"]) / 8.0
         per_host[host] = float(summary["received_bits_per_second"]) / 8.0
-        hosts.append("%s %.3g MB/s (%s stream(s))" % (host, float(summary["received_bits_per_second"]) / 8e6, probe.get("streams", "?")))
+        hosts.append("%s %s (%s stream(s))" % (host, human.rate(float(summary["received_bits_per_second"]) / 8), probe.get("streams", "?")))
         start = _probe_start(probe, summary)
         if start is not None:
             starts.append(start)
@@ -451,13 +472,16 @@ def _declared_links(evidence, capacity, achieved, target_bps, seen):
     share = achieved / capacity["practical_link_bytes_per_second"]
     seen["full"] = evidence.add(
         "network", "achieved share of practical link capacity", share, ">= %.2f" % NETWORK_BUSY_SHARE,
-        capacity["network_is_limit"], "%.3g B/s achieved of %.3g B/s practical (%.3g raw, %s, from context.yml network)" % (
-            achieved, capacity["practical_link_bytes_per_second"], capacity["raw_link_bytes_per_second"], capacity["narrowest_link"]))
-    evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
-                 "> 1.0", not capacity["network_can_carry_target"],
-                 "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
-    seen["measured"].append("links %.1f %% of capacity (declared link speeds in context.yml, achieved throughput)" % (
-        100 * capacity["observed_link_utilisation"]))
+        capacity["network_is_limit"], "%s achieved (all clients summed) of %s practical (%s raw, %s, from context.yml network)" % (
+            human.rate(achieved), human.rate(capacity["practical_link_bytes_per_second"]),
+            human.rate(capacity["raw_link_bytes_per_second"]), capacity["narrowest_link"]))
+    if target_bps:
+        evidence.add("network", "target share of practical link capacity", target_bps / capacity["practical_link_bytes_per_second"],
+                     "> 1.0", not capacity["network_can_carry_target"],
+                     "the links can%s carry the target" % ("" if capacity["network_can_carry_target"] else "not"))
+    seen["measured"].append("%s of the declared link capacity (all clients summed, context.yml network)" % (
+        human.share(capacity["observed_link_utilisation"])))
+    seen["declared_share"] = capacity["observed_link_utilisation"]
     if share < LINK_CLEAR_SHARE:
         seen["clear"].append("declared links")
 
@@ -475,8 +499,9 @@ def _interface_links(evidence, links, seen):
             continue
         is_full = row["utilisation_during"] >= LINK_FULL_SHARE
         evidence.add("network", "NFS link utilisation on %s" % where, row["utilisation_during"], ">= %.2f of nominal" % LINK_FULL_SHARE,
-                     is_full, "%.3g B/s over %.1f s on a %s Mb/s link (%s; measured over %s)%s" % (
-                         row["bytes_per_second"] * row["window_seconds"] / row["busy_seconds"], row["busy_seconds"],
+                     is_full, "%s over %s on a %s Mb/s link (%s; measured over %s)%s" % (
+                         human.rate(row["bytes_per_second"] * row["window_seconds"] / row["busy_seconds"]),
+                         human.seconds(row["busy_seconds"]),
                          row["speed_mbps"], row["speed_source"], row["measured_over"],
                          "; %d dropped, %d errors" % (row["dropped"], row["errors"]) if row["dropped"] or row["errors"] else ""))
         seen["full"] = seen["full"] or is_full
@@ -493,8 +518,8 @@ def _probe_shares(evidence, links, probe, achieved, seen):
         probe_share = achieved / probe["bytes_per_second"]
         evidence.add("network", "NFS throughput / TCP capacity of the path (probe)", probe_share, ">= %.2f" % PROBE_FULL_SHARE,
                      probe_share >= PROBE_FULL_SHARE,
-                     "%.3g B/s achieved (MLPerf rule) vs %.3g B/s raw TCP summed over the clients (iperf3: %s)" % (
-                         achieved, probe["bytes_per_second"], "; ".join(probe["hosts"])))
+                     "%s achieved (MLPerf rule) vs %s raw TCP summed over the clients (iperf3: %s)" % (
+                         human.rate(achieved), human.rate(probe["bytes_per_second"]), "; ".join(probe["hosts"])))
     # Per path: the bytes on each client's NFS interface while its own ranks ran, against what
     # raw TCP carried on that same path. The MLPerf aggregate is diluted by the start spread and
     # the fsync tail; the interface's rate is what the link itself carried.
@@ -507,8 +532,8 @@ def _probe_shares(evidence, links, probe, achieved, seen):
         shares.append(share)
         evidence.add("network", "NFS link traffic / TCP capacity of the path on client %s (probe)" % row["host"], share,
                      ">= %.2f" % PROBE_FULL_SHARE, share >= PROBE_FULL_SHARE,
-                     "%.3g B/s on %s during the ranks vs %.3g B/s of raw TCP on the same path" % (
-                         row["bytes_per_second"], row["interface"], rate))
+                     "%s on %s during the ranks vs %s of raw TCP on the same path" % (
+                         human.rate(row["bytes_per_second"]), row["interface"], human.rate(rate)))
     if not shares and probe_share is None:
         return None
     worst = max(shares) if shares else probe_share
@@ -516,7 +541,7 @@ def _probe_shares(evidence, links, probe, achieved, seen):
         seen["full"] = True
     probe_share = worst if shares else probe_share
     seen["measured"].append("NFS at %.0f %% of the path's TCP capacity (probe%s)" % (
-        100 * probe_share, ", %.3g MB/s summed" % (probe["bytes_per_second"] / 1e6) if probe["bytes_per_second"] else
+        100 * probe_share, ", %s summed" % human.rate(probe["bytes_per_second"]) if probe["bytes_per_second"] else
         ", clients not at once"))
     if probe_share < PROBE_CLEAR_SHARE and probe["together"]:
         seen["clear"].append("probe")
@@ -548,7 +573,8 @@ def _network_state(evidence, links, probe_share, seen):
         state = "unmeasured"
     if state == "clear":
         evidence.add("network", "links far from full (network ruled out)", max(
-            [row["utilisation_during"] for row in links if row["utilisation_during"] is not None] + [probe_share or 0.0]),
+            [row["utilisation_during"] for row in links if row["utilisation_during"] is not None]
+            + [share for share in (probe_share, seen.get("declared_share")) if share is not None]),
             "< %.2f of nominal, < %.2f of the probe" % (LINK_CLEAR_SHARE, PROBE_CLEAR_SHARE), False, "; ".join(measured))
     if unknown and state not in ("full", "clear", "busy"):
         evidence.add("network", "links without a known capacity", len(unknown), "speed or probe needed", False,
@@ -633,8 +659,8 @@ def _disk_rows(evidence, servers, checkpoint_seconds):
     busy, host, row = busiest
     evidence.add("server_storage", "busiest disk on %s (%s) with I/O in flight during the checkpoint" % (host, row["device"]), busy,
                  ">= %.2f" % DISK_BUSY_LIMIT, busy >= DISK_BUSY_LIMIT,
-                 "/proc/diskstats io_ticks: %d writes, %.3g bytes, %s ms per write" % (
-                     row["writes"], row["bytes_written"], "%.1f" % row["avg_write_ms"] if row["avg_write_ms"] is not None else "-"))
+                 "/proc/diskstats io_ticks: %d writes, %s, %s ms per write" % (
+                     row["writes"], human.size(row["bytes_written"]), "%.1f" % row["avg_write_ms"] if row["avg_write_ms"] is not None else "-"))
     return busy
 
 
@@ -674,7 +700,10 @@ def diagnose(bundle):
         "session_grant": figures["session_grant"],
     }
     recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
-    return _diagnosis_result(run, evidence, links, found, decision, recommendations)
+    result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
+    result["headline"] = diagnosis_headline.headline(result, figures)
+    result["first_screen"] = diagnosis_headline.first_screen(result)
+    return result
 
 
 def _read_run(bundle):
@@ -683,10 +712,7 @@ def _read_run(bundle):
     context = bundle.get("context") or {}
     if not isinstance(context, dict):
         raise BundleError("context.yml must be a mapping")
-    target = context.get("target") or {}
-    for key in ("checkpoint_bytes", "window_seconds"):
-        if target.get(key) in (None, ""):
-            raise BundleError("context.yml: target.%s is required" % key)
+    target = _given_target(context)
     mount_point = context.get("mount_point")
     if not mount_point:
         raise BundleError("context.yml: mount_point is required")
@@ -702,7 +728,7 @@ def _read_run(bundle):
     else:
         achieved, achieved_source = capture_view["bytes_per_second"], capture_view["source"]
     network = context.get("network") or {}
-    capacity = checkpoint_capacity(target["checkpoint_bytes"], target["window_seconds"],
+    capacity = checkpoint_capacity(target.get("checkpoint_bytes"), target.get("window_seconds"),
                                    server_link_gbps=network.get("server_link_gbps"),
                                    client_link_gbps=network.get("client_link_gbps"),
                                    clients=network.get("clients") or len(clients),
@@ -716,8 +742,33 @@ def _read_run(bundle):
         "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view),
         "capture": capture_view,
         "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
-        "gap": target_bps / achieved if achieved > 0 else None,
+        "target": target,
+        # A since-mount average is no checkpoint window: no gap against the target (CONTRACT 2).
+        "gap": target_bps / achieved if target_bps and achieved > 0 and not _since_mount(context) else None,
     }
+
+
+def _given_target(context):
+    """context.yml's target when the operator gave one: {checkpoint_bytes, window_seconds} or {}.
+
+    Not given (CONTRACT 2): checkpoint_bytes null, 0 or missing, or a capture's bytes taken from what
+    it measured (checkpoint_bytes_from: measured, bundles from before the target was required): the
+    written bytes against themselves decide nothing.
+    """
+    target = context.get("target") or {}
+    if not isinstance(target, dict):
+        raise BundleError("context.yml: target must be a mapping")
+    if target.get("checkpoint_bytes") in (None, "", 0) or target.get("window_seconds") in (None, "", 0):
+        return {}
+    if target.get("checkpoint_bytes_from") == "measured":
+        return {}
+    return {"checkpoint_bytes": _number(target["checkpoint_bytes"], "context.yml target.checkpoint_bytes"),
+            "window_seconds": _number(target["window_seconds"], "context.yml target.window_seconds")}
+
+
+def _since_mount(context):
+    window = _saved_window(context)
+    return bool(window and window["kind"] == SAVED_SINCE_MOUNT)
 
 
 def _capture_view(context, clients):
@@ -1045,10 +1096,11 @@ def _decide(run, figures, found):
     """Limiting and contributing layers, confidence, tuning headroom and the verdict."""
     write = figures["write"]
     candidates = _rank_layers(found)
-    met = run["achieved"] >= run["target_bps"]
+    met = bool(run["target_bps"]) and run["gap"] is not None and run["achieved"] >= run["target_bps"]
     if met:
+        # The target is met: only what limits the headroom is named, the first layer whose signal crossed.
         limiting = "none"
-        contributing = candidates
+        contributing = candidates[:1]
     elif candidates:
         limiting = candidates[0]
         contributing = candidates[1:]
@@ -1064,10 +1116,14 @@ def _decide(run, figures, found):
         confidence_reasons.append("the figures are since-mount averages (%s), not the checkpoint's window"
                                   % _seconds_text(run["window"]["seconds"]))
         confidence = "medium" if confidence == "high" else confidence
-    headroom = _tuning_headroom(limiting, found["slots"]["tiny_cap"], write, run["capacity"], run["achieved"],
-                                found["threads"]["no_idle"], run["servers"], net)
+    headroom, headroom_why = _tuning_headroom(limiting, found["slots"]["tiny_cap"], write, run["capacity"], run["achieved"],
+                                              found["threads"]["no_idle"], run["servers"], net)
     gap = run["gap"]
-    if met:
+    if _since_mount(run["context"]):
+        verdict = "no_window"
+    elif not run["target_bps"]:
+        verdict = "no_target"
+    elif met:
         verdict = "meets_target"
     elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
@@ -1078,7 +1134,7 @@ def _decide(run, figures, found):
     else:
         verdict = "tune"
     return {"limiting": limiting, "contributing": contributing, "confidence": confidence, "confidence_reasons": confidence_reasons,
-            "headroom": headroom, "verdict": verdict, "unmeasured": _unmeasured(net, cpu, run["servers"])}
+            "headroom": headroom, "headroom_why": headroom_why, "verdict": verdict, "unmeasured": _unmeasured(net, cpu, run["servers"])}
 
 
 def _diagnosis_result(run, evidence, links, found, decision, recommendations):
@@ -1102,6 +1158,7 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "cpu": found["cpu"]["hosts"],
         "verdict": verdict,
         "tuning_headroom_factor": decision["headroom"],
+        "tuning_headroom_why": decision["headroom_why"],
         "evidence": evidence.items,
         "recommendations": recommendations,
         "capacity": run["capacity"],
@@ -1271,7 +1328,18 @@ def _window_note(window):
 
 
 def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met):
-    """How sure the verdict is, from which evidence exists: (high|medium|low, reasons)."""
+    """How sure the verdict is, from which evidence exists: (high|medium|low, reasons).
+
+    A limiting layer named while something was not measured is never "high": high rests on
+    measurements only. A met target is high whatever the layers: achieved and target decide it.
+    """
+    level, reasons = _confidence_level(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met)
+    if level == "high" and reasons and not met:
+        level = "medium"
+    return level, reasons
+
+
+def _confidence_level(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met):
     reasons = []
     if not crossed and not met:
         return "low", ["no signal crossed its threshold: the larger share of WRITE time (queue vs RTT) decided"]
@@ -1336,21 +1404,25 @@ def _slot_caps(clients, evidence, sessions, session_grant):
 
 
 def _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, servers, net=None):
-    """How much faster tuning the limiting layer can plausibly make the checkpoint."""
+    """(how much faster tuning the limiting layer can plausibly make the checkpoint, where that comes from in one clause)."""
     headroom = MAX_TUNING_GAIN
+    why = "what tuning one layer buys at best: vendors measure ~3x from nconnect=4, no gain beyond"
     if limiting == "client_rpc_slots" and tiny_cap and write["avg_exe_ms"] > write["avg_queue_ms"]:
         # Removing an artificial cap: at best each WRITE stops waiting for a slot.
-        headroom = max(headroom, write["avg_exe_ms"] / (write["avg_exe_ms"] - write["avg_queue_ms"]))
+        removed = write["avg_exe_ms"] / (write["avg_exe_ms"] - write["avg_queue_ms"])
+        if removed > headroom:
+            headroom, why = removed, "each WRITE no longer waiting for a slot of the tiny cap (exe / (exe - queue))"
     if limiting == "server_threads" and no_idle is not None and no_idle < 1.0:
         if any(server["threads"] is not None and server["threads"] <= 4 for server in servers):
-            headroom = max(headroom, 1.0 / (1.0 - no_idle))
+            if 1.0 / (1.0 - no_idle) > headroom:
+                headroom, why = 1.0 / (1.0 - no_idle), "every packet finding an idle nfsd thread (1 / (1 - no-idle share))"
     practical = capacity.get("practical_link_bytes_per_second")
-    if practical and achieved > 0:
-        headroom = min(headroom, practical / achieved)
-    if net and net.get("probe_share"):
+    if practical and achieved > 0 and practical / achieved < headroom:
+        headroom, why = practical / achieved, "the declared links' practical capacity over the achieved throughput"
+    if net and net.get("probe_share") and 1.0 / net["probe_share"] < headroom:
         # The path's measured TCP capacity caps what any NFS tuning can reach.
-        headroom = min(headroom, 1.0 / net["probe_share"])
-    return headroom
+        headroom, why = 1.0 / net["probe_share"], "the path's measured TCP capacity (probe) over the NFS throughput"
+    return headroom, why
 
 
 _REARCHITECT = (
@@ -1361,6 +1433,14 @@ _REARCHITECT = (
 )
 
 
+_REARCHITECT_ACTIONS = {
+    "file_per_rank": "one file per rank instead of one shared file (e.g. PyTorch DCP FileSystemWriter)",
+    "parallel_fs_or_object_store": "a parallel file system or object store (Lustre, GPFS, DAOS, S3)",
+    "more_servers_or_pnfs": "several NFS servers or pNFS, so no single server path carries it all",
+    "async_or_burst_buffer": "asynchronous checkpoints, or a local NVMe burst buffer drained to NFS",
+}
+
+
 def _threads_shrink_slots_note(facts):
     """Only where this kernel ties a v4.1 session's slots to the thread count (kernels.py)."""
     grant = facts["session_grant"]
@@ -1369,72 +1449,175 @@ def _threads_shrink_slots_note(facts):
     return "; note that more threads can shrink the session slots a new v4.1 session is granted (%s)" % grant["text"]
 
 
+# Where the recommendations of layers outside the ranking go: the target or window first (nothing
+# else is decided without it), then the ranked layers, then measuring the network, then the rest.
+_FIRST_RECS = ("target", "window")
+_LAST_RECS = ("network_measure", "access_pattern", "architecture")
+
+
 def _recommendations(limiting, contributing, verdict, facts):
+    """Every recommendation, ordered by the layer it acts on: the limiting layer's first (CONTRACT 3's actions)."""
     layers = [limiting] + list(contributing)
-    recs = []
-    clients = facts["clients"]
-    write = facts["write"]
+    recs = _frame_recs(verdict, facts)
+    if "network" in layers and facts["network"]["full"]:
+        recs += _network_recs(facts)
     if "client_rpc_slots" in layers:
-        if facts["sessions"]:
-            recs.append({"layer": "client_rpc_slots", "setting": "nfs max_session_slots", "value": 128,
-                         "how": "ckptio.nfs.sunrpc_slot_table nfs_max_session_slots=128, then unmount/mount every mount of the server",
-                         "reason": "NFSv4.1+ WRITEs waited %.0f ms each for a session slot with zero transport backlog; tcp_max_slot_table_entries "
-                                   "does not apply to v4.1 (NFS_CS_INFINITE_SLOTS); %s: check the grant after remounting."
-                                   % (write["avg_queue_ms"], facts["session_grant"]["text"])})
-        else:
-            recs.append({"layer": "client_rpc_slots", "setting": "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries", "value": 128,
-                         "how": "ckptio.nfs.sunrpc_slot_table tcp_slot_table_entries=128 tcp_max_slot_table_entries=128, then remount",
-                         "reason": "the transport slot table was the bottleneck (backlog or max_slots at the cap %s); "
-                                   "128 per connection is what NetApp-class servers accept" % facts["slot_cap"]})
-    for client in clients:
+        recs.append(_slots_rec(facts))
+    recs += _mount_recs(layers, limiting, facts)
+    if "server_threads" in layers:
+        recs += _threads_recs(layers, facts)
+    recs += _cpu_recs(layers)
+    if facts["reconnects"]:
+        recs.append(_reconnects_rec(facts))
+    if facts["network"]["state"] in ("unmeasured", "partial") and verdict != "meets_target":
+        recs.append({"layer": "network_measure", "setting": "measure the network", "value": None,
+                     "action": "measure the network: ckptio.nfs.validate_checkpoint -e canary_validation_probe=true",
+                     "how": "run ckptio.nfs.validate_checkpoint with -e canary_validation_probe=true (iperf3 over the NFS "
+                            "path, streams = nconnect), or give network.server_link_gbps / client_link_gbps in context.yml",
+                     "reason": "%s; without it the network can be neither named nor ruled out" % facts["network"]["summary"]})
+    recs += _architecture_recs(limiting, verdict, facts)
+    order = list(_FIRST_RECS) + layers
+    return sorted(recs, key=lambda rec: order.index(rec["layer"]) if rec["layer"] in order else
+                  len(order) + (_LAST_RECS.index(rec["layer"]) if rec["layer"] in _LAST_RECS else -1))
+
+
+def _frame_recs(verdict, facts):
+    """What must come before any tuning: a target to judge against, a window to judge."""
+    if verdict == "no_window":
+        return [{"layer": "window", "setting": "capture a checkpoint window", "value": None,
+                 "action": "capture a checkpoint window: ckptio.nfs.capture, or two snapshots to ckptio.nfs.saved_stats_bundle",
+                 "how": "ckptio.nfs.capture around a checkpoint (checkpoint_capture_seconds=N), or save mountstats before and "
+                        "after one checkpoint and give both files to ckptio.nfs.saved_stats_bundle",
+                 "reason": "one mountstats snapshot is an average since the mount: idle time and every other workload are in it"}]
+    if verdict == "no_target":
+        return [{"layer": "target", "setting": "the checkpoint target", "value": None,
+                 "action": "set ckptio_checkpoint_bytes and ckptio_checkpoint_window_seconds, then validate again",
+                 "how": NO_TARGET_TEXT.replace("no target given: set", "set") + NO_TARGET_SAVED,
+                 "reason": "without the real checkpoint's size and window no throughput is short or enough"}]
+    return []
+
+
+def _network_recs(facts):
+    """A full network: the network's own actions, never nfsd or client tuning first."""
+    reason = "the links are measured full (%s): more bandwidth has to come from the network itself" % facts["network"]["headline"]
+    return [
+        {"layer": "network", "setting": "faster or more links", "value": None,
+         "action": "faster or more links on the server and clients, bonded so the flows spread",
+         "how": "faster NICs or more links on the server and clients, bonded (LACP, layer3+4 hashing) so the flows spread",
+         "reason": reason},
+        {"layer": "network", "setting": "nconnect across server addresses", "value": None,
+         "action": "nconnect across server addresses: one address per link, the mounts spread over them",
+         "how": "give the server one address per link and spread the clients' mounts (nconnect connections) over them",
+         "reason": "nconnect's connections all go to one address, so one link carries them all"},
+        {"layer": "network", "setting": "more servers", "value": None,
+         "action": "more servers (or pNFS), so no single server's links carry the checkpoint",
+         "how": "spread checkpoints over several NFS servers, or pNFS, so no single server's links carry it all",
+         "reason": reason},
+    ]
+
+
+def _slots_rec(facts):
+    write = facts["write"]
+    if facts["sessions"]:
+        slots = profiles.recommended("client", "sunrpc", "nfs_max_session_slots")
+        return {"layer": "client_rpc_slots", "setting": "nfs max_session_slots", "value": slots,
+                "action": "nfs max_session_slots = %d (ckptio.nfs.tune_clients, profile checkpoint), then remount" % slots,
+                "how": "ckptio.nfs.tune_clients (profile checkpoint), or ckptio.nfs.sunrpc_slot_table nfs_max_session_slots=%d; "
+                       "then unmount/mount every mount of the server" % slots,
+                "reason": "NFSv4.1+ WRITEs waited %s each for a session slot (the server-granted cap on a client's requests "
+                          "in flight) with zero transport backlog; tcp_max_slot_table_entries does not apply to v4.1 "
+                          "(NFS_CS_INFINITE_SLOTS); %s: check the grant after remounting."
+                          % (human.seconds(write["avg_queue_ms"] / 1000.0), facts["session_grant"]["text"])}
+    slots = profiles.recommended("client", "sunrpc", "tcp_max_slot_table_entries")
+    return {"layer": "client_rpc_slots", "setting": "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries", "value": slots,
+            "action": "sunrpc slot tables = %d (ckptio.nfs.tune_clients, profile checkpoint), then remount" % slots,
+            "how": "ckptio.nfs.tune_clients (profile checkpoint), or ckptio.nfs.sunrpc_slot_table tcp_slot_table_entries=%d "
+                   "tcp_max_slot_table_entries=%d; then remount" % (slots, slots),
+            "reason": "the transport slot table (requests a connection may have in flight) was the bottleneck (backlog or "
+                      "max_slots at the cap %s); %d per connection is what NetApp-class servers accept"
+                      % (human.number(facts["slot_cap"]), slots)}
+
+
+def _mount_recs(layers, limiting, facts):
+    """nconnect and wsize per client, at the checkpoint profile's values."""
+    recs = []
+    nconnect = profiles.recommended("client", "mount_options", "nconnect")
+    wsize = profiles.recommended("client", "mount_options", "wsize")
+    for client in facts["clients"]:
         delta = client["delta"]
-        if ("client_rpc_slots" in layers or "network" in layers) and delta["nconnect"] < 4 and delta["proto"] != "udp":
-            recs.append({"layer": "client_rpc_slots", "setting": "nconnect", "value": 4, "host": client["host"],
-                         "how": "ckptio.nfs.nfs_mount opts.nconnect=4 (needs every mount of that server unmounted)",
+        if ("client_rpc_slots" in layers or "network" in layers) and delta["nconnect"] < nconnect and delta["proto"] != "udp":
+            recs.append({"layer": "client_rpc_slots", "setting": "nconnect", "value": nconnect, "host": client["host"],
+                         "action": "nconnect = %d (ckptio.nfs.tune_clients, profile checkpoint), at the next mount" % nconnect,
+                         "how": "ckptio.nfs.tune_clients (profile checkpoint), or ckptio.nfs.nfs_mount opts.nconnect=%d "
+                                "(needs every mount of that server unmounted)" % nconnect,
                          "reason": "nconnect=%d: one TCP connection carries every request; vendors measure ~3x write throughput "
                                    "with nconnect=4 (Azure Files), best at 8 (Azure NetApp Files)" % delta["nconnect"]})
-        if delta["wsize"] and delta["wsize"] < 1048576 and limiting != "none":
-            recs.append({"layer": "client_rpc_slots", "setting": "wsize", "value": 1048576, "host": client["host"],
-                         "how": "ckptio.nfs.nfs_mount opts.wsize=1048576 (server max_block_size must allow it; set it before nfsd starts)",
-                         "reason": "wsize=%d: each slot carries %.0f KiB per WRITE; 1 MiB moves %dx more per request in flight" % (
-                             delta["wsize"], delta["wsize"] / 1024.0, 1048576 // delta["wsize"])})
-    if "server_threads" in layers:
-        for server in facts["servers"]:
-            threads = server["threads"] or 8
-            recs.append({"layer": "server_threads", "setting": "nfsd threads", "value": max(2 * threads, 16), "host": server["host"],
-                         "how": "ckptio.nfs.nfsd_threads threads=%d" % max(2 * threads, 16),
-                         "reason": "%.0f %% of packets found no idle nfsd thread at %s threads%s%s" % (
-                             100 * (facts["no_idle_thread_share"] or 0), threads, _threads_shrink_slots_note(facts),
-                             "; the server's CPUs were busy too: if they are saturated, more threads cannot run"
-                             if "server_cpu" in layers else "")})
+        if delta["wsize"] and delta["wsize"] < wsize and limiting != "none":
+            recs.append({"layer": "client_rpc_slots", "setting": "wsize", "value": wsize, "host": client["host"],
+                         "value_text": "%d KiB" % (wsize // 1024), "action": "wsize = %d KiB (ckptio.nfs.tune_clients), if the "
+                         "server's max_block_size allows it" % (wsize // 1024),
+                         "how": "ckptio.nfs.nfs_mount opts.wsize=%d (server max_block_size must allow it; set it before nfsd "
+                                "starts)" % wsize,
+                         "reason": "wsize=%d: each slot carries %s per WRITE; %s moves %dx more per request in flight" % (
+                             delta["wsize"], human.size(delta["wsize"]), human.size(wsize), wsize // delta["wsize"])})
+    return recs
+
+
+def _threads_recs(layers, facts):
+    profile_threads = profiles.recommended("server", "threads")
+    recs = []
+    for server in facts["servers"]:
+        threads = server["threads"]
+        value = profile_threads if threads is None or threads < profile_threads else 2 * threads
+        recs.append({"layer": "server_threads", "setting": "nfsd threads", "value": value, "host": server["host"],
+                     "action": "nfsd threads = %d (ckptio.nfs.tune_servers, profile checkpoint)" % value,
+                     "how": "ckptio.nfs.tune_servers (profile checkpoint: %d), or ckptio.nfs.nfsd_threads threads=%d" % (
+                         profile_threads, value),
+                     "reason": "%s of packets found no idle nfsd thread at %s threads%s%s" % (
+                         human.share(facts["no_idle_thread_share"] or 0), human.number(threads), _threads_shrink_slots_note(facts),
+                         "; the server's CPUs were busy too: if they are saturated, more threads cannot run"
+                         if "server_cpu" in layers else "")})
+    return recs
+
+
+def _cpu_recs(layers):
+    recs = []
     if "server_cpu" in layers:
         recs.append({"layer": "server_cpu", "setting": "server CPUs", "value": None,
+                     "action": "server CPUs: more or faster cores, or checkpoints spread over several servers",
                      "how": "a server with more (or faster) cores, or spread checkpoints over several servers",
                      "reason": "the server had no idle CPU during the checkpoint (nfsd, TCP softirq and the page cache share it): "
                                "more nfsd threads cannot run without CPU to run on"})
     if "client_cpu" in layers:
         recs.append({"layer": "client_cpu", "setting": "client CPUs", "value": None,
+                     "action": "client CPUs: leave CPU to the checkpoint (fewer writers per node, or asynchronous)",
                      "how": "leave CPU to the checkpoint: fewer concurrent writers per node, or checkpoint asynchronously",
                      "reason": "the clients had no idle CPU during the checkpoint (the ranks' copies, RPC work and softirq share it)"})
-    if facts["reconnects"]:
-        recs.append({"layer": "server_threads", "setting": "nfsd max_connections", "value": None,
-                     "how": "ckptio.nfs.nfsd_threads max_connections (server_tuning computes clients x nconnect), and check the "
-                            "server log for 'too many open connections'",
-                     "reason": "%d transport reconnect(s) during the checkpoint: nfsd drops the oldest connection above its limit "
-                               "(0 = (threads + 3) x 20), and every reconnect retransmits the requests in flight" % facts["reconnects"]})
-    if facts["network"]["state"] in ("unmeasured", "partial") and verdict != "meets_target":
-        recs.append({"layer": "network", "setting": "measure the network", "value": None,
-                     "how": "run playbooks/validate-checkpoint.yml with -e canary_validation_probe=true (iperf3 over the NFS path, "
-                            "streams = nconnect), or give network.server_link_gbps / client_link_gbps in context.yml",
-                     "reason": "%s; without it the network can be neither named nor ruled out" % facts["network"]["summary"]})
-    if facts["shared_file"] or verdict == "rearchitect":
-        for key, text in _REARCHITECT:
-            if key != "file_per_rank" and verdict != "rearchitect":
-                continue
-            if key == "file_per_rank" and not facts["shared_file"] and verdict == "rearchitect":
-                continue
-            recs.append({"layer": "access_pattern" if key == "file_per_rank" else "architecture", "setting": key, "value": None,
-                         "how": text, "reason": _rearchitect_reason(key, limiting, facts)})
+    return recs
+
+
+def _reconnects_rec(facts):
+    return {"layer": "server_threads", "setting": "nfsd max_connections", "value": None,
+            "action": "nfsd max_connections at least clients x nconnect (ckptio.nfs.tune_servers computes it)",
+            "how": "ckptio.nfs.nfsd_threads max_connections (server_tuning computes clients x nconnect), and check the "
+                   "server log for 'too many open connections'",
+            "reason": "%d transport reconnect(s) during the checkpoint: nfsd drops the oldest connection above its limit "
+                      "(0 = (threads + 3) x 20), and every reconnect retransmits the requests in flight" % facts["reconnects"]}
+
+
+def _architecture_recs(limiting, verdict, facts):
+    recs = []
+    if not (facts["shared_file"] or verdict == "rearchitect"):
+        return recs
+    for key, text in _REARCHITECT:
+        if key != "file_per_rank" and verdict != "rearchitect":
+            continue
+        if key == "file_per_rank" and not facts["shared_file"]:
+            continue
+        if key == "more_servers_or_pnfs" and limiting == "network" and facts["network"]["full"]:
+            continue  # already the network's own action
+        recs.append({"layer": "access_pattern" if key == "file_per_rank" else "architecture", "setting": key, "value": None,
+                     "how": text, "action": _REARCHITECT_ACTIONS[key], "reason": _rearchitect_reason(key, limiting, facts)})
     return recs
 
 
@@ -1450,12 +1633,16 @@ def _rearchitect_reason(key, limiting, facts):
 
 
 def _summary_line(verdict, limiting, contributing, achieved, target, gap, unmeasured=()):
-    text = "%s: achieved %.3g MB/s of %.3g MB/s target" % (verdict, achieved / 1e6, target / 1e6)
+    if target:
+        text = "%s: achieved %s of %s target" % (verdict, human.rate(achieved), human.rate(target))
+    else:
+        missing = "a since-mount average, no checkpoint window" if verdict == "no_window" else NO_TARGET_TEXT
+        text = "%s: achieved %s; %s" % (verdict, human.rate(achieved), missing)
     if gap is not None and verdict != "meets_target":
-        text += " (gap %.2fx)" % gap
+        text += " (gap %s)" % human.factor(gap)
     text += "; limiting layer: %s" % limiting
     if contributing:
-        text += "; contributing: %s" % ", ".join(contributing)
+        text += "; %s: %s" % ("what limits headroom" if verdict == "meets_target" else "contributing", ", ".join(contributing))
     if unmeasured:
         text += "; unmeasured: %s" % ", ".join(unmeasured)
     return text

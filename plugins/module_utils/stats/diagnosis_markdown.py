@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+
 # Per-host lines stay readable for a rack's worth of clients; above it diagnosis.md summarises
 # (issue 15: 4,096 clients made a 4.9 MB diagnosis.md, a line and ~5 evidence rows per host).
 PER_HOST_LINES_MAX = 16
@@ -36,30 +38,11 @@ _LIST_SEPARATORS = (re.compile(r"(; )"), re.compile(r"(, )"))
 
 
 def render_markdown(diagnosis):
-    """diagnosis.md: the verdict first, then the numbers and every signal with its threshold."""
+    """diagnosis.md: the first screen (CONTRACT 3), then the figures, every signal with its threshold, the advice."""
     hosts = _folded_hosts(diagnosis)
-    network = diagnosis.get("network") or {"summary": "links: unmeasured (bundle diagnosed before link evidence existed)"}
-    network_summary = _cut_host_lists(network["summary"], hosts)
-    reasons = [_cut_host_lists(reason, hosts) for reason in diagnosis.get("confidence_reasons") or []]
-    lines = ["# Checkpoint diagnosis: %s" % diagnosis["mount_point"], "",
-             "**%s**" % _cut_host_lists(diagnosis["summary"], hosts), "",
-             "**%s%s.**" % (network_summary[0].upper(), network_summary[1:]), "",
-             "| figure | value |", "|---|---|",
-             "| target | %.4g B/s |" % diagnosis["target_bytes_per_second"],
-             "| achieved | %.4g B/s (%s) |" % (diagnosis["achieved_bytes_per_second"], diagnosis["achieved_source"]),
-             "| gap factor | %s |" % ("%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a"),
-             "| limiting layer | %s (confidence %s%s) |" % (
-                 diagnosis["limiting_layer"], diagnosis["confidence"], ": " + "; ".join(reasons) if reasons else ""),
-             "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
-             "| contributing | %s |" % (", ".join(diagnosis["contributing"]) or "-"),
-             "| verdict | %s (tuning the limiting layer can give up to %.2fx; the gap is %s) |" % (
-                 diagnosis["verdict"], diagnosis["tuning_headroom_factor"],
-                 "%.2fx" % diagnosis["gap_factor"] if diagnosis["gap_factor"] else "n/a")]
-    capacity = diagnosis["capacity"]
-    if capacity.get("raw_link_bytes_per_second"):
-        lines.append("| links | %.4g B/s raw, %.4g B/s practical; observed %.1f %% of raw |" % (
-            capacity["raw_link_bytes_per_second"], capacity["practical_link_bytes_per_second"],
-            100 * (capacity.get("observed_link_utilisation") or 0)))
+    lines = _first_screen_lines(diagnosis)
+    lines += ["", "**%s**" % _cut_host_lists(diagnosis["summary"], hosts), ""]
+    lines += _figure_lines(diagnosis, hosts)
     lines += _restore_lines(diagnosis.get("restore"))
     lines += ["", "## Evidence", ""] + _evidence_lines(diagnosis["evidence"], hosts)
     lines += ["", "## Recommendations", ""] + _recommendation_lines(diagnosis["recommendations"], hosts)
@@ -74,6 +57,45 @@ def render_markdown(diagnosis):
         lines.append("")
     lines += _server_lines(diagnosis["servers"], bool(hosts))
     return "\n".join(lines) + "\n"
+
+
+def _first_screen_lines(diagnosis):
+    """The first screen as a text block (its 80 columns kept); a diagnosis.json from before it: a title."""
+    screen = diagnosis.get("first_screen")
+    if not screen:
+        return ["# Checkpoint diagnosis: %s" % diagnosis["mount_point"]]
+    return ["```text"] + list(screen) + ["```"]
+
+
+def _figure_lines(diagnosis, hosts):
+    """The figures behind the first screen, in the units a person reads."""
+    network = diagnosis.get("network") or {"summary": "links: unmeasured (bundle diagnosed before link evidence existed)"}
+    reasons = [_cut_host_lists(reason, hosts) for reason in diagnosis.get("confidence_reasons") or []]
+    deciding = (diagnosis.get("headline") or {}).get("confidence_reason")
+    if deciding and diagnosis["confidence"] == "high":
+        # High rests on measurements: the deciding one is named, what was not measured is not a reason for it.
+        reasons = [deciding] + ["not needed for this verdict: " + reason for reason in reasons]
+    gap = human.factor(diagnosis["gap_factor"]) if diagnosis.get("gap_factor") else "none (no verdict against a target)"
+    lines = ["## Figures", "", "| figure | value |", "|---|---|",
+             "| target | %s |" % (human.rate(diagnosis["target_bytes_per_second"]) if diagnosis.get("target_bytes_per_second")
+                                  else "not given"),
+             "| achieved | %s (%s) |" % (human.rate(diagnosis["achieved_bytes_per_second"]), diagnosis["achieved_source"]),
+             "| gap factor | %s |" % gap,
+             "| limiting layer | %s (confidence %s%s) |" % (
+                 diagnosis["limiting_layer"], diagnosis["confidence"], ": " + "; ".join(reasons) if reasons else ""),
+             "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
+             "| %s | %s |" % ("what limits headroom" if diagnosis["verdict"] == "meets_target" else "contributing",
+                              ", ".join(diagnosis["contributing"]) or "-"),
+             "| verdict | %s (tuning the limiting layer can give up to %s%s; the gap is %s) |" % (
+                 diagnosis["verdict"], human.factor(diagnosis["tuning_headroom_factor"]),
+                 ": " + diagnosis["tuning_headroom_why"] if diagnosis.get("tuning_headroom_why") else "", gap),
+             "| network | %s |" % _table_text(_cut_host_lists(network["summary"], hosts))]
+    capacity = diagnosis["capacity"]
+    if capacity.get("raw_link_bytes_per_second"):
+        lines.append("| declared links | %s raw, %s practical; all clients summed: %s of raw |" % (
+            human.rate(capacity["raw_link_bytes_per_second"]), human.rate(capacity["practical_link_bytes_per_second"]),
+            human.share(capacity.get("observed_link_utilisation"))))
+    return lines
 
 
 def _restore_lines(restore):
@@ -172,9 +194,26 @@ def _evidence_lines(evidence, hosts):
     lines = ["| layer | signal | value | threshold | crossed | explanation |", "|---|---|---|---|---|---|"]
     for row in _evidence_rows(evidence, hosts):
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            row["layer"] or "-", row["signal"], row["value"], row["threshold"], row["crossed"],
+            row["layer"] or _kind(row["signal"]), row["signal"], _cell(row["value"]), row["threshold"], row["crossed"],
             _table_text(_cut_host_lists(row["explanation"], hosts))))
     return lines
+
+
+# Rows without a layer: what the capture itself says, or a symptom shared by several layers.
+_CAPTURE_SIGNALS = ("capture", "statistics window", "unreadable bundle file")
+
+
+def _kind(signal):
+    return "capture" if signal.startswith(_CAPTURE_SIGNALS) else "symptom"
+
+
+def _cell(value):
+    """An evidence value as a person reads it: None is not measured, a float has at most 4 significant digits."""
+    if value is None:
+        return "not measured"
+    if isinstance(value, float):
+        return human.number(value, 4)
+    return "%s" % (value,)
 
 
 def _evidence_rows(evidence, hosts):
@@ -220,7 +259,7 @@ def _value_range(values):
 
 
 def _figure(value):
-    return "%.4g" % value if isinstance(value, float) else "%s" % value
+    return human.number(value, 4) if isinstance(value, float) else "%s" % (human.UNMEASURED if value is None else value)
 
 
 def _named(hosts):
@@ -255,7 +294,8 @@ def _recommendation_lines(recommendations, hosts):
     text = []
     for line in lines:
         rec = line["rec"]
-        setting = rec["setting"] if rec["value"] is None else "%s = %s" % (rec["setting"], rec["value"])
+        setting = rec["setting"] if rec["value"] is None else "%s = %s" % (
+            rec["setting"], rec.get("value_text") or human.number(rec["value"]))
         where = ""
         if len(line["hosts"]) == 1:
             where = " on %s" % line["hosts"][0]
@@ -337,6 +377,7 @@ def _server_lines(servers, summarised):
     elif summarised and servers:
         lines += ["### Servers", ""]
     for host, summary in ordered[:PER_HOST_LINES_MAX]:
-        lines.append("- server %s: threads %s, %s bytes written, %s RPC calls, packets without idle thread %s" % (
-            host, summary["threads"], summary["io_bytes_written"], summary["rpc_calls"], summary["packets_without_idle_thread"]))
+        lines.append("- server %s: threads %s, %s written, %s RPC calls, packets without idle thread %s" % (
+            host, human.number(summary["threads"]), human.size(summary["io_bytes_written"]), human.number(summary["rpc_calls"]),
+            human.share(summary["packets_without_idle_thread"])))
     return lines

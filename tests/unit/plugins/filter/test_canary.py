@@ -41,8 +41,13 @@ def test_context_is_what_the_role_wrote_for_the_lab_captures(name):
     built = FILTERS["canary_context"](results, mount_point=context["mount_point"], label=context["label"],
                                       layout=context["canary"]["layout"], target_window_seconds=context["target"]["window_seconds"],
                                       target_checkpoint_bytes=0, network={}, start_at=results[0]["start_at"])
-    assert built == context and list(built) == ["mount_point", "label", "target", "canary"]
+    # The fixtures were written when 0 meant "the canary's own bytes"; 0 is now "not given" (CONTRACT 2).
+    assert built == _without_target_bytes(context) and list(built) == ["mount_point", "label", "target", "canary"]
     assert list(built["canary"]) == ["layout", "ranks", "clients", "bytes", "seconds", "start_at"]
+
+
+def _without_target_bytes(context):
+    return dict(context, target=dict(context["target"], checkpoint_bytes=None))
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -63,7 +68,8 @@ def test_context_counts_unfinished_ranks_in_bytes_not_in_time():
              {"rank": 2, "start": 100.5, "end": 110.0, "bytes": 40, "error": "write failed"}]
     context = FILTERS["canary_context"]([{"ranks": ranks}, {"msg": "no ranks"}], "/mnt/nfs", "run", "file_per_rank", "300",
                                         target_checkpoint_bytes="0", network={"server_link_gbps": 100}, start_at="99.5")
-    assert context["target"] == {"checkpoint_bytes": 90, "window_seconds": 300.0}
+    # 0 is "not given" (CONTRACT 2): null, never the canary's own 90 bytes.
+    assert context["target"] == {"checkpoint_bytes": None, "window_seconds": 300.0}
     assert context["network"] == {"server_link_gbps": 100}
     assert context["canary"] == {"layout": "file_per_rank", "ranks": 3, "clients": 2, "bytes": 90, "seconds": 4.0, "start_at": 99.5}
     nobody = FILTERS["canary_context"]([], "/mnt/nfs", "run", "shared_file", 300, target_checkpoint_bytes=5, start_at=99.5)
@@ -210,7 +216,7 @@ def test_the_restore_fixtures_context_is_what_the_filter_writes_from_its_canary_
                                       clocks=[result["clock"] for result in results], hosts=hosts,
                                       read_go_at=results[0]["read_barrier"]["go_at"],
                                       restore_window_seconds=context["restore"]["target_window_seconds"])
-    assert built == context
+    assert built == _without_target_bytes(context)
     # On the hosts' own clocks the reads start ~2 s apart (nfs3 runs 2.38 s ahead); on the controller's together.
     own = [rank["read_start"] for result in results for rank in result["ranks"]]
     assert max(own) - min(own) > 2.0 and context["restore"]["start_spread_seconds"] < 0.01

@@ -62,11 +62,13 @@ def test_client_and_context_as_the_role_chains_them():
     assert context["capture"]["server_write_bytes"] == 16777216 and context["capture"]["seconds"] > 100
 
 
-def test_context_of_nothing_written_and_no_size_is_refused_naming_the_option():
+def test_context_of_nothing_written_and_no_size_has_no_target():
+    """No size given is no target (CONTRACT 2): the written bytes were never the target, so nothing written is no error here."""
     before = read("nfs2", "before")
     record = FILTERS["capture_client"](before, "/mnt/nfs", before)
-    with pytest.raises(AnsibleFilterError, match="checkpoint_capture_checkpoint_bytes"):
-        FILTERS["capture_context"]({"nfs2": record}, FILTERS["capture_window"](NOW, seconds=10), "/mnt/nfs", "x", 300)
+    context = FILTERS["capture_context"]({"nfs2": record}, FILTERS["capture_window"](NOW, seconds=10), "/mnt/nfs", "x", 300)
+    assert context["target"] == {"checkpoint_bytes": None, "window_seconds": 300.0}
+    assert context["capture"]["server_write_bytes"] == 0
 
 
 def test_stats_files_for_a_client():

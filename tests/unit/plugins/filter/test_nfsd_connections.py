@@ -1,25 +1,21 @@
 """nfsd_connection_need and nfsd_max_connections, as the server_tuning role calls them."""
 from __future__ import annotations
 
-import os
-
 import pytest
-import yaml
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.plugin_utils.nfsd_connections import STEPS
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 
 FILTERS = STEPS
 NEED = FILTERS["nfsd_connection_need"]
 MAX_CONNECTIONS = FILTERS["nfsd_max_connections"]
-ROLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles")
 
 
 def client_profile(name):
-    # The role reads client_tuning's own profile files; so do the tests.
-    with open(os.path.join(ROLES, "client_tuning", "vars", "profile_%s.yml" % name)) as handle:
-        return yaml.safe_load(handle)["__client_tuning_profile_data"]
+    # The role reads client_tuning's profiles from their one source; so do the tests.
+    return profiles.profile(name, "client")
 
 
 PROFILES = {"checkpoint": client_profile("checkpoint"), "distro_default": client_profile("distro_default")}

@@ -134,7 +134,10 @@ def test_saved_single_snapshot_bundle_is_diagnosed_as_since_mount(tmp_path):
     assert "not a checkpoint window" in result["notes"][0]
     diagnosis = run_module(diagnose_bundle, {"bundle": dest})["diagnosis"]
     assert diagnosis["window"]["kind"] == "since_mount" and "Since-mount average over 178 s" in diagnosis["summary"]
-    assert diagnosis["verdict"] in ("meets_target", "tune", "rearchitect")
+    # A since-mount average decides nothing (CONTRACT 2): no verdict on throughput, no gap, what to capture instead.
+    assert diagnosis["verdict"] == "no_window" and diagnosis["gap_factor"] is None
+    assert diagnosis["recommendations"][0]["setting"] == "capture a checkpoint window"
+    assert diagnosis["headline"]["snapshot_text"].startswith("the snapshot shows, averaged since the mount: WRITE waited ")
 
 
 def test_saved_bundle_diagnoses_like_a_canary_bundle(tmp_path):

@@ -184,14 +184,17 @@ def test_no_bytes_written_is_zero_throughput_flagged():
     assert "no_writes" in [flag["kind"] for flag in result["flags"]]
 
 
-def test_context_document_says_capture_and_takes_the_written_bytes_when_no_size_is_given():
+def test_context_document_says_capture_and_leaves_a_size_not_given_null():
+    """CONTRACT 2: the written bytes are never the target (the window judged against itself met it)."""
     block = window(10.0)
     written = {"server_write_bytes": 4096, "application_write_bytes": 4096, "clients": 2}
     document = capture.context_document("/mnt/nfs", "prod", 0, 300, {}, block, written)
     assert list(document) == ["source", "mount_point", "label", "target", "capture"]
     assert document["source"] == "capture"
-    assert document["target"] == {"checkpoint_bytes": 4096, "window_seconds": 300.0, "checkpoint_bytes_from": "measured"}
+    assert document["target"] == {"checkpoint_bytes": None, "window_seconds": 300.0}
     assert document["capture"]["server_write_bytes"] == 4096
+    document = capture.context_document("/mnt/nfs", "prod", 0, 0, {}, block, None)
+    assert document["target"] == {"checkpoint_bytes": None, "window_seconds": None}
 
 
 def test_context_document_keeps_the_operators_checkpoint_size():
@@ -235,7 +238,7 @@ def test_context_from_the_records_sums_the_clients_on_the_controllers_clock():
                                               {"offset_seconds": offset, "uncertainty_seconds": 0.25}, None)
     window = plan(seconds=100)
     document = capture.context_from_records(window, records, "/mnt/nfs", "prod", 0, 10, {})
-    assert document["source"] == "capture" and document["target"]["checkpoint_bytes"] == 16777216
+    assert document["source"] == "capture" and document["target"]["checkpoint_bytes"] is None  # not given: no target
     block = document["capture"]
     assert block["server_write_bytes"] == 16777216 and block["clients"] == 2 and block["clocks_measured"] is True
     # nfs3 ran 2.38 s ahead: its before (1796137314.102) is 1796137311.719 on the controller's clock.

@@ -38,7 +38,9 @@ def test_seed_like_v41_baseline_is_the_session_slots(probe):
         # The probe carried ~10x what NFS moved: the network is ruled out, with the figure.
         assert result["network"]["state"] == "clear" and result["network"]["probe_share"] < 0.5
         assert "network" not in result["unmeasured"]
-        assert render_markdown(result).splitlines()[4].startswith("**Links: NFS at ")
+        # The first screen names the measurement (CONTRACT 3); no stutter ("Links: links").
+        assert result["headline"]["links_text"].startswith("links: NFS at ")
+        assert any(line.startswith("Links: NFS at ") for line in render_markdown(result).splitlines()[:25])
     else:
         assert result["network"]["state"] == "unmeasured" and "network" in result["unmeasured"]
     assert "network" not in result["contributing"]
@@ -105,7 +107,11 @@ def test_shaped_link_is_the_network_only_with_the_probe(probe):
         assert result["confidence"] == "high"
         per_path = signal(result, "NFS link traffic / TCP capacity of the path on client")
         assert len(per_path) == 2 and all(item["crossed"] and item["value"] >= 0.8 for item in per_path)
-        assert "NFS at 8" in render_markdown(result).splitlines()[4]
+        assert "NFS at 8" in result["headline"]["links_text"] and "the network is the limit" in result["headline"]["links_text"]
+        # A full network: the network's own actions first, never nfsd threads (issue 23 item 4).
+        assert [rec["layer"] for rec in result["recommendations"][:3]] == ["network"] * 3
+        assert "nfsd threads" not in result["headline"]["actions"][0]
+        assert "still tune" not in result["headline"]["verdict_text"]
     else:
         assert result["limiting_layer"] != "network" and "network" in result["unmeasured"]
         assert result["confidence"] == "medium"

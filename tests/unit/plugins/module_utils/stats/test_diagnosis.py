@@ -136,13 +136,19 @@ def test_starved_server_threads():
     result = diagnose(bundle)
     assert result["limiting_layer"] == "server_threads"
     rec = [rec for rec in result["recommendations"] if rec["setting"] == "nfsd threads"][0]
-    assert rec["value"] == 16
+    # The shipped checkpoint profile's value (roles/server_tuning, module_utils/config/profiles.py), not a second figure.
+    assert rec["value"] == 64
 
 
 def test_bundle_errors_name_the_problem():
     bundle = load("seed_like_baseline")
     broken = copy.deepcopy(bundle)
     del broken["context"]["target"]["window_seconds"]
+    # A target without its window is no target (CONTRACT 2): no verdict against it, every figure still given.
+    result = diagnose(broken)
+    assert result["verdict"] == "no_target" and result["gap_factor"] is None and result["achieved_bytes_per_second"] > 0
+    broken = copy.deepcopy(bundle)
+    broken["context"]["target"]["window_seconds"] = "soon"
     with pytest.raises(BundleError, match="target.window_seconds"):
         diagnose(broken)
     broken = copy.deepcopy(bundle)
@@ -159,10 +165,11 @@ def test_bundle_errors_name_the_problem():
 
 def test_markdown_shows_verdict_evidence_and_recommendations():
     text = render_markdown(diagnose(load("seed_like_baseline")))
-    assert text.startswith("# Checkpoint diagnosis: /mnt/nfs\n")
-    assert "**tune: achieved 20 MB/s of 53.7 MB/s target (gap 2.68x); limiting layer: client_rpc_slots" in text
-    assert "| client_rpc_slots | queue time with zero backlog on NFSv4.1 (session slots full) | 4728.3299 |" in text
-    assert "- **nfs max_session_slots = 128**" in text
+    assert text.startswith("```text\nCheckpoint diagnosis of /mnt/nfs\nTune: the gap is 2.7x and tuning client RPC slots ")
+    assert "**tune: achieved 20 MB/s of 53.7 MB/s target (gap 2.7x); limiting layer: client_rpc_slots" in text
+    assert "| client_rpc_slots | queue time with zero backlog on NFSv4.1 (session slots full) | 4,728 |" in text
+    # The checkpoint profile's value (roles/client_tuning), the one source.
+    assert "- **nfs max_session_slots = 160**" in text
 
 
 # ---- link and CPU evidence (#11), on a real lab capture with host samples ----------------------
@@ -202,7 +209,8 @@ def test_capture_without_speeds_says_the_network_is_unmeasured():
     assert "network" in result["unmeasured"] and "server_cpu" not in result["unmeasured"]
     assert [row["interface"] for row in result["network"]["links"]] == ["lab0", "lab0", "lab0"]
     assert "measure the network" in [rec["setting"] for rec in result["recommendations"]]
-    assert render_markdown(result).splitlines()[4].startswith("**Links: unmeasured")
+    assert result["headline"]["links_text"].startswith("links not measured: ")
+    assert "Links not measured: no interface speed, probe or declared link speed (run" in render_markdown(result).splitlines()
 
 
 def test_links_measured_far_from_full_rule_the_network_out_with_the_figure():
@@ -217,7 +225,9 @@ def test_links_measured_far_from_full_rule_the_network_out_with_the_figure():
     assert re.search(r"server nfs1 lab0 at \d+\.\d % of 20000 Mb/s", ruled_out["explanation"])
     assert result["limiting_layer"] == "client_rpc_slots"
     assert "measure the network" not in [rec["setting"] for rec in result["recommendations"]]
-    assert render_markdown(result).splitlines()[4].startswith("**Links: client nfs2 lab0 at")
+    # The headline names which link its share is (the busiest), with the count it was chosen from.
+    assert re.match(r"links: the busiest of 3 NFS link\(s\) at \d+(\.\d+)? % of its nominal", result["headline"]["links_text"])
+    assert result["headline"]["link_share"] == ruled_out["value"]
 
 
 def test_a_link_measured_full_is_the_limit():
@@ -263,7 +273,10 @@ def test_a_server_without_idle_cpu_limits_before_the_slots_it_starves():
     end["proc_stat"] = line + "\n" + line.replace("cpu  ", "cpu0 ") + "\n"
     result = diagnose(bundle)
     assert result["limiting_layer"] == "server_cpu" and result["verdict"] == "rearchitect"
-    assert result["confidence"] == "high"
+    # The network is not measured in this bundle (no probe, no speeds): high confidence never rests
+    # on "not measured" (issue 23 item 10), and the deciding reason says so.
+    assert result["confidence"] == "medium"
+    assert result["headline"]["confidence_reason"].startswith("the network was not measured")
     assert "client_rpc_slots" in result["contributing"]
     assert "server CPUs" in [rec["setting"] for rec in result["recommendations"]]
 

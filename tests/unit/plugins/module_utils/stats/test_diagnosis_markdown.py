@@ -74,7 +74,7 @@ def test_many_clients_are_summarised_and_json_keeps_every_host():
     assert "per client: c0000 0, c0001 0, c0002 0, c0003 0, c0004 0, c0005 0, c0006 0, " \
            "... 504 more host(s), every one in diagnosis.json, slow-c 0 |" in text
     # One recommendation for the hosts that share it.
-    wsize = [line for line in text.splitlines() if line.startswith("- **wsize = 1048576**")]
+    wsize = [line for line in text.splitlines() if line.startswith("- **wsize = 1024 KiB**")]
     assert wsize == [line for line in wsize if " on 3 hosts (slow-a, slow-b, slow-c) " in line] and len(wsize) == 1
     # diagnosis.json keeps every host.
     document = json.loads(json.dumps(result))
@@ -89,5 +89,5 @@ def test_excluded_clients_are_folded_too():
     result = diagnose(bundle)
     assert [excluded["host"] for excluded in result["excluded_clients"]] == ["c0001", "c0002"]
     text = render_markdown(result)
-    assert "| - | capture problem on <host> (2 hosts) |" in text
+    assert "| capture | capture problem on <host> (2 hosts) |" in text
     assert "38 client(s) and 1 server(s)" in text
