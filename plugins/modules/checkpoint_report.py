@@ -129,7 +129,6 @@ console_lines:
   sample: ["tune: achieved 2.05 MB/s of 13.4 MB/s target ...", "canary: 8 ranks on 2 clients, 134217728 bytes in 65.3 s, ..."]
 """
 
-import json
 import os
 import sys
 
@@ -137,6 +136,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
@@ -149,8 +149,7 @@ PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Insta
 def load_bundle(path):
     """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json."""
     loaded = bundle_files.load_bundle(path)
-    saved = atomic_file.read_optional(os.path.join(path, "diagnosis.json"))
-    return loaded, bundle_files.canary_ranks(loaded), json.loads(saved) if saved else None
+    return loaded, bundle_files.canary_ranks(loaded), bundle_files.saved_diagnosis(path)
 
 
 def bundle_metrics(path, label, warnings):
@@ -208,7 +207,10 @@ def main():
         note = PNG_HINT % sys.executable
     markdown = report.render_markdown(metrics, baseline, rows, figure_note=None if png is None else "![report](report.png)")
     document = {"metrics": metrics, "baseline": baseline, "comparison": rows, "figure": series}
-    payload = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
+    try:
+        payload = bundle_values.dump_json(document, "report.json", indent=2, sort_keys=True, default=str) + "\n"
+    except bundle_values.BundleError as exc:
+        module.fail_json(msg="bundle %s: %s" % (bundle, exc))
 
     md_path = os.path.join(bundle, "report.md")
     old_markdown = atomic_file.read_optional(md_path)
