@@ -52,7 +52,7 @@ options:
       - Kernels from 6.14 on have no such file (only connections that have not yet shown a valid file
         handle are limited, to 64); the module says so and changes nothing for it.
       - Unset, the limit is only reported. With O(state=absent) what it wrote is removed (the value file, and
-        its own lines of the drop-in: lines someone else added stay) and the live value set back to 0.
+        its own lines of the drop-in; lines someone else added stay) and the live value set back to 0.
     type: int
   apply_live:
     description:
@@ -93,7 +93,7 @@ options:
         in C(/etc/ckptio/nfsd-rpcnfsdcount.record), with the line it wrote. O(state=absent) puts the old line back
         only while the line it wrote is still there; a line someone changed since is kept, with a warning.
       - A value the shell computes (C("$(nproc)"), C($VAR)) or a variable assigned on several lines (an if/else)
-        cannot be read: RV(persist_mechanism) is V(unknown), the reason says which line and why, the C(settings)
+        cannot be read. RV(persist_mechanism) is then V(unknown), the reason says which line and why, the C(settings)
         row is not in sync, and no line is edited.
       - V(false) (the default) leaves that file, which belongs to the distribution's package, alone and
         warns naming the file, the line and the fix; the C(settings) row is then not in sync.

@@ -83,6 +83,11 @@ def _raw(old, new):
     return edit
 
 
+def _nan_speeds(document):
+    for row in document["interfaces"].values():
+        row["speed_mbps"] = float("nan")
+
+
 # (case id, file to spoil, spoiler, words the message must hold: the file and the key)
 CASES = [
     ("billion-laughs", _context(BILLION_LAUGHS), [CONTEXT, "alias"]),
@@ -98,7 +103,7 @@ CASES = [
     ("target-list", _context("mount_point: /mnt/nfs\ntarget: [1, 2]\n"), [CONTEXT, "target"]),
     ("mount-point-list", _context(_context_text(mount_point="[/mnt/nfs, /mnt/other]")), [CONTEXT, "mount_point"]),
     ("label-mapping", _context(_context_text(label="{a: 1}")), [CONTEXT, "label"]),
-    ("canary-string", _context(_context_text().split("canary:")[0] + "canary: fast\n"), [CONTEXT, "canary"]),
+    ("canary-string", _context(_context_text().split("canary:", maxsplit=1)[0] + "canary: fast\n"), [CONTEXT, "canary"]),
     ("canary-seconds-words", _context(_context_text(seconds="slow")), [CONTEXT, "canary.seconds"]),
     ("network-words", _context(_context_text(network="{server_link_gbps: fast}")), [CONTEXT, "network.server_link_gbps"]),
     ("restore-bytes-words", _context(_context_text(restore="{bytes: lots, seconds: 1}")), [CONTEXT, "restore.bytes"]),
@@ -120,9 +125,7 @@ CASES = [
     ("canary-400-digits", _json_edit(CANARY, _raw('"bytes": 8388608', '"bytes": ' + "9" * 400)), [CANARY, "ranks[0].bytes"]),
     ("host-sample-time-words", _json_edit(HOST_AFTER, _set("time", "noon")), [HOST_AFTER, "time"]),
     ("host-sample-interfaces-list", _json_edit(HOST_AFTER, _set("interfaces", ["lab0"])), [HOST_AFTER, "interfaces"]),
-    ("host-sample-speed-nan", _json_edit(HOST_AFTER, lambda doc: [row.update(speed_mbps=float("nan"))
-                                                               for row in doc["interfaces"].values()]),
-     [HOST_AFTER, "interfaces.", ".speed_mbps"]),
+    ("host-sample-speed-nan", _json_edit(HOST_AFTER, _nan_speeds), [HOST_AFTER, "interfaces.", ".speed_mbps"]),
     ("host-sample-a-list", _json_edit(HOST_AFTER, lambda doc: "[1, 2]"), [HOST_AFTER, "mapping"]),
 ]
 

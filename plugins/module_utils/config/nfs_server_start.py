@@ -232,9 +232,9 @@ def unreadable_assignment(source, name):
     if source is None:
         return None
     if len(source["lines"]) > 1:
+        lines = ", ".join(str(line) for line in source["lines"])
         return ("%s is assigned on lines %s of %s (an if/else, or a later line overriding it): which one the shell "
-                "keeps is not known without running it" % (name, ", ".join(str(line) for line in source["lines"]),
-                                                             source["path"]))
+                "keeps is not known without running it" % (name, lines, source["path"]))
     if source["value"] is None:
         return "%s in %s line %d is not a plain value: %s" % (name, source["path"], source["line"], source["problem"])
     return None

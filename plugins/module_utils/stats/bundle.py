@@ -27,7 +27,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
 # Re-exported: the modules and diagnosis.py catch and raise bundle.BundleError.
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import HAS_YAML, BundleError  # noqa: F401
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import HAS_YAML, BundleError  # noqa: F401 pylint: disable=unused-import
 
 # key in the in-memory bundle -> file name in clients/<host>/ or servers/<host>/
 CLIENT_FILES = {

@@ -13,7 +13,8 @@ import pytest
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads_command_line import (
     BULLSEYE, defaults_path, install, record_path)
-from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads_max_connections import (  # noqa: F401
+# The max_connections tests' fake root, as a fixture of this module.
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads_max_connections import (  # noqa: F401 pylint: disable=unused-import
     tree as connections_tree)
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import args, build_tree, read, write
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
