@@ -31,7 +31,7 @@ def apply_edits(module, edits):
             else:
                 backup_file = atomic_file.write_file(module, edit.path, edit.after, backup=edit.backup, make_parent=True)
         except OSError as exc:
-            module.fail_json(msg="could not %s %s (that file is untouched)%s: %s" % (
+            module.fail_json(msg="could not %s %s (the old file is untouched)%s: %s" % (
                 "remove" if edit.after is None else "write", edit.path,
                 "; already changed before it: %s" % ", ".join(done) if done else "", atomic_file.describe_error(exc)),
                 changed=bool(done), backup_files=backups)
