@@ -96,6 +96,22 @@ def load_bundle(directory):
     return bundle
 
 
+def check_values(bundle):
+    """BundleError naming the file and key unless an in-memory bundle (the filter ckptio.nfs.nfs_diagnosis
+    takes one) fits the schema load_bundle() checks files against: context.yml and every JSON file."""
+    bundle_values.checked(bundle.get("context"), CONTEXT_FILE)
+    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
+        hosts = bundle.get(kind) or {}
+        bundle_values.checked(hosts, kind)
+        for host, files in hosts.items():
+            bundle_values.checked(files, "%s/%s" % (kind, host))
+            for key, value in files.items():
+                name = names.get(key, key)
+                if name.endswith(JSON_SUFFIX):
+                    bundle_values.checked(value, "%s/%s/%s" % (kind, host, name))
+    return bundle
+
+
 def saved_diagnosis(directory):
     """diagnosis.json of the bundle (diagnose_bundle's result), None when there is none; BundleError
     naming the file (and the key) when it is no JSON or its values break the schema."""
