@@ -35,20 +35,31 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         samples, bound = self._options()
         reader, first = self._pick_reader()
-        brackets = [first] + [self._read(reader) for _sample in range(samples - 1)]
-        offset = clock.best_offset(brackets, bound)
+        readings = [first] + [self._read(reader) for _sample in range(samples - 1)]
+        brackets, stepped = clock.steady_brackets(readings)
+        if not brackets:
+            raise AnsibleActionFail("the controller's clock stepped during every reading (%s): no offset can be measured; "
+                                    "run again once it is steady" % "; ".join(stepped))
+        try:
+            offset = clock.best_offset(brackets, bound)
+        except ValueError as error:
+            raise AnsibleActionFail("cannot measure the host's clock offset: %s" % error)
         result.update(offset)
         result.update(changed=False, reader=reader,
                       readings=[{"controller_before": round(b, 6), "host": round(h, 6), "controller_after": round(a, 6)}
                                 for b, h, a in brackets])
-        if offset["within_bound"] is False:
-            result.setdefault("warnings", []).append(offset["message"])
+        warnings = stepped + ([offset["message"]] if offset["within_bound"] is False else [])
+        if warnings:
+            result.setdefault("warnings", []).extend(warnings)
         return result
 
     def _options(self):
         args = self._task.args
         samples = args.get("samples", 5)
         bound = args.get("bound", clock.OFFSET_BOUND_SECONDS)
+        # A boolean is no count: int(True) would take one reading without a word.
+        if isinstance(samples, bool) or isinstance(samples, float) and not samples.is_integer():
+            raise AnsibleActionFail("samples must be an integer, got %r" % (samples,))
         try:
             samples = int(samples)
         except (TypeError, ValueError):
@@ -56,8 +67,10 @@ class ActionModule(ActionBase):
         if not 1 <= samples <= MAX_SAMPLES:
             raise AnsibleActionFail("samples must be between 1 and %d, got %d" % (MAX_SAMPLES, samples))
         try:
+            if isinstance(bound, bool):
+                raise TypeError(bound)
             bound = float(bound)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise AnsibleActionFail("bound must be a number of seconds, got %r" % (bound,))
         if not math.isfinite(bound) or bound <= 0:
             raise AnsibleActionFail("bound must be above 0 seconds, got %s" % bound)
@@ -74,10 +87,12 @@ class ActionModule(ActionBase):
         raise AnsibleActionFail("cannot read the host's clock: " + "; ".join(problems))
 
     def _read(self, reader):
-        before = time.time()
+        """(before, host, after, monotonic seconds between before and after): the monotonic span
+        tells a step of the controller's wall clock during the reading (clock.steady_brackets)."""
+        before, start = time.time(), time.monotonic()
         res = self._low_level_execute_command(reader, sudoable=False)
-        after = time.time()
+        end, after = time.monotonic(), time.time()
         host = clock.parse_host_time(res.get("stdout", ""))
         if res.get("rc") != 0 or host is None:
             raise AnsibleActionFail("%r gave rc %s and %r" % (reader, res.get("rc"), (res.get("stdout") or res.get("stderr") or "")[:200]))
-        return before, host, after
+        return before, host, after, end - start

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import check_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import BundleError, checkpoint_capacity as _capacity, diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta as _mountstats_delta
@@ -67,7 +68,8 @@ def nfs_diagnosis(bundle):
     if not isinstance(bundle, dict):
         raise AnsibleFilterError("nfs_diagnosis: expected a dict {context, clients, servers}, got %s" % type(bundle).__name__)
     try:
-        return diagnose(bundle)
+        # The same schema as a bundle read from disk (stats/bundle_values.py): no NaN, no words for numbers.
+        return diagnose(check_values(bundle))
     except BundleError as exc:
         raise AnsibleFilterError("nfs_diagnosis: %s" % exc)
 

@@ -161,7 +161,6 @@ console_lines:
            "achieved 1.1 GB/s, target 8 GB/s (2.4 TB in 300 s)", "canary: 512 ranks on 64 clients, 137 GB in 125 s, ..."]
 """
 
-import json
 import os
 import sys
 
@@ -170,6 +169,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
@@ -185,10 +185,10 @@ def load_bundle(path, output_dir=None):
     loaded = bundle_files.load_bundle(path)
     saved = None
     for directory in ([output_dir] if output_dir else []) + [path]:
-        saved = atomic_file.read_input(os.path.join(directory, "diagnosis.json"))
-        if saved:
+        saved = bundle_files.saved_diagnosis(directory)
+        if saved is not None:
             break
-    return loaded, bundle_files.canary_ranks(loaded), json.loads(saved) if saved else None
+    return loaded, bundle_files.canary_ranks(loaded), saved
 
 
 def bundle_metrics(path, label, warnings, output_dir=None):
@@ -258,7 +258,10 @@ def main():
         note = PNG_HINT % sys.executable
     markdown = report.render_markdown(metrics, baseline, rows, figure_note=None if png is None else "![report](report.png)")
     document = {"metrics": metrics, "baseline": baseline, "comparison": rows, "figure": series}
-    payload = json.dumps(document, indent=2, sort_keys=True, default=str) + "\n"
+    try:
+        payload = bundle_values.dump_json(document, "report.json", indent=2, sort_keys=True, default=str) + "\n"
+    except bundle_values.BundleError as exc:
+        module.fail_json(msg="bundle %s: %s" % (bundle, exc))
 
     md_path = os.path.join(output_dir, "report.md")
     outputs = [(md_path, markdown.encode()), (os.path.join(output_dir, "report.json"), payload.encode())]

@@ -184,7 +184,6 @@ msg:
   sample: "wrote diagnosis.json and diagnosis.md in /home/me/reports/seed_like_baseline-diagnosis (the bundle directory is read-only)"
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -192,6 +191,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place as output_place_rule
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError, load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
@@ -223,10 +223,10 @@ def main():
     try:
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
         result = json_safe(diagnose(load_bundle(directory)))
+        json_text = dump_json(result, "diagnosis.json", indent=2, sort_keys=True) + "\n"
     except BundleError as exc:
         module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
 
-    json_text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     markdown = render_markdown(result)
     changed = False
     diff = []

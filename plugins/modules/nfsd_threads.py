@@ -47,11 +47,12 @@ options:
       - Written live whenever the file exists (the nfsd threads pick it up on their next request, also
         while nfsd is stopped). nfs-utils has no setting for it, so it is persisted as an
         C(nfs-server.service) drop-in whose C(ExecStartPre=) copies a value file into the proc file
-        before nfsd starts (V(0) removes both files). See RV(connection_limit).
+        before nfsd starts (V(0) removes both files, keeping any line someone else added to the drop-in).
+        See RV(connection_limit).
       - Kernels from 6.14 on have no such file (only connections that have not yet shown a valid file
         handle are limited, to 64); the module says so and changes nothing for it.
-      - Unset, the limit is only reported. With O(state=absent) the files it wrote are removed and the
-        live value set back to 0.
+      - Unset, the limit is only reported. With O(state=absent) what it wrote is removed (the value file, and
+        its own lines of the drop-in; lines someone else added stay) and the live value set back to 0.
     type: int
   apply_live:
     description:
@@ -89,7 +90,11 @@ options:
       - Where nfs-server passes rpc.nfsd a count from C(RPCNFSDCOUNT) (RV(persist_mechanism) is
         V(command_line)), set that one C(RPCNFSDCOUNT=) line of C(/etc/default/nfs-kernel-server) (or
         C(/etc/sysconfig/nfs)) to O(threads), keeping every other byte, and keep the line it replaced
-        in C(/etc/ckptio/nfsd-rpcnfsdcount.record) so O(state=absent) puts it back.
+        in C(/etc/ckptio/nfsd-rpcnfsdcount.record), with the line it wrote. O(state=absent) puts the old line back
+        only while the line it wrote is still there; a line someone changed since is kept, with a warning.
+      - A value the shell computes (C("$(nproc)"), C($VAR)) or a variable assigned on several lines (an if/else)
+        cannot be read. RV(persist_mechanism) is then V(unknown), the reason says which line and why, the C(settings)
+        row is not in sync, and no line is edited.
       - V(false) (the default) leaves that file, which belongs to the distribution's package, alone and
         warns naming the file, the line and the fix; the C(settings) row is then not in sync.
       - A count in C(RPCNFSDOPTS) or in C(ExecStart) itself is never edited, only reported.
@@ -262,9 +267,16 @@ connection_limit:
   type: dict
   sample: {configured: 0, effective: 1340, threads: 64, supported: true}
 backup_file:
-  description: Backup of O(conf_file) made before changing it.
-  returned: when backup is true and the file changed
+  description: Backup of O(conf_file) made before changing it (only that file's; see RV(backup_files) for the others).
+  returned: when backup is true and O(conf_file) changed
   type: str
+backup_files:
+  description:
+    - Every backup made, named by the file it saves (O(conf_file), and C(/etc/default/nfs-kernel-server) when
+      O(persist_command_line) edited or restored it).
+  returned: always
+  type: dict
+  sample: {/etc/nfs.conf.d/ckptio-nfsd.conf: /etc/nfs.conf.d/ckptio-nfsd.conf.12345.2026-01-01@00:00:00~}
 """
 
 import contextlib
@@ -405,9 +417,10 @@ def read_max_connections(module):
         "live": live,
         "supported": supported,
         "dropin_path": NFS_SERVER_DROPIN,
-        "dropin": atomic_file.read_text(NFS_SERVER_DROPIN),
+        # The one reader: a directory or an unreadable file fails naming it and the errno.
+        "dropin": atomic_file.read_text_or_fail(module, NFS_SERVER_DROPIN),
         "value_path": MAX_CONNECTIONS_VALUE_FILE,
-        "value": atomic_file.read_text(MAX_CONNECTIONS_VALUE_FILE),
+        "value": atomic_file.read_text_or_fail(module, MAX_CONNECTIONS_VALUE_FILE),
         "dd_path": next((path for path in DD_PATHS if os.path.exists(path)), DD_PATHS[0]),
     }
 
@@ -521,7 +534,7 @@ def run(module):
                 if mismatch:
                     warnings.append(mismatch)
             if plan.dropin_changed:
-                warnings = reload_systemd(module)
+                warnings.extend(reload_systemd(module))
             lock.close()
             outcome = apply_live(module, plan, backups)
     for warning in plan.warnings + warnings:

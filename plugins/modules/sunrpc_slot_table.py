@@ -201,14 +201,14 @@ advice:
   returned: always
   type: str
 backup_file:
-  description: Backup of O(modprobe_conf) made before changing it.
-  returned: when backup is true and the file changed
+  description: Backup of O(modprobe_conf) made before changing it (only that file's; see RV(backup_files) for the other).
+  returned: when backup is true and O(modprobe_conf) changed
   type: str
 backup_files:
-  description: Every backup made (modprobe.d and modules-load.d).
+  description: Every backup made, named by the file it saves (O(modprobe_conf) and O(modules_load_conf)).
   returned: always
-  type: list
-  elements: str
+  type: dict
+  sample: {/etc/modprobe.d/ckptio-nfs.conf: /etc/modprobe.d/ckptio-nfs.conf.12345.2026-01-01@00:00:00~}
 """
 
 import contextlib

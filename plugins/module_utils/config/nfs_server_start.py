@@ -140,24 +140,68 @@ def _atoi(word):
 
 
 # ---- shell assignment files (/etc/default/nfs-kernel-server) ------------------------------------
+# Outside quotes these end a simple value or make it something the shell computes (POSIX 2.2, 2.6).
+_OPERATORS = ";&|<>()"
+
+
+def _expansion(text):
+    """Why a value starting at text cannot be read without running the shell."""
+    if text.startswith("$(") or text.startswith("`"):
+        return "command substitution %s: its value is known only when the shell runs it" % text.split()[0]
+    if text.startswith("$"):
+        return "the expansion %s: its value depends on the shell's variables" % text.split()[0]
+    return "a backslash escape"
+
+
+def _scan_value(raw):
+    """(value, problem, end) of the right-hand side of a `NAME=...` line.
+
+    value is the word the shell assigns when it is plain text (quotes removed), else None and
+    problem says why it cannot be read (a command substitution, an expansion, a word after it);
+    end is where the word ends in raw (what follows is blanks and an optional `# comment`).
+    """
+    value, index = [], 0
+    while index < len(raw):
+        char = raw[index]
+        if char in " \t":
+            rest = raw[index:].strip()
+            if rest and not rest.startswith("#"):
+                return None, "%r follows the value (the shell would run it as a command)" % rest, index
+            break
+        if char == "'":
+            close = raw.find("'", index + 1)
+            if close < 0:
+                return None, "an unclosed quote", index
+            value.append(raw[index + 1:close])
+            index = close + 1
+        elif char == '"':
+            close = index + 1
+            while close < len(raw) and raw[close] != '"':
+                if raw[close] in "$`\\":
+                    return None, _expansion(raw[close:]), index
+                close += 1
+            if close >= len(raw):
+                return None, "an unclosed quote", index
+            value.append(raw[index + 1:close])
+            index = close + 1
+        elif char in "$`\\":
+            return None, _expansion(raw[index:]), index
+        elif char in _OPERATORS:
+            return None, "the shell operator %r" % char, index
+        else:
+            value.append(char)
+            index += 1
+    return "".join(value), None, index
+
+
 def _shell_value(raw):
-    """The value of a simple `NAME=value` right-hand side, or None when the shell would expand it."""
-    raw = raw.strip()
-    if raw[:1] == "'" and raw.endswith("'") and len(raw) > 1:
-        return raw[1:-1]
-    if raw[:1] == '"' and raw.endswith('"') and len(raw) > 1:
-        inner = raw[1:-1]
-        return None if any(char in inner for char in "$`\\") else inner
-    comment = re.search(r"\s#", raw)
-    if comment:
-        raw = raw[:comment.start()]
-    if any(char in raw for char in "$`\\\"'; ()|&<>"):
-        return None
-    return raw
+    """The value of a simple `NAME=value` right-hand side, or None when the shell would compute it."""
+    return _scan_value(raw)[0]
 
 
 def shell_assignments(text, name):
-    """Each top-level `NAME=value` line of text for name: {line (1-based), value (None: not understood), raw}."""
+    """Each `NAME=value` line of text for name, indented ones too (an if/else sets it on several):
+    {line (1-based), value (None: not plain), problem (why not), raw}."""
     found = []
     for number, line in enumerate((text or "").splitlines(), 1):
         stripped = line.strip()
@@ -165,24 +209,43 @@ def shell_assignments(text, name):
             stripped = stripped[len("export "):].lstrip()
         match = _NAME.match(stripped)
         if match and match.group(1) == name:
-            found.append({"line": number, "value": _shell_value(match.group(2)), "raw": line})
+            value, problem, _end = _scan_value(match.group(2))
+            found.append({"line": number, "value": value, "problem": problem, "raw": line})
     return found
 
 
 def shell_value(files, name):
-    """The last assignment of name across [(path, text)] sourced in order: {path, line, value} or None."""
+    """The last assignment of name across [(path, text)] sourced in order: {path, line, value, problem,
+    lines (every line of that file assigning it)} or None."""
     winner = None
     for path, text in files:
         assignments = shell_assignments(text, name)
         if assignments:
-            winner = {"path": path, "line": assignments[-1]["line"], "value": assignments[-1]["value"]}
+            winner = {"path": path, "line": assignments[-1]["line"], "value": assignments[-1]["value"],
+                      "problem": assignments[-1]["problem"], "lines": [found["line"] for found in assignments]}
     return winner
 
 
-def set_shell_value(text, name, value):
-    """text with name's last assignment set to value (quoting kept), or `NAME=value` added at the end.
+def unreadable_assignment(source, name):
+    """Why the assignment shell_value() found cannot be read (None when it can): a value the shell
+    computes, or more than one assignment in the file (an if/else: which one runs is the shell's call)."""
+    if source is None:
+        return None
+    if len(source["lines"]) > 1:
+        lines = ", ".join(str(line) for line in source["lines"])
+        return ("%s is assigned on lines %s of %s (an if/else, or a later line overriding it): which one the shell "
+                "keeps is not known without running it" % (name, lines, source["path"]))
+    if source["value"] is None:
+        return "%s in %s line %d is not a plain value: %s" % (name, source["path"], source["line"], source["problem"])
+    return None
 
-    Only that line changes; every other byte, and that line's ending, stays.
+
+def set_shell_value(text, name, value):
+    """text with name's one assignment set to value (quotes and a trailing comment kept), or
+    `NAME=value` added at the end. Only that line changes; every other byte, and its ending, stays.
+
+    ValueError when the file assigns name more than once or not as a plain value: which line the
+    shell keeps is not known, so none is edited.
     """
     lines = (text or "").splitlines(keepends=True)
     assignments = shell_assignments(text, name)
@@ -190,15 +253,20 @@ def set_shell_value(text, name, value):
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += "\n"
         return "".join(lines) + "%s=%s\n" % (name, value)
+    problem = unreadable_assignment({"path": "the file", "line": assignments[-1]["line"], "value": assignments[-1]["value"],
+                                     "problem": assignments[-1]["problem"],
+                                     "lines": [found["line"] for found in assignments]}, name)
+    if problem:
+        raise ValueError(problem)
     number = assignments[-1]["line"] - 1
     line = lines[number]
     body = line.rstrip("\r\n")
     ending = line[len(body):]
     equals = body.index("=")
     rest = body[equals + 1:]
-    quote = rest.strip()[:1] if rest.strip()[:1] in ("'", '"') else ""
-    comment = "" if quote else (re.search(r"\s#.*$", rest).group(0) if re.search(r"\s#.*$", rest) else "")
-    lines[number] = "%s=%s%s%s%s%s" % (body[:equals], quote, value, quote, comment, ending)
+    _old, _problem, end = _scan_value(rest)
+    quote = rest[:1] if rest[:1] in ("'", '"') else ""
+    lines[number] = "%s=%s%s%s%s%s" % (body[:equals], quote, value, quote, rest[end:], ending)
     return "".join(lines)
 
 
@@ -221,13 +289,15 @@ def restore_line(text, name, original):
     return "".join(lines)
 
 
-def record_text(path, original):
-    """Our record of the line we replaced in path (original None: there was none)."""
-    return RECORD_HEADER + json.dumps({"path": path, "line": original}, sort_keys=True) + "\n"
+def record_text(path, original, written=None):
+    """Our record of the line we replaced in path (original None: there was none) and of the line we
+    wrote in its place (state=absent restores the original only while that line is still there)."""
+    return RECORD_HEADER + json.dumps({"path": path, "line": original, "written": written}, sort_keys=True) + "\n"
 
 
 def parse_record(text):
-    """{path, line} from record_text(), or None when text is not ours or not readable as such."""
+    """{path, line, written} from record_text(), or None when text is not ours or not readable as such
+    (written None: a record from before ckptio kept the line it wrote)."""
     if not text or not text.startswith(RECORD_HEADER):
         return None
     try:
@@ -236,9 +306,10 @@ def parse_record(text):
         return None
     if not isinstance(record, dict) or not isinstance(record.get("path"), str):
         return None
-    if record.get("line") is not None and not isinstance(record["line"], str):
-        return None
-    return {"path": record["path"], "line": record.get("line")}
+    for key in ("line", "written"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            return None
+    return {"path": record["path"], "line": record.get("line"), "written": record.get("written")}
 
 
 # ---- nfs-utils_env.sh --------------------------------------------------------------------------
@@ -268,9 +339,11 @@ def script_count_default(script):
 
 
 # ---- detection ---------------------------------------------------------------------------------
-def _result(mechanism, reason, exec_start=None, count=None, count_source=None, edit_path=None):
+def _result(mechanism, reason, exec_start=None, count=None, count_source=None, edit_path=None, unreadable=False):
+    """unreadable: nfs-server may well pass a count, but it cannot be read (the reason says what and
+    why); the count the next start uses is then unknown, never taken to be nfs.conf's."""
     return {"mechanism": mechanism, "reason": reason, "exec_start": exec_start, "count": count,
-            "count_source": count_source, "edit_path": edit_path}
+            "count_source": count_source, "edit_path": edit_path, "unreadable": unreadable}
 
 
 def detect(unit_files, env_script_path, env_script, defaults_files, editable=EDITABLE_DEFAULTS):
@@ -292,13 +365,15 @@ def detect(unit_files, env_script_path, env_script, defaults_files, editable=EDI
     for start in starts:
         commands = _commands(start["value"])
         if commands is None:
-            return _result(UNKNOWN, "cannot parse ExecStart=%s (%s)" % (start["value"], start["path"]), shown)
+            return _result(UNKNOWN, "cannot parse ExecStart=%s (%s)" % (start["value"], start["path"]), shown,
+                           unreadable=True)
         for argv in commands:
             program = argv[0].rsplit("/", 1)[-1]
             if program in ("rpc.nfsd", "nfsdctl"):
                 invocations.append((program, argv[1:], start["path"]))
     if not invocations:
-        return _result(UNKNOWN, "ExecStart runs neither rpc.nfsd nor nfsdctl: %s" % "; ".join(shown), shown)
+        return _result(UNKNOWN, "ExecStart runs neither rpc.nfsd nor nfsdctl: %s" % "; ".join(shown), shown,
+                       unreadable=True)
     for program, args, path in invocations:
         if program == "nfsdctl":
             if args[:1] == ["threads"] and len(args) > 1:
@@ -315,10 +390,18 @@ def detect(unit_files, env_script_path, env_script, defaults_files, editable=EDI
                    % " / ".join(sorted(set(program for program, _args, _path in invocations))), shown)
 
 
+def _source(found, **extra):
+    """count_source {path, line, value, via} from a shell_value() result."""
+    source = dict((key, found[key]) for key in ("path", "line", "value"))
+    source.update(extra)
+    return source
+
+
 def _from_env_script(shown, env_script_path, env_script, defaults_files, editable_paths):
     if env_script is None or ARGS_VARIABLE not in env_script:
         return _result(UNKNOWN, "nfs-server passes $%s to rpc.nfsd but %s, which writes it, is %s" % (
-            ARGS_VARIABLE, env_script_path, "missing" if env_script is None else "not one that sets it"), shown)
+            ARGS_VARIABLE, env_script_path, "missing" if env_script is None else "not one that sets it"), shown,
+            unreadable=True)
     present = [(path, text) for path, text in defaults_files if text is not None]
     count_source = shell_value(present, COUNT_VARIABLE)
     opts_source = shell_value(present, OPTS_VARIABLE)
@@ -326,21 +409,22 @@ def _from_env_script(shown, env_script_path, env_script, defaults_files, editabl
     edit_path = count_source["path"] if count_source and count_source["path"] in editable_paths else (
         editable[-1] if editable else None)
     for source, variable in ((count_source, COUNT_VARIABLE), (opts_source, OPTS_VARIABLE)):
-        if source is not None and source["value"] is None:
-            return _result(UNKNOWN, "%s in %s line %d is not a plain value; cannot tell the count rpc.nfsd gets"
-                           % (variable, source["path"], source["line"]), shown, edit_path=edit_path)
+        problem = unreadable_assignment(source, variable)
+        if problem:
+            return _result(UNKNOWN, "%s; cannot tell the count rpc.nfsd gets, and ckptio edits no line of it" % problem,
+                           shown, edit_path=edit_path, unreadable=True)
     opts = shlex.split(opts_source["value"]) if opts_source else []
     in_opts = first_positional(opts)
     if in_opts is not None:
         # `$RPCNFSDOPTS $RPCNFSDCOUNT`: a word of RPCNFSDOPTS comes first, so it is argv[optind].
         return _result(COMMAND_LINE, "%s passes rpc.nfsd the count %s from %s (%s line %d), before %s" % (
             env_script_path, in_opts[1], OPTS_VARIABLE, opts_source["path"], opts_source["line"], COUNT_VARIABLE),
-            shown, _atoi(in_opts[1]), dict(opts_source, value=in_opts[1], via=OPTS_VARIABLE), edit_path)
+            shown, _atoi(in_opts[1]), _source(opts_source, value=in_opts[1], via=OPTS_VARIABLE), edit_path)
     default = script_count_default(env_script)
     if count_source is not None and count_source["value"] != "":
         return _result(COMMAND_LINE, "%s passes rpc.nfsd the count %s=%s (%s line %d); nfs.conf threads= is overridden"
                        % (env_script_path, COUNT_VARIABLE, count_source["value"], count_source["path"], count_source["line"]),
-                       shown, _atoi(count_source["value"]), dict(count_source, via=COUNT_VARIABLE), edit_path)
+                       shown, _atoi(count_source["value"]), _source(count_source, via=COUNT_VARIABLE), edit_path)
     if default is not None:
         return _result(COMMAND_LINE, "%s passes rpc.nfsd the count %d (%s unset); nfs.conf threads= is overridden"
                        % (env_script_path, default, COUNT_VARIABLE), shown, default,

@@ -21,6 +21,8 @@ Pure functions, no I/O. Kernel facts (docs/tuning-modules.md has the long form):
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.tuning_records import merge_options
 
 # svc_check_conn_limits(): limit = (sv_nrthreads + 3) * 20 when sv_maxconn is 0.
@@ -69,6 +71,42 @@ def dropin_text(dd_path, value_file, proc_file):
         "[Service]\n"
         "ExecStartPre=-%s if=%s of=%s conv=notrunc status=none\n" % (dd_path, value_file, proc_file)
     )
+
+
+# The ExecStartPre= line dropin_text() writes, whichever dd it named (/bin/dd or /usr/bin/dd).
+_OUR_EXEC_START_PRE = re.compile(r"^ExecStartPre=-\S+ if=\S+ of=\S+ conv=notrunc status=none$")
+
+
+def _written_by_us(line, ours):
+    body = line.rstrip("\r\n")
+    return body in ours or bool(_OUR_EXEC_START_PRE.match(body))
+
+
+def dropin_after(before, wanted):
+    """Our drop-in's text after the run, keeping every line someone else added to it.
+
+    before: the drop-in now (ours: it starts with DROPIN_HEADER, or None); wanted: dropin_text()
+    of the run, or None when the limit goes. Only what dropin_text() writes is ours: a changed
+    ExecStartPre= line is replaced in place; removal takes out our lines and leaves the others
+    (under a [Service] line when they need one), deleting the file only when nothing else is in it.
+    """
+    if not is_our_dropin(before):
+        return wanted
+    ours = set(dropin_text("-", "-", "-").splitlines()[:-1])
+    lines = before.splitlines(keepends=True)
+    if wanted is not None:
+        new_line = wanted.splitlines(keepends=True)[-1]
+        found = [index for index, line in enumerate(lines) if _OUR_EXEC_START_PRE.match(line.rstrip("\r\n"))]
+        if not found:
+            return wanted + "".join(line for line in lines if not _written_by_us(line, ours))
+        lines[found[0]] = new_line
+        return "".join(lines)
+    others = [line for line in lines if not _written_by_us(line, ours)]
+    if not any(line.strip() for line in others):
+        return None
+    first = next(line for line in others if line.strip())
+    section = "" if first.lstrip().startswith("[") else "[Service]\n"
+    return section + "".join(others)
 
 
 def is_our_dropin(text):

@@ -51,3 +51,14 @@ def diffs(edits):
     """The diff entries (ini_file's shape: before/after text, a header naming the file) of the changed edits."""
     return [{"before": edit.before or "", "after": edit.after or "", "before_header": edit.path, "after_header": edit.path}
             for edit in edits if edit.changed]
+
+
+def backup_result(backups, main_path):
+    """The backup return values of a module that edits several files, from {path: backup}
+    (host/file_edits.apply_edits): backup_files names every backup by the file it saves, and
+    backup_file is main_path's (the file the module documents it for), absent when main_path
+    was not backed up. One rule for every module, whatever order the files were written in."""
+    result = {"backup_files": dict(backups or {})}
+    if main_path in result["backup_files"]:
+        result["backup_file"] = result["backup_files"][main_path]
+    return result

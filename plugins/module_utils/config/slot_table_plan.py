@@ -292,7 +292,7 @@ def report(request, views, plan_, outcome=None, diff=False):
     not_loaded = [option for option in wanted if not loaded[slot_tables.KERNEL_PARAMETER[option][0]]]
     rows = slot_tables.settings_rows(wanted, persisted_now, live_now, check_persisted=request.persist or not request.present,
                                      check_live=request.apply_live, not_loaded=not_loaded, unset_is_default=not request.present)
-    backups = outcome.backups if outcome is not None else []
+    backups = outcome.backups if outcome is not None else {}
     result = {
         "changed": changed,
         "live_before": views.live_before,
@@ -306,10 +306,8 @@ def report(request, views, plan_, outcome=None, diff=False):
         "session_slot_mounts": plan_.session_mounts,
         "settings": rows,
         "advice": plan_.advice,
-        "backup_files": backups,
     }
-    if backups:
-        result["backup_file"] = backups[0]
+    result.update(owned_files.backup_result(backups, request.modprobe_path))
     if diff:
         result["diff"] = diff_entries
     return result

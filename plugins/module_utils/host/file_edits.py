@@ -14,16 +14,18 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 
 
 def apply_edits(module, edits):
-    """Write (or remove, when after is None) each changed file in order; return the backups made.
+    """Write (or remove, when after is None) each changed file in order; return {path: backup} of
+    the backups made (owned_files.backup_result() turns it into the module's return values).
 
     These are an admin's configuration files (modprobe.d, modules-load.d, nfs.conf.d,
     /etc/default): a symlinked one is written through to its target (follow_links=True, the
     documented case in atomic_file); every other writer of the collection never follows a link.
 
     The caller orders the edits so that a failure between two of them leaves a consistent set
-    (a value file before the drop-in that reads it).
+    (a value file before the drop-in that reads it). A failure fails the module naming the file,
+    with changed=true and the files already written named when an earlier edit was made.
     """
-    backups = []
+    backups, done = {}, []
     for edit in edits:
         if not edit.changed:
             continue
@@ -34,11 +36,13 @@ def apply_edits(module, edits):
                 backup_file = atomic_file.write_file(module, edit.path, edit.after, backup=edit.backup, make_parent=True,
                                                      follow_links=True)
         except OSError as exc:
-            module.fail_json(msg="could not %s %s (the old file is untouched): %s"
-                             % ("remove" if edit.after is None else "write", edit.path, atomic_file.describe_error(exc)),
-                             changed=False)
+            module.fail_json(msg="could not %s %s (the old file is untouched)%s: %s" % (
+                "remove" if edit.after is None else "write", edit.path,
+                "; already changed before it: %s" % ", ".join(done) if done else "", atomic_file.describe_error(exc)),
+                changed=bool(done), backup_files=backups)
+        done.append(edit.path)
         if backup_file:
-            backups.append(backup_file)
+            backups[edit.path] = backup_file
     return backups
 
 

@@ -9,9 +9,12 @@ added here is seen by both. The role that writes bundles (roles/canary_validatio
 file names from the same table (filter ckptio.nfs.bundle_files) and its context.yml from
 context_document() (filter ckptio.nfs.canary_context).
 
-Files are read through atomic_file.read_optional (a missing or unreadable optional file is
-absent); JSON files are parsed here, and one that does not parse is listed in
-bundle["problems"] instead of stopping the diagnosis.
+Files are read through atomic_file.read_input (a missing or unreadable optional file is
+absent) and parsed by bundle_values (the one YAML/JSON parser of a bundle and its schema): a value
+that breaks the schema (a list where a mapping belongs, words or .nan where a number belongs, a
+400-digit number, YAML aliases) is a BundleError naming the file and the key; an optional JSON
+file that does not parse at all is listed in bundle["problems"] instead of stopping the diagnosis.
+Every file of a bundle is read here, diagnosis.json too (saved_diagnosis).
 """
 
 from __future__ import annotations
@@ -21,13 +24,10 @@ import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
-
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:
-    HAS_YAML = False
+# Re-exported: the modules and diagnosis.py catch and raise bundle.BundleError.
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import HAS_YAML, BundleError  # noqa: F401 pylint: disable=unused-import
 
 # key in the in-memory bundle -> file name in clients/<host>/ or servers/<host>/
 CLIENT_FILES = {
@@ -50,15 +50,13 @@ SERVER_FILES = {
 JSON_SUFFIX = ".json"
 # The run's description at the bundle's top (docs/capture-bundle.md "context.yml").
 CONTEXT_FILE = "context.yml"
+# What diagnose_bundle writes and checkpoint_report reads back.
+DIAGNOSIS_FILE = "diagnosis.json"
 # Not bundle files: the canary's two-phase start on each client's tmpfs (barrier.py), named here
 # so the role takes every file name it writes from one table.
 BARRIER_FILES = {"ready": barrier.READY_FILE, "go": barrier.GO_FILE, "abort": barrier.ABORT_FILE, "done": barrier.DONE_FILE,
                  "written": barrier.WRITTEN_FILE, "read_go": barrier.READ_GO_FILE}
 FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES, "barrier": BARRIER_FILES}
-
-
-class BundleError(ValueError):
-    """The bundle misses something the diagnosis needs; the message names it."""
 
 
 def _hosts(directory):
@@ -88,9 +86,9 @@ def _read_host(directory, names, where, problems):
             continue
         if name.endswith(JSON_SUFFIX):
             try:
-                files[key] = json.loads(text)
-            except ValueError as exc:
-                problems.append("%s/%s is not valid JSON (%s): not used" % (where, name, exc))
+                files[key] = bundle_values.parse_json(text, "%s/%s" % (where, name))
+            except bundle_values.NotParsed as exc:
+                problems.append("%s: not used" % exc)
             continue
         files[key] = text
     return files
@@ -101,18 +99,42 @@ def load_bundle(directory):
     context_text = _read(os.path.join(directory, CONTEXT_FILE))
     if context_text is None:
         raise BundleError("%s/%s is missing" % (directory, CONTEXT_FILE))
-    if not HAS_YAML:
-        raise BundleError("PyYAML is needed to read %s/%s" % (directory, CONTEXT_FILE))
-    try:
-        context = yaml.safe_load(context_text) or {}
-    except yaml.YAMLError as exc:
-        raise BundleError("%s/%s is not valid YAML: %s" % (directory, CONTEXT_FILE, exc))
+    context = bundle_values.parse_yaml(context_text, CONTEXT_FILE) or {}
     problems = []
     bundle = {"context": context, "clients": {}, "servers": {}, "problems": problems}
     for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
         for host in _hosts(os.path.join(directory, kind)):
             bundle[kind][host] = _read_host(os.path.join(directory, kind, host), names, "%s/%s" % (kind, host), problems)
     return bundle
+
+
+def check_values(bundle):
+    """BundleError naming the file and key unless an in-memory bundle (the filter ckptio.nfs.nfs_diagnosis
+    takes one) fits the schema load_bundle() checks files against: context.yml and every JSON file."""
+    bundle_values.checked(bundle.get("context"), CONTEXT_FILE)
+    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
+        hosts = bundle.get(kind) or {}
+        bundle_values.checked(hosts, kind)
+        for host, files in hosts.items():
+            bundle_values.checked(files, "%s/%s" % (kind, host))
+            for key, value in files.items():
+                name = names.get(key, key)
+                if name.endswith(JSON_SUFFIX):
+                    bundle_values.checked(value, "%s/%s/%s" % (kind, host, name))
+    return bundle
+
+
+def saved_diagnosis(directory):
+    """diagnosis.json in directory (diagnose_bundle's result: the bundle or its output directory), None
+    when there is none; BundleError naming the file (and the key) when it is no JSON, is refused by the
+    bounded reader, or its values break the schema."""
+    text = _read(os.path.join(directory, DIAGNOSIS_FILE))
+    if not text:
+        return None
+    try:
+        return bundle_values.parse_json(text, DIAGNOSIS_FILE)
+    except BundleError as exc:
+        raise BundleError("%s: run ckptio.nfs.diagnose_bundle again, or remove it" % exc)
 
 
 def canary_ranks(bundle):

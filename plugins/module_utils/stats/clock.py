@@ -43,6 +43,27 @@ def parse_host_time(text):
     return value
 
 
+# The controller's wall clock may step (chrony's makestep, an operator's `date -s`) while a reading
+# runs: its bracket then lies. A reading whose wall-clock span differs from its monotonic span by
+# more than this was stepped (slewing moves it by at most 500 ppm: 0.05 ms over a 0.1 s reading).
+STEP_TOLERANCE_SECONDS = 0.01
+
+
+def steady_brackets(readings, tolerance=STEP_TOLERANCE_SECONDS):
+    """(brackets, problems) from readings [(before, host, after, monotonic_seconds)]: a reading during
+    which the controller's wall clock stepped (its span differs from the monotonic span) is left out
+    and named in problems."""
+    brackets, problems = [], []
+    for number, (before, host, after, elapsed) in enumerate(readings, 1):
+        step = (after - before) - elapsed
+        if abs(step) > tolerance:
+            problems.append("reading %d: the controller's clock stepped %s by %.3f s while it ran: not used" % (
+                number, "back" if step < 0 else "forward", abs(step)))
+            continue
+        brackets.append((before, host, after))
+    return brackets, problems
+
+
 def best_offset(brackets, bound=OFFSET_BOUND_SECONDS):
     """The host's offset from the controller from brackets [(before, host, after), ...].
 

@@ -23,6 +23,7 @@ import posixpath
 import re
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, since_mount_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
     nfsd_text_from_nfsstat,
@@ -363,8 +364,9 @@ def context_text(context):
 def written_here(context_yaml):
     """True when context.yml text is one this module wrote (its `saved.written_by`)."""
     try:
-        context = yaml.safe_load(context_yaml) if context_yaml else None
-    except yaml.YAMLError:
+        # The one bundle parser: no aliases (a billion laughs in dest must not hang the run), its schema.
+        context = bundle_values.parse_yaml(context_yaml, bundle.CONTEXT_FILE) if context_yaml else None
+    except bundle_values.BundleError:
         return False
     saved = context.get("saved") if isinstance(context, dict) else None
     return isinstance(saved, dict) and saved.get("written_by") == WRITER
@@ -377,8 +379,8 @@ def stale_files(context_yaml, paths):
     context.yml can never name a file outside the bundle.
     """
     try:
-        context = yaml.safe_load(context_yaml) if context_yaml else None
-    except yaml.YAMLError:
+        context = bundle_values.parse_yaml(context_yaml, bundle.CONTEXT_FILE) if context_yaml else None
+    except bundle_values.BundleError:
         return []
     saved = (context or {}).get("saved") if isinstance(context, dict) else None
     old = (saved or {}).get("files") if isinstance(saved, dict) else None

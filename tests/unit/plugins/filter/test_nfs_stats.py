@@ -61,3 +61,22 @@ def test_nfs_diagnosis_from_memory():
         FILTERS["nfs_diagnosis"]({"context": {"target": {"checkpoint_bytes": 1, "window_seconds": 1}}, "clients": {"a": {}}})
     with pytest.raises(AnsibleFilterError, match="expected a dict"):
         FILTERS["nfs_diagnosis"]("text")
+
+
+@pytest.mark.parametrize("context, probe, words", [
+    ({"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 1, "window_seconds": float("nan")}}, None,
+     ["context.yml", "target.window_seconds"]),
+    ({"mount_point": ["/a"], "target": {"checkpoint_bytes": 1, "window_seconds": 1}}, None, ["context.yml", "mount_point"]),
+    ({"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 1, "window_seconds": 1}}, {"summary": "fast"},
+     ["clients/nfs2/probe.json", "summary"]),
+], ids=["nan", "list-for-a-string", "probe-summary-string"])
+def test_nfs_diagnosis_checks_the_same_schema_as_a_bundle_on_disk(context, probe, words):
+    """Issue 24 item 6: an in-memory bundle is held to the schema stats/bundle_values.py applies to files."""
+    files = {"mountstats_before": read_sample(*SEED, "clients", "nfs2", "mountstats_before.txt"),
+             "mountstats_after": read_sample(*SEED, "clients", "nfs2", "mountstats_after.txt")}
+    if probe is not None:
+        files["probe"] = probe
+    with pytest.raises(AnsibleFilterError) as raised:
+        FILTERS["nfs_diagnosis"]({"context": context, "clients": {"nfs2": files}})
+    for word in words:
+        assert word in str(raised.value)

@@ -130,7 +130,7 @@ def test_existing_file_keeps_every_other_byte_and_backup_restores_it(tree):
     result = run_module(module, args(tree, tcp_max_slot_table_entries=128, backup=True))
     assert read(path) == original.replace("=64", "=128")
     assert read(result["backup_file"]) == original
-    assert result["backup_files"] == [result["backup_file"]]
+    assert result["backup_files"] == {path: result["backup_file"]}
 
 
 def test_atomic_write_failure_leaves_the_old_file(tree, monkeypatch):

@@ -119,10 +119,63 @@ def test_setting_rpcnfsdcount_changes_only_that_line():
     assert start.restore_line(after, "RPCNFSDCOUNT", "RPCNFSDCOUNT=8") == template
 
 
-def test_setting_keeps_quotes_comment_crlf_and_edits_the_last_assignment():
-    text = 'RPCNFSDCOUNT=4\r\n# x\r\nRPCNFSDCOUNT="8"\r\nRPCNFSDPRIORITY=0'
-    assert start.set_shell_value(text, "RPCNFSDCOUNT", 32) == 'RPCNFSDCOUNT=4\r\n# x\r\nRPCNFSDCOUNT="32"\r\nRPCNFSDPRIORITY=0'
+def test_setting_keeps_quotes_comment_and_crlf():
+    text = '# x\r\nRPCNFSDCOUNT="8"\r\nRPCNFSDPRIORITY=0'
+    assert start.set_shell_value(text, "RPCNFSDCOUNT", 32) == '# x\r\nRPCNFSDCOUNT="32"\r\nRPCNFSDPRIORITY=0'
     assert start.set_shell_value("RPCNFSDCOUNT=8 # threads\n", "RPCNFSDCOUNT", 9) == "RPCNFSDCOUNT=9 # threads\n"
+    # Issue 24 item 8: blanks before the comment, a quoted value with a comment, single quotes.
+    assert start.set_shell_value("RPCNFSDCOUNT=8    # comment\n", "RPCNFSDCOUNT", 32) == "RPCNFSDCOUNT=32    # comment\n"
+    assert start.set_shell_value('RPCNFSDCOUNT="8"  # comment\n', "RPCNFSDCOUNT", 32) == 'RPCNFSDCOUNT="32"  # comment\n'
+    assert start.set_shell_value("export RPCNFSDCOUNT='8'\t#c", "RPCNFSDCOUNT", 16) == "export RPCNFSDCOUNT='16'\t#c"
+
+
+@pytest.mark.parametrize("text, words", [
+    ('RPCNFSDCOUNT=4\n# x\nRPCNFSDCOUNT="8"\n', ["lines 1, 3"]),
+    ("if [ -r /etc/big ]; then\n  RPCNFSDCOUNT=64\nelse\n  RPCNFSDCOUNT=8\nfi\n", ["lines 2, 4"]),
+    ('RPCNFSDCOUNT="$(nproc)"\n', ["command substitution $(nproc)"]),
+], ids=["twice", "if-else", "command-substitution"])
+def test_setting_refuses_a_line_it_cannot_read(text, words):
+    """Which assignment the shell keeps is not known: no line is edited (issue 24 item 8)."""
+    with pytest.raises(ValueError) as raised:
+        start.set_shell_value(text, "RPCNFSDCOUNT", 32)
+    for word in words:
+        assert word in str(raised.value)
+
+
+@pytest.mark.parametrize("raw, value", [
+    ("8", "8"), ("8    # comment", "8"), ('"8"  # comment', "8"), ("'8'", "8"), ('"8"', "8"), ("8\t#", "8"),
+    ('"8 "', "8 "), ("", ""), ('""', ""), ('8"0"', "80"),
+])
+def test_plain_values_are_read(raw, value):
+    assert start.shell_assignments("RPCNFSDCOUNT=%s\n" % raw, "RPCNFSDCOUNT")[0]["value"] == value
+
+
+@pytest.mark.parametrize("raw, words", [
+    ('"$(nproc)"', "command substitution $(nproc)"), ("$(nproc)", "command substitution"), ("`nproc`", "command substitution"),
+    ("$N", "the expansion $N"), ('"${N:-8}"', "the expansion ${N:-8}"), ("8 nfsd", "'nfsd' follows the value"),
+    ("8;reboot", "operator ';'"), ("'8", "unclosed quote"), ("\\8", "backslash"),
+])
+def test_values_the_shell_computes_are_unreadable_and_say_why(raw, words):
+    found = start.shell_assignments("RPCNFSDCOUNT=%s\n" % raw, "RPCNFSDCOUNT")[0]
+    assert found["value"] is None and words in found["problem"]
+
+
+@pytest.mark.parametrize("defaults, words", [
+    ("RPCNFSDCOUNT=\"$(nproc)\"\n", ["line 1", "command substitution $(nproc)"]),
+    ("if true; then\n  RPCNFSDCOUNT=64\nelse\n  RPCNFSDCOUNT=8\nfi\n", ["lines 2, 4"]),
+    ("RPCNFSDOPTS=\"$EXTRA\"\n", ["RPCNFSDOPTS", "the expansion $EXTRA"]),
+])
+def test_an_unreadable_count_is_unknown_and_marked_unreadable(defaults, words):
+    found = detect("debian-bullseye-1.3.4-6+deb11u1", defaults=defaults)
+    assert found["mechanism"] == start.UNKNOWN and found["unreadable"] is True and found["count"] is None
+    for word in words:
+        assert word in found["reason"]
+
+
+def test_a_commented_count_is_read():
+    for defaults in ("RPCNFSDCOUNT=8    # comment\n", 'RPCNFSDCOUNT="8"  # comment\n'):
+        found = detect("debian-bullseye-1.3.4-6+deb11u1", defaults=defaults)
+        assert (found["mechanism"], found["count"], found["unreadable"]) == (start.COMMAND_LINE, 8, False)
 
 
 def test_setting_where_there_is_no_line_adds_one_and_rollback_removes_it():
@@ -134,6 +187,8 @@ def test_setting_where_there_is_no_line_adds_one_and_rollback_removes_it():
 
 def test_record_round_trip_and_foreign_text():
     text = start.record_text(DEFAULTS, "RPCNFSDCOUNT=8")
-    assert start.parse_record(text) == {"path": DEFAULTS, "line": "RPCNFSDCOUNT=8"}
-    assert start.parse_record(start.record_text(DEFAULTS, None)) == {"path": DEFAULTS, "line": None}
+    assert start.parse_record(text) == {"path": DEFAULTS, "line": "RPCNFSDCOUNT=8", "written": None}
+    assert start.parse_record(start.record_text(DEFAULTS, None)) == {"path": DEFAULTS, "line": None, "written": None}
+    both = start.record_text(DEFAULTS, "RPCNFSDCOUNT=8", "RPCNFSDCOUNT=32")
+    assert start.parse_record(both) == {"path": DEFAULTS, "line": "RPCNFSDCOUNT=8", "written": "RPCNFSDCOUNT=32"}
     assert start.parse_record("RPCNFSDCOUNT=8\n") is None

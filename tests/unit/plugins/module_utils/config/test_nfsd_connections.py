@@ -38,3 +38,17 @@ def test_margin_rounds_up():
     need = nfsd_connections.connection_need(clients, ["s"])
     assert (need["connections"], need["margin"], need["need"]) == (1, 1, 2)
     assert nfsd_connections.connection_need(clients, ["s"], margin_percent=0)["need"] == 1
+
+
+def test_dropin_after_removes_only_our_lines():
+    """Issue 24 item 9: lines someone added to our drop-in are theirs, on removal and on a new value."""
+    ours = nfsd_connections.dropin_text("/usr/bin/dd", "/etc/ckptio/v", "/proc/fs/nfsd/max_connections")
+    assert nfsd_connections.dropin_after(ours, None) is None
+    assert nfsd_connections.dropin_after(ours + "Nice=5\n", None) == "[Service]\nNice=5\n"
+    assert nfsd_connections.dropin_after(ours + "[Unit]\nAfter=x.service", None) == "[Unit]\nAfter=x.service"
+    assert nfsd_connections.dropin_after(ours + "\n\n", None) is None
+    moved = nfsd_connections.dropin_text("/bin/dd", "/etc/ckptio/v", "/proc/fs/nfsd/max_connections")
+    assert nfsd_connections.dropin_after(ours + "Nice=5\n", moved) == moved + "Nice=5\n"
+    assert nfsd_connections.dropin_after(ours, ours) == ours
+    # A drop-in that is not ours is never merged: the plan refuses it before.
+    assert nfsd_connections.dropin_after("[Service]\nNice=5\n", ours) == ours

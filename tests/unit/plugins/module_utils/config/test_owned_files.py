@@ -28,3 +28,14 @@ def test_diffs_of_changed_edits_only_with_absent_files_as_empty_text():
         {"before": "", "after": "new\n", "before_header": "/etc/a.conf", "after_header": "/etc/a.conf"},
         {"before": "old\n", "after": "", "before_header": "/etc/c.conf", "after_header": "/etc/c.conf"},
     ]
+
+
+def test_backup_result_names_every_backup_and_keeps_backup_file_for_the_main_file():
+    """One rule for nfsd_threads and sunrpc_slot_table, whatever order the files were written in (issue 24 item 11)."""
+    backups = {"/etc/default/nfs-kernel-server": "/etc/default/nfs-kernel-server.1.x~", "/etc/nfs.conf.d/a.conf": "/etc/nfs.conf.d/a.conf.1.x~"}
+    assert owned_files.backup_result(backups, "/etc/nfs.conf.d/a.conf") == {
+        "backup_files": backups, "backup_file": "/etc/nfs.conf.d/a.conf.1.x~"}
+    # The main file was not backed up: no backup_file, never another file's backup.
+    assert owned_files.backup_result({"/etc/modules-load.d/x.conf": "b"}, "/etc/modprobe.d/x.conf") == {
+        "backup_files": {"/etc/modules-load.d/x.conf": "b"}}
+    assert owned_files.backup_result({}, "/etc/modprobe.d/x.conf") == {"backup_files": {}}

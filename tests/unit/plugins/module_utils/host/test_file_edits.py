@@ -32,7 +32,8 @@ def test_edits_write_new_files_remove_old_ones_and_skip_unchanged(module, tmp_pa
     backups = file_edits.apply_edits(module, edits)
     assert (tmp_path / "sub" / "new.conf").read_text() == "new\n"
     assert not (tmp_path / "old.conf").exists()
-    assert len(backups) == 1 and open(backups[0]).read() == "old\n"
+    # Every backup, named by the file it saves (issue 24 item 11).
+    assert list(backups) == [str(tmp_path / "old.conf")] and open(backups[str(tmp_path / "old.conf")]).read() == "old\n"
 
 
 def test_a_failed_write_fails_naming_the_file_and_leaves_it(module, tmp_path, monkeypatch):
@@ -45,8 +46,26 @@ def test_a_failed_write_fails_naming_the_file_and_leaves_it(module, tmp_path, mo
     with pytest.raises(Failed) as failed:
         file_edits.apply_edits(module, [FileEdit(str(path), "old\n", "new\n", False)])
     assert failed.value.args[0] == {"msg": "could not write %s (the old file is untouched): ENOSPC: No space left on device" % path,
-                                    "changed": False}
+                                    "changed": False, "backup_files": {}}
     assert path.read_text() == "old\n"
+
+
+def test_a_failure_after_an_earlier_write_reports_changed_and_names_it(module, tmp_path, monkeypatch):
+    """One writer, changed whenever anything was written (issue 24 item 10): the first file is written, the second fails."""
+    first, second = tmp_path / "record", tmp_path / "defaults"
+    second.write_text("old\n")
+    real_move = basic.AnsibleModule.atomic_move
+
+    def move(self, src, dest, unsafe_writes=False, keep_dest_attrs=True):
+        if dest == str(second):
+            raise OSError(1, "Operation not permitted")
+        return real_move(self, src, dest, unsafe_writes=unsafe_writes, keep_dest_attrs=keep_dest_attrs)
+    monkeypatch.setattr(basic.AnsibleModule, "atomic_move", move)
+    with pytest.raises(Failed) as failed:
+        file_edits.apply_edits(module, [FileEdit(str(first), None, "r\n", False), FileEdit(str(second), "old\n", "new\n", False)])
+    result = failed.value.args[0]
+    assert result["changed"] is True and str(second) in result["msg"] and "already changed before it: %s" % first in result["msg"]
+    assert first.read_text() == "r\n" and second.read_text() == "old\n"
 
 
 def test_write_kernel_value_writes_the_number_and_a_newline(tmp_path):
