@@ -77,7 +77,7 @@ options:
     default: true
   output_dir:
     description:
-      - Where to write the three files; created (mode 0755) when missing, not in check mode. C(diagnosis.json) is read
+      - Where to write the three files; an existing directory. C(diagnosis.json) is read
         from here first, then from the bundle.
       - Default the bundle directory, when it is writable and not inside an installed collection C(ckptio.nfs) (a path
         under C(ansible_collections/ckptio/nfs/), checked on the resolved path); otherwise O(fallback_output_dir).
@@ -236,7 +236,8 @@ def main():
             module.fail_json(msg="%s %s is not a directory" % (option, value))
     for option in ("output_dir", "fallback_output_dir"):
         value = module.params[option]
-        if value is not None and os.path.exists(value) and not os.path.isdir(value):
+        # The user's output_dir must exist (a mistyped path fails); the caller's fallback is created.
+        if value is not None and (os.path.exists(value) or option == "output_dir") and not os.path.isdir(value):
             module.fail_json(msg="%s: %s is not a directory" % (option, value))
     # Root ignores permission bits; a directory nobody may write is meant to stay as it is.
     writable = bool(os.stat(bundle).st_mode & 0o222) and os.access(bundle, os.W_OK)

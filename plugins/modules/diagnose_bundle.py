@@ -45,7 +45,7 @@ options:
     default: true
   output_dir:
     description:
-      - Where to write the two files; created (mode 0755) when missing, not in check mode.
+      - Where to write the two files; an existing directory.
       - Default the bundle directory, when it is writable and not inside an installed collection C(ckptio.nfs) (a path
         under C(ansible_collections/ckptio/nfs/), checked on the resolved path); otherwise O(fallback_output_dir).
       - A bundle directory without any write permission bit (mode 0555) counts as read-only even for root. The sample
@@ -200,7 +200,8 @@ def output_place(module, directory):
     """The directory the files go to (None: nothing written) and why, from the options and the bundle."""
     for option in ("output_dir", "fallback_output_dir"):
         value = module.params[option]
-        if value is not None and os.path.exists(value) and not os.path.isdir(value):
+        # The user's output_dir must exist (a mistyped path fails); the caller's fallback is created.
+        if value is not None and (os.path.exists(value) or option == "output_dir") and not os.path.isdir(value):
             module.fail_json(msg="%s: %s is not a directory" % (option, value))
     # Root ignores permission bits; a directory nobody may write is meant to stay as it is.
     writable = bool(os.stat(directory).st_mode & 0o222) and os.access(directory, os.W_OK)

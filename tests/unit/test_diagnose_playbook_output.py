@@ -77,6 +77,7 @@ def test_a_sample_bundle_of_an_installed_collection_is_never_written(tmp_path, p
     assert last_message_line(stdout).startswith("wrote diagnosis.json and diagnosis.md in %s (the bundle is inside the installed "
                                                 "collection ckptio.nfs (%s)" % (out, root))
     # -e ckptio_output_dir wins, relative to where ansible-playbook was started.
+    (project / "mine").mkdir()
     stdout = diagnose(project, bundle, "-e", "ckptio_output_dir=mine")
     assert sorted(os.listdir(str(project / "mine"))) == ["diagnosis.json", "diagnosis.md"]
     assert last_message_line(stdout) == "wrote diagnosis.json and diagnosis.md in %s (output_dir)" % (project / "mine")

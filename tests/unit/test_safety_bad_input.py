@@ -662,6 +662,7 @@ for _option in ("bundle", "output_dir"):
                           ("missing-semicolon", "/tmp/x;reboot")):
         row("diagnose_bundle", _option, _case, {_option: _value})
 row("diagnose_bundle", "bundle", "not-a-bundle", Deferred(lambda w: {"bundle": w.path("etc")}))
+row("diagnose_bundle", "fallback_output_dir", "a-file", Deferred(lambda w: {"fallback_output_dir": w.path("etc/fstab")}))
 bool_rows("diagnose_bundle", "write")
 unknown_row("diagnose_bundle", "bundles")
 
@@ -688,6 +689,9 @@ for _option in ("bundle", "compare_to"):
                           ("missing-semicolon", "/tmp/x;reboot")):
         row("checkpoint_report", _option, _case, {_option: _value})
 row("checkpoint_report", "bundle", "not-a-bundle", Deferred(lambda w: {"bundle": w.path("etc")}))
+for _option in ("output_dir", "fallback_output_dir"):
+    row("checkpoint_report", _option, "a-file", Deferred(lambda w, _option=_option: {_option: w.path("etc/fstab")}))
+row("checkpoint_report", "output_dir", "missing-space", {"output_dir": "/no such/out"})
 bool_rows("checkpoint_report", "png")
 unknown_row("checkpoint_report", "baseline")
 
