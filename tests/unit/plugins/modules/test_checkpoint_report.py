@@ -258,7 +258,7 @@ def test_a_bundle_inside_an_installed_collection_is_never_written(tmp_path):
     from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle
     run_module(diagnose_bundle, {"bundle": str(bundle), "output_dir": str(out)})
     diagnosis = json.loads((out / "diagnosis.json").read_text())
-    diagnosis["summary"] = "marker: read from the output directory"
+    diagnosis["headline"]["verdict_text"] = "marker: read from the output directory"
     (out / "diagnosis.json").write_text(json.dumps(diagnosis))
     result = run_module(checkpoint_report, {"bundle": str(bundle), "png": False, "output_dir": str(out)})
     assert result["console_lines"][0] == "marker: read from the output directory"
