@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.plugin_utils import client_tuning, nfsd_connections, rollout, server_tuning
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import client_tuning, nfsd_connections, rollout, server_tuning, tuning_profile
 
 STEPS = {}
-for _module in (client_tuning, server_tuning, nfsd_connections, rollout):
+for _module in (client_tuning, server_tuning, nfsd_connections, rollout, tuning_profile):
     STEPS.update(_module.STEPS)
 
 

@@ -28,7 +28,7 @@ COLLECTION = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."
 GROUP_OPTIONS = {
     "file_edits": {"backup", "state"},
     "kernel_settings": {"apply_live", "persist", "backup", "state"},
-    "bundle_readers": {"bundle"},
+    "bundle_readers": {"bundle", "output_dir", "fallback_output_dir"},
     "barrier": {"barrier_dir", "barrier_timeout", "start_at"},
 }
 

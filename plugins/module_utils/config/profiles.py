@@ -4,7 +4,7 @@
 """The tuning profiles: the one source of every recommended value.
 
 The roles' profile files (roles/client_tuning/vars/profile_*.yml, roles/server_tuning/vars/
-profile_*.yml) read their data from here through the filter ckptio.nfs.tuning_profile, and the
+profile_*.yml) read their data from here through ckptio.nfs.internal('tuning_profile', side), and the
 diagnosis recommends these same values (recommended()), so advice and profile cannot disagree.
 Why each value is what it is: the comments below (facts in docs/nfs-facts.md, docs/operations.md).
 """

@@ -27,7 +27,7 @@ INTERNAL = FilterModule().filters()["internal"]
 ROLE_STEPS = {"client_tuning_state_records", "client_tuning_wanted_mounts", "client_tuning_records",
               "client_tuning_records_rolled_back", "client_tuning_drain_needed", "client_tuning_report",
               "server_tuning_report", "nfsd_connection_need", "nfsd_max_connections",
-              "audit_summary", "rollout_summary", "rollout_budget"}
+              "audit_summary", "rollout_summary", "rollout_budget", "tuning_profile"}
 # What users call: the filters docs/capture-bundle.md ("## Filters") names, and internal.
 PUBLIC = {"mountstats_delta", "nfsd_delta", "checkpoint_capacity", "nfs_diagnosis",
           "canary_context", "canary_failures", "canary_barrier", "canary_server_samples", "bundle_files",

@@ -9,11 +9,11 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter.tuning_profile import FilterModule
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.tuning_profile import STEPS
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 
 ROLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "roles")
-TUNING_PROFILE = FilterModule().filters()["tuning_profile"]
+TUNING_PROFILE = STEPS["tuning_profile"]
 
 
 def test_every_role_profile_file_reads_the_one_source():
@@ -24,7 +24,7 @@ def test_every_role_profile_file_reads_the_one_source():
         name = os.path.basename(path)[len("profile_"):-len(".yml")]
         with open(path) as handle:
             data = yaml.safe_load(handle)
-        assert data == {"__%s_tuning_profile_data" % side: "{{ '%s' | ckptio.nfs.tuning_profile('%s') }}" % (name, side)}
+        assert data == {"__%s_tuning_profile_data" % side: "{{ '%s' | ckptio.nfs.internal('tuning_profile', '%s') }}" % (name, side)}
         assert TUNING_PROFILE(name, side) == profiles.PROFILES[side][name]
 
 

@@ -100,7 +100,7 @@ def test_a_capture_figure_says_what_its_throughput_rests_on_and_spends_no_panel_
     assert capture["xlabel"] == "kB/s: written bytes over the window (mountstats), no canary ranks"
     assert capture["titles"] == ["Throughput against the target", "Where WRITE and COMMIT time goes", "Metadata ops"]
     assert not any("rank" in text for text in capture["texts"])
-    assert capture["title"] == "capture-dd: meets the target; what limits headroom: server_threads, client_cpu"
+    assert capture["title"] == "capture-dd: meets the target with 3.2x to spare"
     canary = _figure_texts(pyplot, "clock_step")
     assert canary["xlabel"].endswith(": total bytes / (latest end - earliest start)")
     assert canary["titles"][3].startswith("Ranks per host, sorted by first start")

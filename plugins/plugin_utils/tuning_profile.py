@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The tuning profiles' data from their one source, module_utils/config/profiles.py.
 
-Documentation for the filter is in tuning_profile.yml next to this one.
+A step behind ckptio.nfs.internal (role vars only, not for direct use); its documentation is in
+tuning_profile.yml next to this one.
 """
 
 from __future__ import annotations
@@ -20,8 +21,5 @@ def tuning_profile(name, side):
         raise AnsibleFilterError("tuning_profile: %s" % exc)
 
 
-class FilterModule:
-    """The roles' profile data."""
-
-    def filters(self):
-        return {"tuning_profile": tuning_profile}
+# The step ckptio.nfs.internal calls, by name.
+STEPS = {"tuning_profile": tuning_profile}
