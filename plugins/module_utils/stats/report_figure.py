@@ -25,6 +25,10 @@ PHASE_COLOURS = (("first_start", "last_start", "ranks starting", "#ff7f0e"),
                  ("first_end", "last_end", "ranks finishing", "#aec7e8"))
 
 
+# Characters of a footer line (8 pt on the 13-inch figure) before it wraps.
+FOOTER_WIDTH = 150
+
+
 def _wrap(label, width=20):
     """A bundle name on lines of at most width characters, broken after '_', '-' or '.' where it can."""
     lines, line = [], ""
@@ -297,11 +301,13 @@ def draw_figure(pyplot, series):
         _draw_timeline(panels[3], series)
     title = textwrap.wrap(series.get("title") or "", 130)[:3]
     figure.suptitle("\n".join(title), fontsize=11, fontweight="bold")
-    # What the network verdict rests on, one line per run (the diagnosis's headline).
-    for index, line in enumerate(links):
-        figure.text(0.01, 0.008 + 0.022 * (len(links) - 1 - index), line[:180], fontsize=8, ha="left", va="bottom")
+    # What the network verdict rests on, per run (the diagnosis's headline), wrapped rather than cut:
+    # at 8 pt a 13-inch figure holds about 165 characters a line (a cut line lost its advice).
+    lines = [part for line in links for part in textwrap.wrap(line, FOOTER_WIDTH)]
+    for index, line in enumerate(lines):
+        figure.text(0.01, 0.008 + 0.022 * (len(lines) - 1 - index), line, fontsize=8, ha="left", va="bottom")
     # tight_layout keeps the panels clear of the suptitle (the verdict) by itself.
-    figure.tight_layout(rect=(0, 0.022 * len(links) + 0.01, 1, 1))
+    figure.tight_layout(rect=(0, 0.022 * len(lines) + 0.01, 1, 1))
     return figure
 
 

@@ -148,3 +148,19 @@ def test_a_restore_bar_adds_no_empty_run_to_the_metadata_legend():
     pyplot = pytest.importorskip("matplotlib.pyplot")
     texts = _figure_texts(pyplot, "restore_clock_step")
     assert not any("restore" in label for label in texts["metadata_legend"])
+
+
+def test_the_links_footer_wraps_inside_the_figure_and_keeps_every_word():
+    """capture_dd's links line ("... or give network.server_link_gbps in context.yml)") was cut at
+    180 characters and ran past the figure's right edge; it wraps now, every word drawn."""
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    metrics = checkpoint_report.bundle_metrics(sample_path("..", "captures", "capture_dd"), None, [])
+    series = report.figure_series(metrics)
+    figure = report_figure.draw_figure(pyplot, series)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    width = figure.bbox.width
+    footer = [text for text in figure.texts if text.get_position()[1] < 0.2]
+    assert " ".join(text.get_text() for text in footer).split() == " ".join(series["links"]).split()
+    assert all(text.get_window_extent(renderer).x1 <= width for text in footer)
+    pyplot.close(figure)
