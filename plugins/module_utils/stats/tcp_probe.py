@@ -205,16 +205,23 @@ def not_listening(sockets, listeners):
     return [(address, port) for address, port in listeners if (address, port) not in sockets]
 
 
-def stat_process_group(stat):
-    """Process group id from /proc/PID/stat text (field 5; comm in parentheses may hold spaces)."""
+def _stat_field(stat, number):
+    """Field `number` (1-based, proc(5)) of /proc/PID/stat text as an int, or None. The fields
+    after comm are read from its closing parenthesis on: comm may hold spaces and parentheses."""
     _head, sep, tail = (stat or "").rpartition(")")
     fields = tail.split()
-    if not sep or len(fields) < 3:
+    index = number - 3
+    if not sep or len(fields) <= index:
         return None
     try:
-        return int(fields[2])
+        return int(fields[index])
     except ValueError:
         return None
+
+
+def stat_process_group(stat):
+    """Process group id from /proc/PID/stat text (field 5)."""
+    return _stat_field(stat, 5)
 
 
 def stat_start_time(stat):
@@ -223,14 +230,7 @@ def stat_start_time(stat):
     With the pid it names one process for the life of the system: a recycled pid has a later
     start time (proc(5)).
     """
-    _head, sep, tail = (stat or "").rpartition(")")
-    fields = tail.split()
-    if not sep or len(fields) < 20:
-        return None
-    try:
-        return int(fields[19])
-    except ValueError:
-        return None
+    return _stat_field(stat, 22)
 
 
 def identity_problem(record, pid, stat, exe, cmdline):
