@@ -56,10 +56,11 @@ def test_a_failure_after_an_earlier_write_reports_changed_and_names_it(module, t
     second.write_text("old\n")
     real_move = basic.AnsibleModule.atomic_move
 
-    def move(self, src, dest, unsafe_writes=False, keep_dest_attrs=True):
+    # atomic_move's keywords differ between ansible-core releases (2.15 has no keep_dest_attrs).
+    def move(self, src, dest, *args, **kwargs):
         if dest == str(second):
             raise OSError(1, "Operation not permitted")
-        return real_move(self, src, dest, unsafe_writes=unsafe_writes, keep_dest_attrs=keep_dest_attrs)
+        return real_move(self, src, dest, *args, **kwargs)
     monkeypatch.setattr(basic.AnsibleModule, "atomic_move", move)
     with pytest.raises(Failed) as failed:
         file_edits.apply_edits(module, [FileEdit(str(first), None, "r\n", False), FileEdit(str(second), "old\n", "new\n", False)])
