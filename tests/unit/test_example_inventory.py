@@ -112,6 +112,7 @@ def test_validate_checkpoint_check_mode_finishes_and_says_what_it_would_run(tmp_
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "check mode: the canary's options were checked on 2 client(s) (gpu01, gpu02); nothing was written" in done.stdout
     assert "Target given: ckptio_checkpoint_bytes=2400000000000 in ckptio_checkpoint_window_seconds=300" in done.stdout
+    assert "bytes on every client at one go time (shared_file, fsync), in %s; saves the bundle in " % data in done.stdout
     assert not (tmp_path / "project" / "reports").exists() and os.listdir(str(data)) == []
 
 
