@@ -164,6 +164,7 @@ def test_saved_documented_commands_work_end_to_end(tmp_path):
                  [binaries["ansible-playbook"], "ckptio.nfs.diagnose", "-e", "ckptio_bundle=%s" % dest]):
         run = subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=300, cwd=str(tmp_path), check=False)
         assert run.returncode == 0, run.stdout + run.stderr
-    assert "limiting layer: client_rpc_slots" in run.stdout
+    # The play ends with the diagnosis's first screen (ckptio.nfs.diagnose, issue 23 item 9).
+    assert "Limiting layer: client RPC slots" in run.stdout
     with open(os.path.join(dest, "diagnosis.json")) as handle:
         assert json.load(handle)["window"]["kind"] == "snapshots"
