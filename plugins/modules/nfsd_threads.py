@@ -279,6 +279,7 @@ backup_files:
   sample: {/etc/nfs.conf.d/ckptio-nfsd.conf: /etc/nfs.conf.d/ckptio-nfsd.conf.12345.2026-01-01@00:00:00~}
 """
 
+import functools
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -372,11 +373,6 @@ def validate(params):
 # ---- the views -------------------------------------------------------------------------------
 def read_config_files(module, own_path, own_text):
     """[(path, text)] in nfs-utils' read order (conffile.c conf_init_file), with own_text for own_path."""
-    def text_of(path):
-        if os.path.normpath(path) == os.path.normpath(own_path):
-            return own_text
-        return atomic_file.read_text_or_fail(module, path)
-
     def dropins(directory):
         try:
             names = os.listdir(directory)
@@ -389,16 +385,14 @@ def read_config_files(module, own_path, own_text):
                 names.append(own_name)
         return [os.path.join(directory, name) for name in nfs_conf.dropin_names(names)]
 
-    files = []
-    main_text = text_of(NFS_CONF)
-    if main_text is None:
+    def planned(paths):
+        return owned_files.with_own(paths, own_path, own_text, functools.partial(atomic_file.read_text_or_fail, module))
+
+    files = planned([NFS_CONF])
+    if not files:
         # conf_load_file() of /etc/nfs.conf discards what /usr/etc gave only when it can read it.
-        files.append((USR_NFS_CONF, atomic_file.read_text_or_fail(module, USR_NFS_CONF)))
-        files.extend((path, atomic_file.read_text_or_fail(module, path)) for path in dropins(USR_NFS_CONF + ".d"))
-    else:
-        files.append((NFS_CONF, main_text))
-    files.extend((path, text_of(path)) for path in dropins(NFS_CONF + ".d"))
-    return [(path, text) for path, text in files if text is not None]
+        files = planned([USR_NFS_CONF] + dropins(USR_NFS_CONF + ".d"))
+    return files + planned(dropins(NFS_CONF + ".d"))
 
 
 def read_max_connections(module):

@@ -211,6 +211,7 @@ backup_files:
   sample: {/etc/modprobe.d/ckptio-nfs.conf: /etc/modprobe.d/ckptio-nfs.conf.12345.2026-01-01@00:00:00~}
 """
 
+import functools
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -292,16 +293,8 @@ def read_modprobe_files(module, own_path, own_text):
     own_name = os.path.basename(own_path)
     if own_text is not None and not any(own_name in names for _d, names in listing):
         listing.append((os.path.dirname(own_path), [own_name]))
-    files = []
-    for path in modprobe_conf.config_order(listing):
-        if os.path.normpath(path) == os.path.normpath(own_path):
-            if own_text is not None:
-                files.append((path, own_text))
-            continue
-        text = atomic_file.read_text_or_fail(module, path)
-        if text is not None:
-            files.append((path, text))
-    return files
+    return owned_files.with_own(modprobe_conf.config_order(listing), own_path, own_text,
+                                functools.partial(atomic_file.read_text_or_fail, module))
 
 
 def read_views(module, request, live_before, loaded):
