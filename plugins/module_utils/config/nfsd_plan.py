@@ -470,6 +470,13 @@ def _settings_rows(request, views, plan_, outcome, threads_live, max_live):
     return rows
 
 
+def _live_applied(threads_live, max_live, max_wanted):
+    """(live_applied, live_not_applied_reason) of threads and, when managed, max_connections."""
+    if max_wanted is not None and not max_live.applied and max_live.reason:
+        return False, "; ".join(part for part in (threads_live.reason, max_live.reason) if part)
+    return threads_live.applied, threads_live.reason
+
+
 def report(request, views, plan_, outcome=None, diff=False):
     """The module result; outcome None reports check mode (the audit rows show the state as it is)."""
     threads_live = plan_.threads_live.unapplied if outcome is None else outcome.live["threads"]
@@ -477,10 +484,7 @@ def report(request, views, plan_, outcome=None, diff=False):
     threads_after, min_after = threads_live.after
     max_plan = plan_.max_plan
     persisted_max_after = persisted_max_connections(max_plan.dropin_after, max_plan.value_after)
-    applied, reason = threads_live.applied, threads_live.reason
-    if max_plan.wanted is not None and not max_live.applied and max_live.reason:
-        applied = False
-        reason = "; ".join(part for part in (reason, max_live.reason) if part)
+    applied, reason = _live_applied(threads_live, max_live, max_plan.wanted)
     own = nfs_conf.effective([(request.conf_file, plan_.conf_after)], SECTION, "threads")[0] if plan_.conf_after is not None else None
     result = {
         # Check mode predicts a live write as changed, as the real run reports it.
