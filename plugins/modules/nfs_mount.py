@@ -267,7 +267,6 @@ backup_files:
   sample: {/etc/fstab: /etc/fstab.12345.2025-01-01@00:00:00~}
 """
 
-import dataclasses
 import os
 import time
 
@@ -395,8 +394,7 @@ def apply_live(module, wanted, views, plan, written):
         module.warn(warning)
     live_after = read_live_view(wanted.path)
     verified = mount_plan.verify(live_after, wanted, plan, remounted, notes)
-    result = mount_plan.outcome(written.backups, remounted, live_after.live, [notes, verified])
-    return dataclasses.replace(result, warnings=tuple(verified.warnings))
+    return mount_plan.outcome(written.backups, remounted, live_after.live, [notes, verified], verified.warnings)
 
 
 def steps(module, wanted):

@@ -481,9 +481,10 @@ class MountAction:
     notes: tuple = ()
 
 
-def outcome(backups, remounted, live, notes=()):
-    """The tuning_flow.Outcome of a real run: {fstab: backup}, the action, the live mount after it, the notes."""
-    return tuning_flow.Outcome(live, remounted != "none", dict(backups), detail=MountAction(remounted, tuple(notes)))
+def outcome(backups, remounted, live, notes=(), warnings=()):
+    """The tuning_flow.Outcome of a real run: {fstab: backup}, the action, the live mount after it, the
+    notes, and the warnings the flow still has to say."""
+    return tuning_flow.Outcome(live, remounted != "none", dict(backups), tuple(warnings), MountAction(remounted, tuple(notes)))
 
 
 # ---- the result ----------------------------------------------------------------------------------
