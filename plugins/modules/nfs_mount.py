@@ -258,15 +258,22 @@ backup_file:
   returned: changed and backup requested
   type: str
   sample: /etc/fstab.12345.2025-01-01@00:00:00~
+backup_files:
+  description:
+    - Every backup made, named by the file it saves (the one rule of the tuning modules; here at most O(fstab)'s,
+      the same as RV(backup_file)). Empty in check mode.
+  returned: always
+  type: dict
+  sample: {/etc/fstab: /etc/fstab.12345.2025-01-01@00:00:00~}
 """
 
-import contextlib
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import mount_plan
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mount_plan import PlanError
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
@@ -316,8 +323,6 @@ def read_and_plan(module, wanted):
         mount_points = [mount["mount_point"] for mount in views.live.mounts]
         views = views.with_holders(find_holders(wanted.path, read_processes(PROC_ROOT), mount_points))
         plan = mount_plan.plan(views, wanted)
-    for warning in plan.warnings:
-        module.warn(warning)
     return views, plan
 
 
@@ -367,8 +372,8 @@ def change_live(module, wanted, views, plan):
     return plan.action, notes
 
 
-def apply(module, wanted, views, plan, lock):
-    """Write the fstab under the lock, release it, then change the live mount and verify it."""
+def write_fstab(module, wanted, views, plan):
+    """Write the planned fstab under its lock: tuning_flow.Written with {fstab: backup}."""
     backup_file = None
     if plan.fstab_after != views.fstab.text:
         try:
@@ -376,18 +381,31 @@ def apply(module, wanted, views, plan, lock):
                                                  follow_links=True)
         except OSError as exc:
             module.fail_json(msg="fstab: could not write %s (the old file is unchanged): %s" % (wanted.fstab_path, exc))
-    # The mount itself, which may take long, runs after the lock is released.
-    lock.close()
+    return tuning_flow.Written({wanted.fstab_path: backup_file} if backup_file else {})
+
+
+def apply_live(module, wanted, views, plan, written):
+    """Change the live mount (the lock is released: a mount may take long) and verify it: the Outcome."""
     if plan.action is None:
-        return mount_plan.Applied(backup_file, "none", views.live.live)
+        return mount_plan.outcome(written.backups, "none", views.live.live)
     remounted, notes = change_live(module, wanted, views, plan)
+    # Said before verify, which may fail the run.
     for warning in notes.warnings:
         module.warn(warning)
     live_after = read_live_view(wanted.path)
     verified = mount_plan.verify(live_after, wanted, plan, remounted, notes)
-    for warning in verified.warnings:
-        module.warn(warning)
-    return mount_plan.Applied(backup_file, remounted, live_after.live, [notes, verified])
+    return mount_plan.outcome(written.backups, remounted, live_after.live, [notes, verified], verified.warnings)
+
+
+def steps(module, wanted):
+    """The module's part of tuning_flow: read, plan and write under the fstab's lock (a parallel run,
+    two operators or a loop with async, otherwise reads the same old fstab and one edit is lost)."""
+    def report(views, plan, outcome, diff):
+        return mount_plan.report(wanted, views, plan, outcome, diff=diff)
+    return tuning_flow.Steps(
+        (wanted.fstab_path,), lambda: read_and_plan(module, wanted),
+        lambda views, plan: write_fstab(module, wanted, views, plan),
+        lambda views, plan, written: apply_live(module, wanted, views, plan, written), report)
 
 
 def execute(module):
@@ -395,15 +413,7 @@ def execute(module):
     directory = os.path.dirname(wanted.fstab_path) or "."
     if not os.path.isdir(directory):
         raise PlanError("fstab: directory %s does not exist" % directory)
-    # Read, plan and write under the fstab's lock: a parallel run (two operators, a loop
-    # with async) otherwise reads the same old fstab and one of the two edits is lost.
-    with contextlib.ExitStack() as lock:
-        lock.enter_context(atomic_file.locked(module, wanted.fstab_path))
-        views, plan = read_and_plan(module, wanted)
-        applied = None
-        if not module.check_mode:
-            applied = apply(module, wanted, views, plan, lock)
-    return mount_plan.report(wanted, views, plan, applied, diff=module._diff)
+    return tuning_flow.run(module, steps(module, wanted))
 
 
 def main():

@@ -279,7 +279,7 @@ backup_files:
   sample: {/etc/nfs.conf.d/ckptio-nfsd.conf: /etc/nfs.conf.d/ckptio-nfsd.conf.12345.2026-01-01@00:00:00~}
 """
 
-import contextlib
+import functools
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -289,6 +289,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_serve
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_connections
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
 
@@ -372,11 +373,6 @@ def validate(params):
 # ---- the views -------------------------------------------------------------------------------
 def read_config_files(module, own_path, own_text):
     """[(path, text)] in nfs-utils' read order (conffile.c conf_init_file), with own_text for own_path."""
-    def text_of(path):
-        if os.path.normpath(path) == os.path.normpath(own_path):
-            return own_text
-        return atomic_file.read_text_or_fail(module, path)
-
     def dropins(directory):
         try:
             names = os.listdir(directory)
@@ -389,16 +385,14 @@ def read_config_files(module, own_path, own_text):
                 names.append(own_name)
         return [os.path.join(directory, name) for name in nfs_conf.dropin_names(names)]
 
-    files = []
-    main_text = text_of(NFS_CONF)
-    if main_text is None:
+    def planned(paths):
+        return owned_files.with_own(paths, own_path, own_text, functools.partial(atomic_file.read_text_or_fail, module))
+
+    files = planned([NFS_CONF])
+    if not files:
         # conf_load_file() of /etc/nfs.conf discards what /usr/etc gave only when it can read it.
-        files.append((USR_NFS_CONF, atomic_file.read_text_or_fail(module, USR_NFS_CONF)))
-        files.extend((path, atomic_file.read_text_or_fail(module, path)) for path in dropins(USR_NFS_CONF + ".d"))
-    else:
-        files.append((NFS_CONF, main_text))
-    files.extend((path, text_of(path)) for path in dropins(NFS_CONF + ".d"))
-    return [(path, text) for path, text in files if text is not None]
+        files = planned([USR_NFS_CONF] + dropins(USR_NFS_CONF + ".d"))
+    return files + planned(dropins(NFS_CONF + ".d"))
 
 
 def read_max_connections(module):
@@ -485,38 +479,56 @@ def reload_systemd(module):
     return []
 
 
-def apply_live(module, plan, backups):
-    """Write the planned live values and read them back: the run's Outcome."""
-    threads, max_connections, changed = plan.threads_live.unapplied, plan.max_live.unapplied, False
+def change_live(module, plan):
+    """Write the planned live values and read them back: ({"threads": LiveResult, "max_connections":
+    LiveResult}, whether any write succeeded)."""
+    live = {"threads": plan.threads_live.unapplied, "max_connections": plan.max_live.unapplied}
+    changed = False
     if plan.threads_live.writes:
         errors, wrote = write_all(plan.threads_live.writes)
         changed = changed or wrote
-        threads = nfsd_plan.verified_threads(plan.wanted_threads, plan.wanted_min, read_int(module, os.path.join(PROC_NFSD, "threads")),
-                                             read_int(module, os.path.join(PROC_NFSD, "min_threads")), errors)
+        live["threads"] = nfsd_plan.verified_threads(plan.wanted_threads, plan.wanted_min, read_int(module, os.path.join(PROC_NFSD, "threads")),
+                                                     read_int(module, os.path.join(PROC_NFSD, "min_threads")), errors)
     if plan.max_live.writes:
         errors, wrote = write_all(plan.max_live.writes)
         changed = changed or wrote
-        max_connections = nfsd_plan.verified_max_connections(plan.max_plan.wanted, read_int(module, os.path.join(PROC_NFSD, "max_connections")),
-                                                             errors)
-    return nfsd_plan.Outcome(threads, max_connections, changed, backups)
+        live["max_connections"] = nfsd_plan.verified_max_connections(
+            plan.max_plan.wanted, read_int(module, os.path.join(PROC_NFSD, "max_connections")), errors)
+    return live, changed
 
 
-def run(module):
-    request = nfsd_plan.Request(module.params, os.path.normpath(module.params["conf_file"]) == os.path.normpath(NFS_CONF))
+def write_files(module, plan):
+    """Apply the file edits under the locks: tuning_flow.Written with the start check's and the
+    daemon-reload's warnings."""
+    backups = file_edits.apply_edits(module, plan.edits)
+    warnings = []
+    if plan.start.edits:
+        # Re-read what nfs-config.service will source and tell again what nfs-server starts.
+        mismatch = nfsd_plan.start_verified(plan.start.after, nfsd_plan.detect_start(read_start_view(module)))
+        if mismatch:
+            warnings.append(mismatch)
+    if plan.dropin_changed:
+        warnings.extend(reload_systemd(module))
+    return tuning_flow.Written(backups, tuple(warnings))
+
+
+def lock_paths(request):
+    """conf_file; the RPCNFSDCOUNT files only for runs that may edit (or restore) them."""
+    if request.persist_command_line or not request.present:
+        return (request.conf_file, RPCNFSDCOUNT_RECORD) + tuple(EDITABLE_DEFAULTS)
+    return (request.conf_file,)
+
+
+def steps(module, request):
+    """The module's part of tuning_flow: the live values and max_connections read first, then under
+    the locks the start view and conf_file (a parallel run would otherwise plan from the same old file)."""
     threads_before = read_int(module, os.path.join(PROC_NFSD, "threads"))
     min_before = read_int(module, os.path.join(PROC_NFSD, "min_threads"))
     max_block_size = read_int(module, os.path.join(PROC_NFSD, "max_block_size"))
     max_view = read_max_connections(module)
     max_plan = nfsd_plan.plan_max_connections(request, max_view)
-    warnings = []
-    # Read, plan and write conf_file under its lock: a parallel run would otherwise plan
-    # from the same old file.
-    with contextlib.ExitStack() as lock:
-        lock.enter_context(atomic_file.locked(module, request.conf_file))
-        if request.persist_command_line or not request.present:
-            # Only runs that may edit RPCNFSDCOUNT (or restore it) lock the files that hold it.
-            for path in (RPCNFSDCOUNT_RECORD,) + EDITABLE_DEFAULTS:
-                lock.enter_context(atomic_file.locked(module, path))
+
+    def read_and_plan():
         start_view = read_start_view(module)
         before = atomic_file.read_text_or_fail(module, request.conf_file)
         after = nfsd_plan.plan_file(request, before)
@@ -524,22 +536,15 @@ def run(module):
                                 files_after=read_config_files(module, request.conf_file, after),
                                 files_now=read_config_files(module, request.conf_file, before) if module.check_mode else None,
                                 start_view=start_view)
-        plan = nfsd_plan.plan(request, views, after, max_plan)
-        outcome = None
-        if not module.check_mode:
-            backups = file_edits.apply_edits(module, plan.edits)
-            if plan.start.edits:
-                # Re-read what nfs-config.service will source and tell again what nfs-server starts.
-                mismatch = nfsd_plan.start_verified(plan.start.after, nfsd_plan.detect_start(read_start_view(module)))
-                if mismatch:
-                    warnings.append(mismatch)
-            if plan.dropin_changed:
-                warnings.extend(reload_systemd(module))
-            lock.close()
-            outcome = apply_live(module, plan, backups)
-    for warning in plan.warnings + warnings:
-        module.warn(warning)
-    return nfsd_plan.report(request, views, plan, outcome, diff=module._diff)
+        return views, nfsd_plan.plan(request, views, after, max_plan)
+
+    def apply(_views, plan, written):
+        live, changed = change_live(module, plan)
+        return tuning_flow.Outcome(live, changed, written.backups, written.warnings)
+
+    def report(views, plan, outcome, diff):
+        return nfsd_plan.report(request, views, plan, outcome, diff=diff)
+    return tuning_flow.Steps(lock_paths(request), read_and_plan, lambda _views, plan: write_files(module, plan), apply, report)
 
 
 def main():
@@ -562,7 +567,8 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        result = run(module)
+        request = nfsd_plan.Request.from_params(module.params, os.path.normpath(module.params["conf_file"]) == os.path.normpath(NFS_CONF))
+        result = tuning_flow.run(module, steps(module, request))
     except nfsd_plan.PlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -211,7 +211,7 @@ backup_files:
   sample: {/etc/modprobe.d/ckptio-nfs.conf: /etc/modprobe.d/ckptio-nfs.conf.12345.2026-01-01@00:00:00~}
 """
 
-import contextlib
+import functools
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -221,6 +221,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_table_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tables
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
 
@@ -292,16 +293,8 @@ def read_modprobe_files(module, own_path, own_text):
     own_name = os.path.basename(own_path)
     if own_text is not None and not any(own_name in names for _d, names in listing):
         listing.append((os.path.dirname(own_path), [own_name]))
-    files = []
-    for path in modprobe_conf.config_order(listing):
-        if os.path.normpath(path) == os.path.normpath(own_path):
-            if own_text is not None:
-                files.append((path, own_text))
-            continue
-        text = atomic_file.read_text_or_fail(module, path)
-        if text is not None:
-            files.append((path, text))
-    return files
+    return owned_files.with_own(modprobe_conf.config_order(listing), own_path, own_text,
+                                functools.partial(atomic_file.read_text_or_fail, module))
 
 
 def read_views(module, request, live_before, loaded):
@@ -344,10 +337,17 @@ def load(module, kmod):
     return None
 
 
-def apply_live(module, request, plan):
+def change_live(module, request, plan):
     """Load what the plan loads, write the values that differ, read them back: (LiveResult, changed)."""
-    if not request.apply_live:
-        return plan.live.unapplied, False
+    live, changed = plan.live.unapplied, False
+    if request.apply_live:
+        errors, changed = write_steps(module, plan)
+        live = slot_table_plan.verified_live(request, plan.wanted, read_live(module), errors)
+    return live, changed
+
+
+def write_steps(module, plan):
+    """(errors, changed) of the plan's loads and live writes, in order."""
     errors = []
     changed = False
     for kmod, options, needs_load in plan.live.steps:
@@ -368,30 +368,29 @@ def apply_live(module, request, plan):
                 errors.append("%s: %s" % (option, error))
             else:
                 changed = True
-    return slot_table_plan.verified_live(request, plan.wanted, read_live(module), errors), changed
+    return errors, changed
 
 
-def run(module):
-    request = slot_table_plan.Request(module.params)
+def steps(module, request):
+    """The module's part of tuning_flow: both files locked (always in this order), read, planned, written."""
     live_before = read_live(module)
     loaded = loaded_modules()
-    # Read, plan and write both files under their locks (always in this order, so two runs
-    # cannot deadlock): a parallel run would otherwise plan from the same old files.
-    with contextlib.ExitStack() as locks:
-        locks.enter_context(atomic_file.locked(module, request.modprobe_path))
-        locks.enter_context(atomic_file.locked(module, request.load_path))
+
+    def read_and_plan():
         views, modprobe_after, load_after = read_views(module, request, live_before, loaded)
-        plan = slot_table_plan.plan(request, views, modprobe_after, load_after)
-        outcome = None
-        if not module.check_mode:
-            backups = file_edits.apply_edits(module, plan.edits)
-            # Persisted first, so a modprobe below loads the module with the new options.
-            locks.close()
-            live, live_changed = apply_live(module, request, plan)
-            outcome = slot_table_plan.Outcome(live, live_changed, backups, loaded_modules())
-    for warning in plan.warnings:
-        module.warn(warning)
-    return slot_table_plan.report(request, views, plan, outcome, diff=module._diff)
+        return views, slot_table_plan.plan(request, views, modprobe_after, load_after)
+
+    def write_files(_views, plan):
+        # Persisted first, so a modprobe after the gate loads the module with the new options.
+        return tuning_flow.Written(file_edits.apply_edits(module, plan.edits))
+
+    def apply(_views, plan, written):
+        live, changed = change_live(module, request, plan)
+        return tuning_flow.Outcome(live, changed, written.backups, detail=loaded_modules())
+
+    def report(views, plan, outcome, diff):
+        return slot_table_plan.report(request, views, plan, outcome, diff=diff)
+    return tuning_flow.Steps((request.modprobe_path, request.load_path), read_and_plan, write_files, apply, report)
 
 
 def main():
@@ -417,7 +416,7 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        result = run(module)
+        result = tuning_flow.run(module, steps(module, slot_table_plan.Request.from_params(module.params)))
     except slot_table_plan.PlanError as exc:
         module.fail_json(msg=str(exc), changed=False)
     module.exit_json(**result)

@@ -20,14 +20,16 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
+
 # The fact each audit play sets on its hosts first: hosts outside --limit never get it.
 AUDIT_TARGETED_FACT = "ckptio_audit_targeted"
 NOT_RUN = {"task": "not run", "msg": "no result (not in this run?)"}
-# A row's verdict. Only the first two are not drift.
-IN_SYNC = "in_sync"
-APPLIES_WHEN_LOADED = "applies_when_loaded"
-PENDING = "pending"
-DRIFT = "drift"
+# A row's verdict, decided with in_sync in one place (config/settings.py). Only the first two are not drift.
+IN_SYNC = settings.IN_SYNC
+APPLIES_WHEN_LOADED = settings.APPLIES_WHEN_LOADED
+PENDING = settings.PENDING
+DRIFT = settings.DRIFT
 # From this many audited hosts a table per host no longer helps a person (a 64-client rack is 64
 # tables of ~10 identical rows): audit.md groups the hosts that share the same drift and counts
 # the hosts in sync (issue 15). The JSON keeps every host's rows.
@@ -44,28 +46,18 @@ def _shown(value):
 
 
 def row_status(row):
-    """The audit's one decision about a settings row {name, wanted, persisted, live, in_sync}.
-
-    in_sync: the module says so. applies_when_loaded: no live value (the kernel module is not
-    loaded, nfsd stopped, not mounted) and the persisted value is the wanted one, which applies
-    when it loads (the rule slot_tables.in_sync documents for every module). pending: persisted
-    as wanted, live still another value (a remount or restart away). drift: anything else.
-    """
-    if row.get("in_sync"):
-        return IN_SYNC
-    if row.get("persisted") == row.get("wanted"):
-        return APPLIES_WHEN_LOADED if row.get("live") is None else PENDING
-    return DRIFT
+    """The audit's verdict about a settings row: settings.status(), beside the in_sync rule it reads."""
+    return settings.status(row)
 
 
-def audit_rows(settings):
+def audit_rows(rows_of_host):
     """The drift table rows of one host's settings, each with its status and in_sync = not drift."""
     rows = []
-    for row in settings or []:
-        status = row_status(row)
+    for row in rows_of_host or []:
+        status = settings.status(row)
         rows.append({"scope": row.get("scope", ""), "setting": row.get("name"), "wanted": row.get("wanted"),
                      "persisted": row.get("persisted"), "live": row.get("live"),
-                     "in_sync": status in (IN_SYNC, APPLIES_WHEN_LOADED), "status": status})
+                     "in_sync": status in settings.IN_SYNC_STATUSES, "status": status})
     return rows
 
 

@@ -9,14 +9,16 @@ or reads the clock.
 - Views: the fstab (text, mtime, the entry for the path), the live mount (mountinfo with the
   mountstats opts line merged in, which shows the values the kernel negotiated), and the
   holders of the mount point. Holders cost a scan of every /proc/<pid>, so the module reads
-  them only when a plan asks for them: plan() with views.holders None returns a plan with
-  needs_holders set as soon as an unmount is on the table, and the module plans again with them.
-- plan(views, wanted) -> MountPlan: the fstab text after the run, the drift of fstab and of the
-  live mount, the live action ('mount', 'umount+mount', 'remount', 'umount' or None), and the
-  pending changes, negotiated sizes and warnings it found.
+  them only when a plan asks for them: plan() with views.holders None returns HOLDERS_NEEDED
+  (needs_holders true) as soon as an unmount is on the table, and the module plans again with them.
+- plan(views, wanted) -> MountPlan, or HOLDERS_NEEDED when it reached an unmount and the
+  holders were not read: the fstab text after the run, the drift of fstab and of the live mount,
+  the live action ('mount', 'umount+mount', 'remount', 'umount' or None), and the pending
+  changes, negotiated sizes and warnings it found. It builds its answer once, changes nothing.
 - verify(live, wanted, plan, remounted, notes) -> Notes: what the kernel did not take, from
   the live view read again after the action.
-- report(...) -> the module result, for a real run or (applied None) as found in check mode.
+- report(...) -> the module result, for a real run (a tuning_flow.Outcome whose detail is a
+  MountAction) or (outcome None) as found in check mode.
 
 A plain `mount -o remount` silently ignores nconnect and cannot change rsize, wsize, vers,
 proto, timeo, retrans, sec or the attribute cache times (ansible.posix.mount issue 85): such
@@ -26,10 +28,13 @@ changes need umount and mount, which this plan asks for only when nothing holds 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Optional
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import fstab as fstab_edit
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_options
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import (
     NFS_FSTYPES, nfs_mounts, nfs_server_of, nfs_version_of, split_options,
 )
@@ -47,27 +52,37 @@ POLICY_NEVER_REASON = "apply_policy is never: persisted only, nothing unmounted"
 PlanError = settings.PlanError
 
 
-class _HoldersNeeded(Exception):
-    """Raised inside plan() when it reaches an unmount and the holders were not read."""
+@dataclass(frozen=True)
+class HoldersNeeded:
+    """plan()'s answer when it reached an unmount and views.holders is None: read them, plan again."""
+
+    needs_holders: bool = True
+    warnings: tuple = ()
+
+
+HOLDERS_NEEDED = HoldersNeeded()
 
 
 # ---- the arguments and the views -------------------------------------------------------------
+@dataclass(frozen=True)
 class Wanted:
     """The validated arguments of one run (wanted_from_params builds it)."""
 
-    def __init__(self, state, path, src, server, fstype, options, dump, passno, policy, replace_foreign, fstab_path):
-        self.state = state
-        self.path = path
-        self.src = src
-        self.server = server
-        self.fstype = fstype
-        self.options = options
-        self.opts_text = nfs_options.render_options(options)
-        self.dump = dump
-        self.passno = passno
-        self.policy = policy
-        self.replace_foreign = replace_foreign
-        self.fstab_path = fstab_path
+    state: str
+    path: str
+    src: Optional[str]
+    server: Optional[str]
+    fstype: str
+    options: Mapping[str, Any]
+    dump: int
+    passno: int
+    policy: str
+    replace_foreign: bool
+    fstab_path: str
+
+    @property
+    def opts_text(self):
+        return nfs_options.render_options(self.options)
 
 
 def wanted_from_params(params):
@@ -92,16 +107,17 @@ def wanted_from_params(params):
                   params["apply_policy"], params["replace_foreign"], params["fstab"])
 
 
+@dataclass(frozen=True)
 class FstabView:
-    """The fstab as read: text ('' when missing), mtime (None when missing), the entry for the path."""
+    """The fstab as read: text ('' when missing), mtime (None when missing), the entry for the
+    path and its options (canonical form, {} without an entry)."""
 
-    def __init__(self, text, mtime, index, line, entry):
-        self.text = text
-        self.mtime = mtime
-        self.index = index
-        self.line = line
-        self.entry = entry
-        self.options = nfs_options.canonical_options(split_options(entry["opts"])) if entry else {}
+    text: str
+    mtime: Optional[float]
+    index: Optional[int]
+    line: Optional[str]
+    entry: Optional[Mapping[str, Any]]
+    options: Mapping[str, Any]
 
 
 def fstab_view(text, mtime, path):
@@ -113,16 +129,18 @@ def fstab_view(text, mtime, path):
     except fstab_edit.FstabError as exc:
         raise PlanError("fstab: %s" % exc)
     line = lines[index] if index is not None else None
-    return FstabView(text, mtime, index, line, fstab_edit.parse_entry(line) if line is not None else None)
+    entry = fstab_edit.parse_entry(line) if line is not None else None
+    options = nfs_options.canonical_options(split_options(entry["opts"])) if entry else {}
+    return FstabView(text, mtime, index, line, entry, options)
 
 
+@dataclass(frozen=True)
 class LiveView:
     """mountinfo as read: every mount, the one on the path (None when not mounted), its mountstats age."""
 
-    def __init__(self, mounts, live, age=None):
-        self.mounts = mounts
-        self.live = live
-        self.age = age
+    mounts: list
+    live: Optional[Mapping[str, Any]]
+    age: Optional[int] = None
 
     def canonical(self):
         return nfs_options.canonical_options(self.live["options"]) if self.live is not None else {}
@@ -138,30 +156,34 @@ def live_mount(mounts, path):
     return live
 
 
+@dataclass(frozen=True)
 class Views:
     """Everything plan() reads. path_is_dir is read only when nothing is mounted at the path (a
     stat of a hung NFS mount would block); holders is None until the plan asks for them."""
 
-    def __init__(self, fstab, live, now, path_is_dir=None, holders=None):
-        self.fstab = fstab
-        self.live = live
-        self.now = now
-        self.path_is_dir = path_is_dir
-        self.holders = holders
+    fstab: FstabView
+    live: LiveView
+    now: float
+    path_is_dir: Optional[bool] = None
+    holders: Optional[list] = None
 
     def with_holders(self, holders):
-        return Views(self.fstab, self.live, self.now, self.path_is_dir, holders)
+        return replace(self, holders=holders)
 
 
 # ---- what a run reports beside its actions -----------------------------------------------------
+@dataclass
 class Notes:
-    """Pending changes, negotiated sizes and warnings, in the order they were found."""
+    """Pending changes, negotiated sizes and warnings, in the order they were found.
 
-    def __init__(self):
-        self.pending = []
-        self.negotiated = []
-        self.warnings = []
-        self.same_server_mounts = None
+    Not a record: the accumulator a step fills while it works (plan's live half, the action, verify).
+    same_server_mounts: None unless the step looked at them.
+    """
+
+    pending: list = field(default_factory=list)
+    negotiated: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    same_server_mounts: Optional[list] = None
 
     def add_pending(self, drift, reason):
         for name, values in drift.items():
@@ -177,35 +199,52 @@ class Notes:
         self.warnings.append(message)
 
 
-class MountPlan(Notes):
-    """What a run does: the fstab after it, the live action, and the drift and notes behind them."""
+@dataclass(frozen=True)
+class MountPlan:
+    """What a run does: the fstab after it (its drift, the entry's options after a real run in
+    canonical form), the live action, and the drift and notes behind it."""
 
-    def __init__(self, fstab_after, fstab_drift, fstab_options):
-        super().__init__()
-        self.fstab_after = fstab_after
-        self.fstab_drift = fstab_drift
-        # The entry's options after a real run (canonical form).
-        self.fstab_options = fstab_options
-        self.action = None
-        self.live_before = {}
-        self.live_drift = {}
-        self.same_server_mounts = []
-        self.holders = []
-        self.needs_holders = False
+    fstab_after: str
+    fstab_drift: Mapping[str, Any]
+    fstab_options: Mapping[str, Any]
+    action: Optional[str]
+    live_before: Mapping[str, Any]
+    live_drift: Mapping[str, Any]
+    same_server_mounts: list
+    holders: list
+    pending: list
+    negotiated: list
+    warnings: list
+    needs_holders: bool = False
 
     def pending_names(self):
         return set(item["name"] for item in self.pending)
 
 
+@dataclass(frozen=True)
+class LiveDecision:
+    """The live half of a plan: the action, the drift behind it, the holders looked at, the notes."""
+
+    action: Optional[str]
+    drift: Mapping[str, Any]
+    holders: list
+    notes: Notes
+
+
 # ---- the plan ------------------------------------------------------------------------------------
 def plan(views, wanted):
-    """The MountPlan of a run; with views.holders None it may come back with only needs_holders set."""
-    result = MountPlan(*plan_fstab(views.fstab, wanted))
-    try:
-        result.action = _plan_live(views, wanted, result)
-    except _HoldersNeeded:
-        result.needs_holders = True
-    return result
+    """The MountPlan of a run, or HOLDERS_NEEDED when it reached an unmount without views.holders."""
+    fstab_after, fstab_drift, fstab_options = plan_fstab(views.fstab, wanted)
+    live_before = views.live.canonical()
+    same_server, sharing = same_server_mounts(views.live.mounts, views.live.live, wanted)
+    decision = _plan_live(views, wanted, live_before, sharing, fstab_drift)
+    if decision is HOLDERS_NEEDED:
+        return HOLDERS_NEEDED
+    notes = decision.notes
+    return MountPlan(fstab_after=fstab_after, fstab_drift=fstab_drift, fstab_options=fstab_options,
+                     action=decision.action, live_before=live_before, live_drift=decision.drift,
+                     same_server_mounts=same_server, holders=decision.holders, pending=notes.pending,
+                     negotiated=notes.negotiated, warnings=notes.warnings)
 
 
 def _refuse_foreign_entry(fstab, wanted):
@@ -248,70 +287,77 @@ def plan_fstab(fstab, wanted):
     return after, drift, dict(wanted.options)
 
 
-def _plan_live(views, wanted, result):
-    """The live action; fills result's live_before, live_drift, same_server_mounts and notes."""
+def _plan_live(views, wanted, live_before, sharing, fstab_drift):
+    """The LiveDecision (or HOLDERS_NEEDED) for the live mount."""
     live = views.live.live
-    result.live_before = views.live.canonical()
-    result.same_server_mounts, sharing = same_server_mounts(views.live.mounts, live, wanted)
     if wanted.state in ("unmounted", "absent"):
         if live is None:
-            return None
-        result.live_drift = {"mounted": {"wanted": False, "live": True}}
-        reason = _busy_reason(views, wanted, result)
-        if reason:
-            result.add_pending(result.live_drift, reason)
-            result.warn("%s: %s" % (wanted.path, reason))
-            return None
-        return "umount"
+            return LiveDecision(None, {}, [], Notes())
+        return _unmount(views, wanted, {"mounted": {"wanted": False, "live": True}})
     if live is None:
         if wanted.state != "mounted":
-            return None
-        result.live_drift = {"mounted": {"wanted": True, "live": False}}
+            return LiveDecision(None, {}, [], Notes())
         if not views.path_is_dir:
             raise PlanError("path: %s does not exist or is not a directory; create the mount point first" % wanted.path)
-        return "mount"
-    drift = live_drift(result.live_before, live, wanted)
-    _split_negotiated(drift, result.live_before, views, wanted, result)
-    result.live_drift = drift
+        return LiveDecision("mount", {"mounted": {"wanted": True, "live": False}}, [], Notes())
+    notes = Notes()
+    drift = live_drift(live_before, live, wanted)
+    _split_negotiated(drift, live_before, views, wanted, fstab_drift, notes)
     if not drift:
-        return None
+        return LiveDecision(None, drift, [], notes)
     if wanted.state == "present":
-        result.add_pending(drift, "state is present: the live mount is left alone")
-        return None
-    return _fresh_mount_or_remount(drift, sharing, views, wanted, result)
+        notes.add_pending(drift, "state is present: the live mount is left alone")
+        return LiveDecision(None, drift, [], notes)
+    return _fresh_mount_or_remount(drift, sharing, views, wanted, notes)
 
 
-def _fresh_mount_or_remount(drift, sharing, views, wanted, result):
+def _unmount(views, wanted, drift):
+    """'umount' when the mount is idle, else nothing and the reason as pending (or HOLDERS_NEEDED)."""
+    busy = _busy_reason(views, wanted)
+    if busy is HOLDERS_NEEDED:
+        return busy
+    reason, holders = busy
+    notes = Notes()
+    if reason:
+        notes.add_pending(drift, reason)
+        notes.warn("%s: %s" % (wanted.path, reason))
+        return LiveDecision(None, drift, holders, notes)
+    return LiveDecision("umount", drift, holders, notes)
+
+
+def _fresh_mount_or_remount(drift, sharing, views, wanted, notes):
     """'remount' when a remount can apply the drift, 'umount+mount' when the mount is idle, else what is left."""
     fresh = nfs_options.needs_fresh_mount(drift)
     if not fresh:
-        return "remount"
+        return LiveDecision("remount", drift, [], notes)
     if "nconnect" in drift and sharing:
         reason = nconnect_reason(sharing, wanted, views.live.live)
-        result.add_pending({"nconnect": drift["nconnect"]}, reason)
-        result.warn("%s: %s" % (wanted.path, reason))
+        notes.add_pending({"nconnect": drift["nconnect"]}, reason)
+        notes.warn("%s: %s" % (wanted.path, reason))
         fresh = [name for name in fresh if name != "nconnect"]
         if not fresh:
-            return "remount" if any(name != "nconnect" for name in drift) else None
-    reason = _busy_reason(views, wanted, result)
+            return LiveDecision("remount" if any(name != "nconnect" for name in drift) else None, drift, [], notes)
+    busy = _busy_reason(views, wanted)
+    if busy is HOLDERS_NEEDED:
+        return busy
+    reason, holders = busy
     if reason:
-        result.add_pending({name: drift[name] for name in drift if name in fresh}, reason)
-        result.warn("%s: %s pending: %s" % (wanted.path, ", ".join(fresh), reason))
+        notes.add_pending({name: drift[name] for name in drift if name in fresh}, reason)
+        notes.warn("%s: %s pending: %s" % (wanted.path, ", ".join(fresh), reason))
         remountable = [name for name in drift if name not in fresh and name != "nconnect"]
-        return "remount" if remountable else None
-    return "umount+mount"
+        return LiveDecision("remount" if remountable else None, drift, holders, notes)
+    return LiveDecision("umount+mount", drift, holders, notes)
 
 
-def _busy_reason(views, wanted, result):
-    """None when the mount may be unmounted; else the reason it may not."""
+def _busy_reason(views, wanted):
+    """(reason the mount may not be unmounted or None, the holders looked at), or HOLDERS_NEEDED."""
     if wanted.policy == "never":
-        return POLICY_NEVER_REASON
+        return POLICY_NEVER_REASON, []
     if views.holders is None:
-        raise _HoldersNeeded()
-    result.holders = views.holders
+        return HOLDERS_NEEDED
     if views.holders:
-        return "mount is busy, nothing unmounted: %s" % describe_holders(views.holders)
-    return None
+        return "mount is busy, nothing unmounted: %s" % describe_holders(views.holders), views.holders
+    return None, views.holders
 
 
 def live_drift(live_options, live, wanted):
@@ -328,14 +374,15 @@ def mounted_after_fstab_change(views):
     return views.now - views.live.age >= views.fstab.mtime - AGE_TOLERANCE_SECONDS
 
 
-def _split_negotiated(drift, live_options, views, wanted, result):
-    """Move rsize/wsize the server capped out of drift (only for a mount made with them)."""
+def _split_negotiated(drift, live_options, views, wanted, fstab_drift, notes):
+    """Move rsize/wsize the server capped out of drift (the plan's own dict, not yet returned) into
+    notes (only for a mount made with them)."""
     capped = nfs_options.negotiated_down(wanted.options, live_options)
-    fstab_had_it = views.fstab.entry is not None and not result.fstab_drift
+    fstab_had_it = views.fstab.entry is not None and not fstab_drift
     for name, values in capped.items():
         if name in drift and fstab_had_it and mounted_after_fstab_change(views):
             del drift[name]
-            result.add_negotiated(wanted.path, name, values)
+            notes.add_negotiated(wanted.path, name, values)
 
 
 def same_server_mounts(mounts, live, wanted):
@@ -425,15 +472,19 @@ def verify(live_view, wanted, plan_, remounted, notes):
     return found
 
 
-class Applied:
-    """What a real run did: the fstab backup, the live action run ('none' when none completed),
-    the live mount after it, and the notes of the action and of verify()."""
+@dataclass(frozen=True)
+class MountAction:
+    """nfs_mount's detail of a tuning_flow.Outcome: the live action run ('none' when none
+    completed) and the Notes of the action and of verify()."""
 
-    def __init__(self, backup_file, remounted, live, notes=()):
-        self.backup_file = backup_file
-        self.remounted = remounted
-        self.live = live
-        self.notes = list(notes)
+    remounted: str
+    notes: tuple = ()
+
+
+def outcome(backups, remounted, live, notes=(), warnings=()):
+    """The tuning_flow.Outcome of a real run: {fstab: backup}, the action, the live mount after it, the
+    notes, and the warnings the flow still has to say."""
+    return tuning_flow.Outcome(live, remounted != "none", dict(backups), tuple(warnings), MountAction(remounted, tuple(notes)))
 
 
 # ---- the result ----------------------------------------------------------------------------------
@@ -481,44 +532,46 @@ def settings_rows(wanted, persisted, persisted_src, live, live_src):
     return rows
 
 
-def report(wanted, views, plan_, applied=None, diff=False):
-    """The module result; applied None reports the state as found (check mode, which an audit runs
-    in): only `changed` and the diff show what a real run would do."""
+def _after(wanted, views, plan_, outcome):
+    """(fstab options, fstab src, live mount, live options, live diff text, notes, remounted) after
+    the run; in check mode (outcome None) the state as found and the predicted live line."""
     fstab = views.fstab
-    result = {"changed": plan_.fstab_after != fstab.text or plan_.action is not None}
-    live_before_text = live_text(wanted, views.live.live)
-    if applied is None:
-        fstab_options = fstab.options
-        persisted_src = (fstab.entry or {}).get("src")
-        live, live_after = views.live.live, plan_.live_before
+    if outcome is None:
         predicted = predicted_live(wanted, plan_)
         live_after_text = ("not mounted\n" if not predicted else
-                           live_text(wanted, None, predicted) if plan_.action else live_before_text)
-        notes, remounted = [], "none"
-    else:
-        if applied.backup_file:
-            result["backup_file"] = applied.backup_file
-        fstab_options = plan_.fstab_options
-        persisted_src = wanted.src if wanted.state in ("mounted", "present") else None
-        if wanted.state == "unmounted":
-            persisted_src = (fstab.entry or {}).get("src")
-        live = applied.live
-        live_after = nfs_options.canonical_options(live["options"]) if live is not None else {}
-        live_after_text = live_text(wanted, live)
-        notes, remounted = applied.notes, applied.remounted
-    if diff:
-        result["diff"] = [
-            {"before": fstab.text, "after": plan_.fstab_after,
+                           live_text(wanted, None, predicted) if plan_.action else live_text(wanted, views.live.live))
+        return (fstab.options, (fstab.entry or {}).get("src"), views.live.live, plan_.live_before, live_after_text,
+                (), "none")
+    persisted_src = wanted.src if wanted.state in ("mounted", "present") else None
+    if wanted.state == "unmounted":
+        persisted_src = (fstab.entry or {}).get("src")
+    live = outcome.live
+    live_after = nfs_options.canonical_options(live["options"]) if live is not None else {}
+    return (plan_.fstab_options, persisted_src, live, live_after, live_text(wanted, live), outcome.detail.notes,
+            outcome.detail.remounted)
+
+
+def _diff(wanted, views, plan_, live_after_text):
+    return [{"before": views.fstab.text, "after": plan_.fstab_after,
              "before_header": wanted.fstab_path, "after_header": wanted.fstab_path},
-            {"before": live_before_text, "after": live_after_text,
-             "before_header": "live: %s" % wanted.path, "after_header": "live: %s" % wanted.path},
-        ]
+            {"before": live_text(wanted, views.live.live), "after": live_after_text,
+             "before_header": "live: %s" % wanted.path, "after_header": "live: %s" % wanted.path}]
+
+
+def report(wanted, views, plan_, outcome=None, diff=False):
+    """The module result; outcome None reports the state as found (check mode, which an audit runs
+    in): only `changed` and the diff show what a real run would do."""
+    fstab_options, persisted_src, live, live_after, live_after_text, notes, remounted = _after(wanted, views, plan_, outcome)
+    result = {"changed": plan_.fstab_after != views.fstab.text or plan_.action is not None}
+    result.update(tuning_flow.backups_of(outcome, wanted.fstab_path))
+    if diff:
+        result["diff"] = _diff(wanted, views, plan_, live_after_text)
     same_server = plan_.same_server_mounts
     for note in notes:
         if note.same_server_mounts is not None:
             same_server = note.same_server_mounts
     result.update({
-        "fstab_options_before": fstab.options,
+        "fstab_options_before": views.fstab.options,
         "fstab_options": fstab_options,
         "live_options": live_after,
         "drift": {"fstab": plan_.fstab_drift, "live": plan_.live_drift},

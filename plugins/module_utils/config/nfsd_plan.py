@@ -9,18 +9,22 @@ in steps that follow what must be read: plan_max_connections() from the live val
 max_connections files, plan_file() for the conf file, and, once the module has read every nfs.conf
 file with ours as planned (Views.files_after), plan() for the rest. The live side is a LivePlan:
 the writes to make, and the LiveResult when none are made (the final answer when nothing needs
-writing, the prediction in check mode). report() builds the module result.
+writing, the prediction in check mode). report() builds the module result from a
+tuning_flow.Outcome whose live is {"threads": LiveResult, "max_connections": LiveResult}.
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_conf
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_server_start
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_connections
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 
 # nfs-utils before 2.8.2 (Debian 12 ships 2.6.2) starts 8 threads when nothing is configured.
 DEFAULT_THREADS = 8
@@ -32,42 +36,51 @@ HEADER = "# Managed by ckptio.nfs.nfsd_threads: knfsd thread count.\n"
 PlanError = settings.PlanError
 
 
+@dataclass(frozen=True)
 class Request:
     """The run's arguments; is_main_conf: conf_file is /etc/nfs.conf itself (never deleted)."""
 
-    def __init__(self, params, is_main_conf):
-        self.state = params["state"]
-        self.present = self.state == "present"
-        self.threads = params["threads"]
-        self.min_threads = params["min_threads"]
-        self.max_connections = params["max_connections"]
-        self.apply_live = params["apply_live"]
-        self.persist = params["persist"]
-        self.conf_file = params["conf_file"]
-        self.backup = params["backup"]
-        # Editing /etc/default/nfs-kernel-server (not ours) only when asked (docs/tuning-modules.md).
-        self.persist_command_line = bool(params.get("persist_command_line"))
-        self.is_main_conf = is_main_conf
+    state: str
+    threads: Optional[int]
+    min_threads: Optional[int]
+    max_connections: Optional[int]
+    apply_live: bool
+    persist: bool
+    conf_file: str
+    backup: bool
+    # Editing /etc/default/nfs-kernel-server (not ours) only when asked (docs/tuning-modules.md).
+    persist_command_line: bool
+    is_main_conf: bool
+
+    @classmethod
+    def from_params(cls, params, is_main_conf):
+        return cls(state=params["state"], threads=params["threads"], min_threads=params["min_threads"],
+                   max_connections=params["max_connections"], apply_live=params["apply_live"], persist=params["persist"],
+                   conf_file=params["conf_file"], backup=params["backup"],
+                   persist_command_line=bool(params.get("persist_command_line")), is_main_conf=is_main_conf)
+
+    @property
+    def present(self):
+        return self.state == "present"
 
 
+@dataclass(frozen=True)
 class Views:
     """What the run read: live threads, min_threads and max_block_size (in proc_nfsd), the max_connections view
     (a dict: proc_file, live, supported, dropin/value texts and paths, dd_path), the conf file,
-    and every nfs.conf file with ours as planned (files_after) and as found (files_now, check mode)."""
+    and every nfs.conf file with ours as planned (files_after) and as found (files_now, check mode).
+    start_view: how nfs-server starts rpc.nfsd (units, nfs-utils_env.sh, the files it sources, our
+    RPCNFSDCOUNT record); None when not read (nothing but nfs.conf is then known)."""
 
-    def __init__(self, proc_nfsd, threads, min_threads, max_block_size, max_view, conf_before, files_after, files_now,
-                 start_view=None):
-        # start_view: how nfs-server starts rpc.nfsd (units, nfs-utils_env.sh, the files it sources,
-        # our RPCNFSDCOUNT record); None when not read (nothing but nfs.conf is then known).
-        self.start_view = start_view
-        self.proc_nfsd = proc_nfsd
-        self.threads = threads
-        self.min_threads = min_threads
-        self.max_block_size = max_block_size
-        self.max_view = max_view
-        self.conf_before = conf_before
-        self.files_after = files_after
-        self.files_now = files_now
+    proc_nfsd: str
+    threads: Optional[int]
+    min_threads: Optional[int]
+    max_block_size: Optional[int]
+    max_view: Mapping[str, Any]
+    conf_before: Optional[str]
+    files_after: list
+    files_now: Optional[list]
+    start_view: Optional[Mapping[str, Any]] = None
 
 
 LivePlan = namedtuple("LivePlan", ["writes", "unapplied"])
@@ -389,17 +402,6 @@ def plan(request, views, conf_after, max_plan):
         max_live=plan_live_max_connections(request, views.max_view, max_plan.wanted), warnings=warnings, start=start)
 
 
-class Outcome:
-    """What a real run did live: the LiveResults of threads and max_connections, whether it wrote
-    anything, and the backups."""
-
-    def __init__(self, threads, max_connections, live_changed, backups):
-        self.threads = threads
-        self.max_connections = max_connections
-        self.live_changed = live_changed
-        self.backups = backups
-
-
 # ---- the result ----------------------------------------------------------------------------------
 def connection_limit(view, max_after, persisted_max, threads_after, effective_threads):
     if view["supported"] is False:
@@ -468,23 +470,25 @@ def _settings_rows(request, views, plan_, outcome, threads_live, max_live):
     return rows
 
 
+def _live_applied(threads_live, max_live, max_wanted):
+    """(live_applied, live_not_applied_reason) of threads and, when managed, max_connections."""
+    if max_wanted is not None and not max_live.applied and max_live.reason:
+        return False, "; ".join(part for part in (threads_live.reason, max_live.reason) if part)
+    return threads_live.applied, threads_live.reason
+
+
 def report(request, views, plan_, outcome=None, diff=False):
     """The module result; outcome None reports check mode (the audit rows show the state as it is)."""
-    threads_live = plan_.threads_live.unapplied if outcome is None else outcome.threads
-    max_live = plan_.max_live.unapplied if outcome is None else outcome.max_connections
+    threads_live = plan_.threads_live.unapplied if outcome is None else outcome.live["threads"]
+    max_live = plan_.max_live.unapplied if outcome is None else outcome.live["max_connections"]
     threads_after, min_after = threads_live.after
     max_plan = plan_.max_plan
     persisted_max_after = persisted_max_connections(max_plan.dropin_after, max_plan.value_after)
-    applied, reason = threads_live.applied, threads_live.reason
-    if max_plan.wanted is not None and not max_live.applied and max_live.reason:
-        applied = False
-        reason = "; ".join(part for part in (reason, max_live.reason) if part)
+    applied, reason = _live_applied(threads_live, max_live, max_plan.wanted)
     own = nfs_conf.effective([(request.conf_file, plan_.conf_after)], SECTION, "threads")[0] if plan_.conf_after is not None else None
-    backups = outcome.backups if outcome is not None else {}
     result = {
         # Check mode predicts a live write as changed, as the real run reports it.
-        "changed": any(edit.changed for edit in plan_.edits) or (
-            bool(plan_.threads_live.writes or plan_.max_live.writes) if outcome is None else outcome.live_changed),
+        "changed": tuning_flow.changed(plan_.edits, outcome, plan_.threads_live.writes or plan_.max_live.writes),
         "threads_before": views.threads,
         "threads_after": threads_after,
         "min_threads_before": views.min_threads,
@@ -506,7 +510,7 @@ def report(request, views, plan_, outcome=None, diff=False):
         "live_not_applied_reason": reason,
         "settings": _settings_rows(request, views, plan_, outcome, threads_live, max_live),
     }
-    result.update(owned_files.backup_result(backups, request.conf_file))
+    result.update(tuning_flow.backups_of(outcome, request.conf_file))
     if diff:
         result["diff"] = owned_files.diffs(plan_.edits) + _live_diffs(views, threads_after, min_after, max_live.after)
     return result

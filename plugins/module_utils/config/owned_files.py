@@ -47,6 +47,21 @@ class FileEdit(namedtuple("FileEdit", ["path", "before", "after", "backup"])):
         return self.before != self.after
 
 
+def with_own(paths, own_path, own_text, read):
+    """[(path, text)] of the files at paths as the next reader sees them after the run: own_text for
+    own_path (left out when None, the run removes it), read(path) for every other (left out when it
+    returns None, a missing file). Both tuning modules that own files read their config directory
+    this way (kmod's modprobe.d, nfs-utils' nfs.conf.d), so the plan judges the files with ours as
+    planned."""
+    own = os.path.normpath(own_path)
+    files = []
+    for path in paths:
+        text = own_text if os.path.normpath(path) == own else read(path)
+        if text is not None:
+            files.append((path, text))
+    return files
+
+
 def diffs(edits):
     """The diff entries (ini_file's shape: before/after text, a header naming the file) of the changed edits."""
     return [{"before": edit.before or "", "after": edit.after or "", "before_header": edit.path, "after_header": edit.path}

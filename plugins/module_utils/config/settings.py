@@ -14,6 +14,11 @@ Whether a row is in sync is decided here, once:
 - where no live value exists because the kernel module is not loaded (sunrpc, nfs, nfsd), the
   persisted value decides alone: it is what applies when the module loads.
 
+The audit reads each row's verdict here too (status()): the module's in_sync first, and for a row
+that is not, whether the persisted value is only waiting for the kernel module to load or the mount
+to be made (applies_when_loaded, counted in sync), a remount or restart away (pending), or wrong
+(drift). plugin_utils/rollout.py calls status(); it decides nothing of its own.
+
 The live half of a run reports the same triple everywhere, (after, applied, reason): LiveResult.
 A plan that must stop the run raises PlanError; the module turns it into fail_json.
 
@@ -29,6 +34,13 @@ APPLY_LIVE_FALSE = "apply_live is false"
 CHECK_MODE_NOT_WRITTEN = "check mode: live values not written"
 
 LiveResult = namedtuple("LiveResult", ["after", "applied", "reason"])
+
+# A row's status for the audit. Only the first two are in sync (IN_SYNC_STATUSES).
+IN_SYNC = "in_sync"
+APPLIES_WHEN_LOADED = "applies_when_loaded"
+PENDING = "pending"
+DRIFT = "drift"
+IN_SYNC_STATUSES = (IN_SYNC, APPLIES_WHEN_LOADED)
 
 
 class PlanError(ValueError):
@@ -55,6 +67,21 @@ def in_sync(wanted, persisted, live, check_persisted=True, check_live=True, live
 def row(name, wanted, persisted, live, synced):
     """One settings row; synced is the in_sync() verdict."""
     return {"name": name, "wanted": wanted, "persisted": persisted, "live": live, "in_sync": bool(synced)}
+
+
+def status(row):
+    """The one verdict about a settings row {name, wanted, persisted, live, in_sync} (row()).
+
+    in_sync: the module said so (in_sync() above). applies_when_loaded: no live value (the kernel
+    module is not loaded, nfsd stopped, not mounted) and the persisted value is the wanted one,
+    which applies when it loads or mounts. pending: persisted as wanted, live still another value
+    (a remount or restart away). drift: anything else.
+    """
+    if row.get("in_sync"):
+        return IN_SYNC
+    if row.get("persisted") == row.get("wanted"):
+        return APPLIES_WHEN_LOADED if row.get("live") is None else PENDING
+    return DRIFT
 
 
 def left_alone(before, wanted_now):

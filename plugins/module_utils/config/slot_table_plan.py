@@ -9,18 +9,21 @@ modprobe.d and modules-load.d files from their old text; the module then reads e
 modprobe.d file with ours in its new state (Views.files_after) and plan() decides the rest:
 the wanted values (for state=absent, what remains persisted), conflicts, warnings, the live
 writes (LivePlan) and the mounts that keep the old tables. report() builds the module result,
-for a real run or (outcome None) as found in check mode.
+for a real run (a tuning_flow.Outcome) or (outcome None) as found in check mode.
 """
 
 from __future__ import annotations
 
 import os
 from collections import namedtuple
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import modprobe_conf
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tables
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import nfs_server_of, nfs_version_of
 
 HEADER = "# Managed by ckptio.nfs.sunrpc_slot_table: NFS client RPC slot tables.\n"
@@ -31,35 +34,47 @@ KERNEL_MODULES = ("sunrpc", "nfs")
 PlanError = settings.PlanError
 
 
+@dataclass(frozen=True)
 class Request:
     """The run's arguments: the options given, the options managed (all four for a bare state=absent)."""
 
-    def __init__(self, params):
-        self.state = params["state"]
-        self.present = self.state == "present"
-        self.given = dict((option, params[option]) for option in slot_tables.ALL_OPTIONS if params[option] is not None)
-        self.managed = list(self.given) if (self.given or self.present) else list(slot_tables.ALL_OPTIONS)
-        self.persist = params["persist"]
-        self.apply_live = params["apply_live"]
-        self.force = params["force"]
-        self.backup = params["backup"]
-        self.modprobe_path = params["modprobe_conf"]
-        self.load_path = params["modules_load_conf"]
+    state: str
+    given: Mapping[str, int]
+    managed: Tuple[str, ...]
+    persist: bool
+    apply_live: bool
+    force: bool
+    backup: bool
+    modprobe_path: str
+    load_path: str
+
+    @classmethod
+    def from_params(cls, params):
+        given = dict((option, params[option]) for option in slot_tables.ALL_OPTIONS if params[option] is not None)
+        present = params["state"] == "present"
+        return cls(state=params["state"], given=given,
+                   managed=tuple(given) if (given or present) else tuple(slot_tables.ALL_OPTIONS),
+                   persist=params["persist"], apply_live=params["apply_live"], force=params["force"],
+                   backup=params["backup"], modprobe_path=params["modprobe_conf"], load_path=params["modules_load_conf"])
+
+    @property
+    def present(self):
+        return self.state == "present"
 
 
+@dataclass(frozen=True)
 class Views:
     """What the run read: live values and loaded kernel modules before it, the two own files,
     every modprobe.d file with ours as planned (files_after) and as found (files_now, check mode
     only), and the NFS mounts."""
 
-    def __init__(self, live_before, loaded, modprobe_before, load_before, files_after, files_now, mounts):
-        self.live_before = live_before
-        self.loaded = loaded
-        self.modprobe_before = modprobe_before
-        self.load_before = load_before
-        self.files_after = files_after
-        self.files_now = files_now
-        self.mounts = mounts
+    live_before: Mapping[str, Any]
+    loaded: Mapping[str, bool]
+    modprobe_before: Optional[str]
+    load_before: Optional[str]
+    files_after: list
+    files_now: Optional[list]
+    mounts: list
 
 
 # ---- the files -----------------------------------------------------------------------------------
@@ -174,17 +189,21 @@ def install_warnings(files):
 
 
 # ---- the live values -----------------------------------------------------------------------------
+@dataclass(frozen=True)
 class LivePlan:
     """The live writes: per kernel module (kmod, options, modprobe it first); `unapplied` is the
     result when nothing is written (apply_live false, or the check-mode prediction)."""
 
-    def __init__(self, before, steps, unapplied, wanted=None):
-        self.before = before
-        self.steps = steps
-        self.unapplied = unapplied
-        # What check mode predicts for `changed`: a modprobe, or a value that differs now.
-        self.would_change = any(load or any(before.get(option) != wanted[option] for option in options)
-                                for _kmod, options, load in steps)
+    before: Mapping[str, Any]
+    steps: list
+    unapplied: settings.LiveResult
+    wanted: Optional[Mapping[str, int]] = None
+
+    @property
+    def would_change(self):
+        """What check mode predicts for `changed`: a modprobe, or a value that differs now."""
+        return any(load or any(self.before.get(option) != self.wanted[option] for option in options)
+                   for _kmod, options, load in self.steps)
 
 
 def plan_live(request, wanted, live_before, loaded):
@@ -259,42 +278,37 @@ def plan(request, views, modprobe_after, load_after):
         warnings=warnings)
 
 
-class Outcome:
-    """What a real run did live: the LiveResult, whether it loaded or wrote anything, the backups,
-    and which kernel modules are loaded after it."""
-
-    def __init__(self, live, live_changed, backups, loaded):
-        self.live = live
-        self.live_changed = live_changed
-        self.backups = backups
-        self.loaded = loaded
-
-
 # ---- the result ----------------------------------------------------------------------------------
-def report(request, views, plan_, outcome=None, diff=False):
-    """The module result; outcome None reports check mode (the audit table shows the state as it is)."""
-    live = plan_.live.unapplied if outcome is None else outcome.live
-    wanted = plan_.wanted
-    changed = any(edit.changed for edit in plan_.edits) or (plan_.live.would_change if outcome is None else outcome.live_changed)
-    diff_entries = owned_files.diffs(plan_.edits)
-    if live.after != views.live_before:
-        shown_before = dict((option, views.live_before.get(option)) for option in wanted)
-        shown_after = dict((option, live.after.get(option)) for option in wanted)
-        if shown_before != shown_after:
-            diff_entries.append({"before": slot_tables.render_values(shown_before),
-                                 "after": slot_tables.render_values(shown_after),
-                                 "before_header": "live: sunrpc/nfs slot tables",
-                                 "after_header": "live: sunrpc/nfs slot tables"})
+def _live_diff(views, wanted, live):
+    """The live diff entry (a list of none or one) of the slot tables the run changes."""
+    if live.after == views.live_before:
+        return []
+    shown_before = dict((option, views.live_before.get(option)) for option in wanted)
+    shown_after = dict((option, live.after.get(option)) for option in wanted)
+    if shown_before == shown_after:
+        return []
+    return [{"before": slot_tables.render_values(shown_before), "after": slot_tables.render_values(shown_after),
+             "before_header": "live: sunrpc/nfs slot tables", "after_header": "live: sunrpc/nfs slot tables"}]
+
+
+def _settings_rows(request, views, plan_, live, outcome):
+    """The audit rows; in check mode (outcome None) the state as found."""
     if outcome is None:
         persisted_now, live_now, loaded = effective(views.files_now), views.live_before, views.loaded
     else:
-        persisted_now, live_now, loaded = plan_.effective_after, live.after, outcome.loaded
-    not_loaded = [option for option in wanted if not loaded[slot_tables.KERNEL_PARAMETER[option][0]]]
-    rows = slot_tables.settings_rows(wanted, persisted_now, live_now, check_persisted=request.persist or not request.present,
+        # A real run's detail: which kernel modules are loaded after it.
+        persisted_now, live_now, loaded = plan_.effective_after, live.after, outcome.detail
+    not_loaded = [option for option in plan_.wanted if not loaded[slot_tables.KERNEL_PARAMETER[option][0]]]
+    return slot_tables.settings_rows(plan_.wanted, persisted_now, live_now, check_persisted=request.persist or not request.present,
                                      check_live=request.apply_live, not_loaded=not_loaded, unset_is_default=not request.present)
-    backups = outcome.backups if outcome is not None else {}
+
+
+def report(request, views, plan_, outcome=None, diff=False):
+    """The module result; outcome (tuning_flow.Outcome) None reports check mode (the audit table
+    shows the state as it is)."""
+    live = plan_.live.unapplied if outcome is None else outcome.live
     result = {
-        "changed": changed,
+        "changed": tuning_flow.changed(plan_.edits, outcome, plan_.live.would_change),
         "live_before": views.live_before,
         "live_after": live.after,
         "live_applied": live.applied,
@@ -304,10 +318,10 @@ def report(request, views, plan_, outcome=None, diff=False):
         "modprobe_conflicts": plan_.conflicts,
         "mounts_pending_remount": plan_.pending,
         "session_slot_mounts": plan_.session_mounts,
-        "settings": rows,
+        "settings": _settings_rows(request, views, plan_, live, outcome),
         "advice": plan_.advice,
     }
-    result.update(owned_files.backup_result(backups, request.modprobe_path))
+    result.update(tuning_flow.backups_of(outcome, request.modprobe_path))
     if diff:
-        result["diff"] = diff_entries
+        result["diff"] = owned_files.diffs(plan_.edits) + _live_diff(views, plan_.wanted, live)
     return result

@@ -190,7 +190,7 @@ def test_real_run_report_merges_what_the_action_and_verify_found():
     plan = mount_plan.plan(before, wanted())
     action_notes = mount_plan.Notes()
     action_notes.add_pending(plan.live_drift, "umount failed, nothing changed live: target is busy")
-    result = mount_plan.report(wanted(), before, plan, mount_plan.Applied(None, "none", before.live.live, [action_notes]))
+    result = mount_plan.report(wanted(), before, plan, mount_plan.outcome({}, "none", before.live.live, [action_notes]))
     assert result["changed"] is True and result["remounted"] == "none"
     assert sorted(item["name"] for item in result["pending"]) == ["nconnect", "rsize", "wsize"]
     assert "backup_file" not in result and "diff" not in result

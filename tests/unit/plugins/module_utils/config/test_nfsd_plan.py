@@ -18,7 +18,7 @@ def request(**extra):
     params = {"threads": 32, "min_threads": None, "max_connections": None, "apply_live": True, "persist": True,
               "state": "present", "conf_file": CONF, "backup": False}
     params.update(extra)
-    return nfsd_plan.Request(params, is_main_conf=False)
+    return nfsd_plan.Request.from_params(params, is_main_conf=False)
 
 
 def max_view(live=0, supported=True, dropin=None, value=None):

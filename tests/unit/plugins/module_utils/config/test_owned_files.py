@@ -39,3 +39,12 @@ def test_backup_result_names_every_backup_and_keeps_backup_file_for_the_main_fil
     assert owned_files.backup_result({"/etc/modules-load.d/x.conf": "b"}, "/etc/modprobe.d/x.conf") == {
         "backup_files": {"/etc/modules-load.d/x.conf": "b"}}
     assert owned_files.backup_result({}, "/etc/modprobe.d/x.conf") == {"backup_files": {}}
+
+
+def test_with_own_reads_every_file_with_ours_as_planned():
+    texts = {"/etc/modprobe.d/a.conf": "a\n", "/etc/modprobe.d/own.conf": "old\n"}
+    paths = ["/etc/modprobe.d/a.conf", "/etc/modprobe.d/own.conf", "/etc/modprobe.d/missing.conf"]
+    assert owned_files.with_own(paths, "/etc/modprobe.d//own.conf", "new\n", texts.get) == [
+        ("/etc/modprobe.d/a.conf", "a\n"), ("/etc/modprobe.d/own.conf", "new\n")]
+    # Ours removed by the run: left out, whatever is on disk now.
+    assert owned_files.with_own(paths, "/etc/modprobe.d/own.conf", None, texts.get) == [("/etc/modprobe.d/a.conf", "a\n")]

@@ -1,6 +1,8 @@
 """The one in_sync rule and the shared (after, applied, reason) shape of the tuning modules."""
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
 
 
@@ -40,3 +42,15 @@ def test_left_alone_and_verified_results():
     assert settings.verified(8, True, [], lambda: "the kernel kept 8") == (8, False, "the kernel kept 8")
     # A write error is the reason, even when the value read back happens to be the wanted one.
     assert settings.verified(32, True, ["EACCES", "EIO"], lambda: "unused") == (32, False, "EACCES; EIO")
+
+
+@pytest.mark.parametrize("row,status", [
+    (settings.row("threads", 64, 64, 64, True), settings.IN_SYNC),
+    # The module's verdict is read, never recomputed: a row it calls in sync stays so.
+    (settings.row("nconnect", "4", "4", "1", True), settings.IN_SYNC),
+    (settings.row("nfs_max_session_slots", 128, 128, None, False), settings.APPLIES_WHEN_LOADED),
+    (settings.row("nconnect", "8", "8", "1", False), settings.PENDING),
+    (settings.row("threads", 64, 16, None, False), settings.DRIFT),
+])
+def test_status_reads_the_modules_in_sync_and_names_why_a_row_is_not(row, status):
+    assert settings.status(row) == status

@@ -21,7 +21,7 @@ def request(**extra):
               "nfs_max_session_slots": None, "apply_live": True, "persist": True, "state": "present",
               "modprobe_conf": OWN, "modules_load_conf": LOAD, "backup": False, "force": False}
     params.update(extra)
-    return slot_table_plan.Request(params)
+    return slot_table_plan.Request.from_params(params)
 
 
 def planned(req, modprobe_before=None, load_before=None, live=None, loaded=None, others=(), mounts=""):
