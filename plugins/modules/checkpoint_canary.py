@@ -351,11 +351,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary_limits
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import limits as canary_limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan

@@ -422,7 +422,7 @@ class RoleWalk:
         if action == "ckptio.nfs.clock_offset":
             # An action plugin (no module main()): it only reads the host's clock. Here the host
             # is this machine, so one bracket of the local clock is its honest answer.
-            from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+            from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
             now = time.time()
             return clock.best_offset([(now, now, now)])
         if action.startswith("ckptio.nfs."):

@@ -21,8 +21,8 @@ from ansible.module_utils import basic
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import tcp_probe as probe_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe as probe_utils
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary, checkpoint_report, diagnose_bundle
 from ansible_collections.ckptio.nfs.plugins.modules import saved_stats_bundle, tcp_probe
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, patch_module_args, run_module, sample_path

@@ -18,8 +18,8 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import tcp_probe as probe_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe as probe_utils
 from ansible_collections.ckptio.nfs.plugins.modules import tcp_probe as module
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
 

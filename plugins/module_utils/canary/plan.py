@@ -15,8 +15,8 @@ from __future__ import annotations
 import collections
 import os
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 
 LAYOUTS = ("shared_file", "file_per_rank")
 SHARED_FILE_NAME = "shared.ckpt"
