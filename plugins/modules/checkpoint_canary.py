@@ -341,11 +341,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_run
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup import WorkdirError
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_ranks import RankStartError
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused, prepare
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused
 
 PROC = "/proc"
 PROC_MOUNTINFO = "/proc/self/mountinfo"
@@ -354,36 +351,8 @@ SYS_CLASS_NET = "/sys/class/net"
 
 
 def host_paths():
+    """Where this host's /proc, /sys/class/net, mountinfo and meminfo are (a test points them at a fake tree)."""
     return canary_run.HostPaths(PROC, SYS_CLASS_NET, PROC_MOUNTINFO, PROC_MEMINFO)
-
-
-def run(module):
-    """The whole canary; (result, failure message or None)."""
-    params = module.params
-    paths = host_paths()
-    workdir, servers, result = prepare(module, paths)
-    if module.check_mode:
-        return result, None
-    if params["barrier_dir"] is not None:
-        # Before the work directory: a refused barrier_dir leaves nothing behind.
-        error = barrier_files.prepare_dir(params["barrier_dir"])
-        if error:
-            raise Refused(error)
-    try:
-        dir_fd = workdir.make()
-    except WorkdirError as exc:
-        raise Refused(str(exc))
-    result["workdir"] = workdir.path()
-    try:
-        ranks, written, read = canary_run.run_phases(module, workdir, dir_fd, result["plan"], result["start_at"],
-                                                     servers, paths, result)
-    except RankStartError as exc:
-        raise Refused(str(exc), cleaned_up=workdir.cleaned_after_failed_start())
-    failure = canary_run.settle(module, workdir, ranks, written, read, result)
-    if params["barrier_dir"] is not None:
-        # done.json: the role's one wait after go returns on it.
-        barrier_files.write_done(module, params["barrier_dir"], failure is not None)
-    return result, failure
 
 
 def main():
@@ -410,7 +379,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result, failure = run(module)
+        result, failure = canary_run.run(module, host_paths())
     except Refused as exc:
         result, failure = exc.result, str(exc)
     if failure is not None:

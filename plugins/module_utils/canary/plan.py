@@ -253,22 +253,6 @@ def failed_hosts(hosts, results):
     return failed
 
 
-def parse_stat_starttime(text):
-    """Field 22 of /proc/PID/stat (start time in clock ticks since boot), or None.
-
-    Used with the pid to recognise a process again without mistaking a reused pid for it.
-    """
-    close = text.rfind(")")
-    fields = text[close + 1:].split() if close >= 0 else []
-    # Fields after comm start at field 3 (state): field 22 is index 22 - 3.
-    if len(fields) <= 19:
-        return None
-    try:
-        return int(fields[19])
-    except ValueError:
-        return None
-
-
 STATE_NAMES = {
     "R": "running",
     "S": "sleeping",

@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""checkpoint_canary's run: fork the ranks (canary_ranks), start them together at the go
-(the barrier's, barrier_files), watch them with a D-state sampler until they finish or the
-timeout, kill and report the stalled ones (processes), and with restore=true run the read
-phase the same way. Each phase returns a Phase; nothing here exits the module.
+"""checkpoint_canary's run: check the target (canary_target.prepare), stop there in check mode,
+make the work directory (canary_cleanup), fork the ranks (canary_ranks), start them together at
+the go (the barrier's, barrier_files), watch them with a D-state sampler until they finish or
+the timeout, kill and report the stalled ones (processes), with restore=true run the read phase
+the same way, then settle (cleanup, result) and write done.json. Each phase returns a Phase;
+run() returns (result, failure) and nothing here exits: the module's main() holds the one exit.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as c
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_ranks
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup import WorkdirError
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused, prepare
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
@@ -236,46 +240,73 @@ class Run:
 def run_phases(module, workdir, dir_fd, plan, start_at, servers, paths, result):
     """Fork the ranks, start them together, write; with restore=true then read back.
 
-    Returns (run, the write Phase or None when called off before go, the read Phase or None).
+    Returns (the Run, the write Phase or None when called off before go, the read Phase or None).
     A fork that fails raises canary_ranks.RankStartError.
     """
     params = module.params
-    run = Run(module, [], servers, paths)
+    supervised = Run(module, [], servers, paths)
     written = read = None
     try:
         if params["layout"] == "shared_file":
             os.close(os.open(canary.SHARED_FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                              dir_fd=dir_fd))
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        run.ranks = canary_ranks.start_ranks(dir_fd, plan, params, workdir.control_fd)
-        go_at, signal_info = run.wait_for_go(workdir.path(), start_at)
+        supervised.ranks = canary_ranks.start_ranks(dir_fd, plan, params, workdir.control_fd)
+        go_at, signal_info = supervised.wait_for_go(workdir.path(), start_at)
         if signal_info is not None:
             result["barrier"] = signal_info
         if go_at is not None:
             result["start_at"] = go_at
-            written = run.write_phase(go_at, children_before)
+            written = supervised.write_phase(go_at, children_before)
             if params["restore"]:
-                read = run.read_phase(workdir.path(), written, result.get("barrier", {}))
+                read = supervised.read_phase(workdir.path(), written, result.get("barrier", {}))
     finally:
-        run.let_go()
+        supervised.let_go()
         os.close(dir_fd)
-    return run, written, read
+    return supervised, written, read
 
 
-def settle(module, workdir, run, written, read, result):
+def settle(module, workdir, supervised, written, read, result):
     """After the phases: reap the ranks, let the cleanup helper finish (or defer), fill the result;
     the failure message or None."""
     params = module.params
     if written is None:
         # The controller (or barrier_timeout) called the run off: ranks exit unwritten, the directory goes.
-        processes.reap_within([pid for pid, _start in run.rank_ids()], params["kill_grace"])
+        processes.reap_within([pid for pid, _start in supervised.rank_ids()], params["kill_grace"])
         result.update(workdir.finish(params["kill_grace"], module.warn))
         result["ranks"] = []
         return "canary aborted before any rank wrote: %s" % ((result.get("barrier") or {}).get("abort") or "aborted")
     stalled = written.stalled + (read.stalled if read else [])
     # After a stall the ranks may never exit soon: give the helper only the grace period.
     result.update(workdir.finish(params["kill_grace"] if stalled else max(params["timeout"], 30.0), module.warn))
-    for pid, _start in run.rank_ids():
+    for pid, _start in supervised.rank_ids():
         processes.reap(pid)
     outcome.fill(result, params, written, read, module._diff)
     return outcome.failure(result, params["timeout"], written, read)
+
+
+def run(module, paths):
+    """The whole canary; (result, failure message or None)."""
+    params = module.params
+    workdir, servers, result = prepare(module, paths)
+    if module.check_mode:
+        return result, None
+    if params["barrier_dir"] is not None:
+        # Before the work directory: a refused barrier_dir leaves nothing behind.
+        error = barrier_files.prepare_dir(params["barrier_dir"])
+        if error:
+            raise Refused(error)
+    try:
+        dir_fd = workdir.make()
+    except WorkdirError as exc:
+        raise Refused(str(exc))
+    result["workdir"] = workdir.path()
+    try:
+        supervised, written, read = run_phases(module, workdir, dir_fd, result["plan"], result["start_at"], servers, paths, result)
+    except canary_ranks.RankStartError as exc:
+        raise Refused(str(exc), cleaned_up=workdir.cleaned_after_failed_start())
+    failure = settle(module, workdir, supervised, written, read, result)
+    if params["barrier_dir"] is not None:
+        # done.json: the role's one wait after go returns on it.
+        barrier_files.write_done(module, params["barrier_dir"], failure is not None)
+    return result, failure
