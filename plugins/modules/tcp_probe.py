@@ -15,7 +15,7 @@ description:
     M(ckptio.nfs.tcp_probe_listener) starts one-off C(iperf3 -s -1) listeners bound to the addresses the
     clients mount; on every client, this module sends for O(seconds) with as many parallel streams as
     the mount's C(nconnect), starting together at O(start_at) or at the controller's go (O(barrier_dir)).
-  - In 0.1.0 this module also listened (C(mode=listen)) and stopped the listeners (C(mode=stop)); since 0.2.0
+  - Up to 0.2.0 this module also listened (C(mode=listen)) and stopped the listeners (C(mode=stop)); since 0.3.0
     that is M(ckptio.nfs.tcp_probe_listener) with O(ckptio.nfs.tcp_probe_listener#module:state=started) and
     O(ckptio.nfs.tcp_probe_listener#module:state=stopped).
   - The aggregate capacity at a server is the sum of RV(summary.received_bits_per_second) over the
@@ -40,7 +40,7 @@ attributes:
 options:
   mode:
     description:
-      - Only V(send) - kept so that tasks written for 0.1.0, when this module also listened, run unchanged.
+      - Only V(send) - kept so that send tasks written for 0.2.0 and before, when this module also listened, run unchanged.
     type: str
     choices: [send]
     default: send

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: tcp_probe_listener
 short_description: One-off iperf3 listeners on an NFS server for the TCP probe
-version_added: 0.2.0
+version_added: 0.3.0
 description:
   - The server side of the TCP probe (M(ckptio.nfs.tcp_probe) is the client side). O(state=started)
     starts one-off C(iperf3 -s -1) listeners bound to the addresses the clients mount, one per port in
@@ -20,7 +20,7 @@ description:
   - Needs the C(iperf3) program (package C(iperf3) in Debian, Ubuntu and RHEL) and C(timeout)
     (coreutils). It never installs anything; the C(canary_validation) role does when
     C(canary_validation_probe_install=true).
-  - In 0.1.0 this was M(ckptio.nfs.tcp_probe) with C(mode=listen) and C(mode=stop).
+  - Up to 0.2.0 this was M(ckptio.nfs.tcp_probe) with C(mode=listen) and C(mode=stop).
 author:
   - ckptio.nfs maintainers (@ckptio)
 attributes:

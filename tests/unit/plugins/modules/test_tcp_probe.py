@@ -4,8 +4,8 @@ run_command patched, then the real iperf3 on loopback.
 The end-to-end tests start real listeners on 127.0.0.1 and prove the two promises that matter
 on a production server: after state=stopped nothing listens and no process of ours is left, and a
 listener nobody stops is gone by itself after its hard limit (seconds + timeout's kill grace).
-The cases are written with 0.1.0's `mode` (listen, send, stop); _module_and_args routes listen
-and stop to tcp_probe_listener (state started, stopped), as it has been since 0.2.0.
+The cases are written with tcp_probe's `mode` up to 0.2.0 (listen, send, stop); _module_and_args
+routes listen and stop to tcp_probe_listener (state started, stopped), as they are since 0.3.0.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ MOUNTINFO = (
 
 
 def _module_and_args(args):
-    """(module, arguments) of a case written with 0.1.0's mode: listen and stop are the listener's
+    """(module, arguments) of a case written with tcp_probe's mode up to 0.2.0: listen and stop are the listener's
     state started and stopped; a sender has no state_dir."""
     mode = args.get("mode")
     if mode in ("listen", "stop"):
