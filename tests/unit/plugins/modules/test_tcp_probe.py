@@ -167,7 +167,7 @@ def test_send_with_a_barrier_says_ready_sends_at_go_and_writes_done(fake_host):
     go_at = time.time() + 0.4
     thread = _release_when_ready(directory, barrier.go_document(go_at, 0.0))
     result = _run({"mode": "send", "mount_point": "/mnt/nfs", "barrier_dir": str(directory),
-                                 "barrier_timeout": 10, "start_at": time.time() + 100})
+                   "barrier_timeout": 10, "start_at": time.time() + 100})
     thread.join()
     ready = json.loads((directory / barrier.READY_FILE).read_text())
     done = json.loads((directory / barrier.DONE_FILE).read_text())
@@ -260,14 +260,14 @@ def test_missing_iperf3_names_the_host_the_package_and_the_role_option(fake_host
 def test_listen_refuses_when_no_address_is_local(fake_host, tmp_path):
     # TEST-NET addresses (RFC 5737) are nobody's.
     result = _fail({"mode": "listen", "addresses": ["192.0.2.1", "198.51.100.7"], "ports": [5201],
-                                  "state_dir": str(tmp_path / "state")})
+                    "state_dir": str(tmp_path / "state")})
     assert result["msg"] == "none of addresses 192.0.2.1, 198.51.100.7 is an address of %s" % os.uname().nodename
     assert not (tmp_path / "state").exists()
 
 
 def test_listen_on_a_link_local_address_without_zone_fails_naming_addresses(fake_host, tmp_path):
     result = _fail({"mode": "listen", "addresses": ["fe80::1%lo"], "ports": [5201],
-                                  "state_dir": str(tmp_path / "state")})
+                    "state_dir": str(tmp_path / "state")})
     # EINVAL where IPv6 is up (a link-local bind needs its interface); not local without IPv6.
     assert result["msg"] in ("addresses: cannot bind to fe80::1 to test it: Invalid argument",
                              "none of addresses fe80::1 is an address of %s" % os.uname().nodename)
@@ -286,7 +286,7 @@ def test_listen_refuses_a_port_in_use_and_starts_nothing(fake_host, tmp_path):
         busy.listen()
         port = busy.getsockname()[1]
         result = _fail({"mode": "listen", "addresses": ["127.0.0.1", "192.0.2.1"], "ports": [port],
-                                      "state_dir": str(tmp_path / "state")})
+                        "state_dir": str(tmp_path / "state")})
     assert result["msg"] == "ports already in use on %s: 127.0.0.1:%d" % (os.uname().nodename, port)
     assert not (tmp_path / "state").exists()
 
@@ -294,7 +294,7 @@ def test_listen_refuses_a_port_in_use_and_starts_nothing(fake_host, tmp_path):
 def test_listen_check_mode_plans_local_addresses_and_starts_nothing(fake_host, tmp_path):
     state = tmp_path / "state"
     result = _run({"mode": "listen", "addresses": ["192.0.2.1", "127.0.0.1"], "ports": [5291, 5292],
-                                 "seconds": 30, "state_dir": str(state)}, check_mode=True)
+                   "seconds": 30, "state_dir": str(state)}, check_mode=True)
     assert result["listeners"] == [{"address": "127.0.0.1", "port": 5291, "pid": None},
                                    {"address": "127.0.0.1", "port": 5292, "pid": None}]
     assert result["not_local"] == ["192.0.2.1"]
@@ -355,7 +355,7 @@ def test_listen_send_stop_on_loopback_leaves_nothing(tmp_path):
     ports = [free_port(), free_port()]
     ports = sorted(set(ports))
     listen = _run({"mode": "listen", "addresses": ["127.0.0.1", "192.0.2.1"], "ports": ports,
-                                 "seconds": 60, "state_dir": str(state)})
+                   "seconds": 60, "state_dir": str(state)})
     assert [(row["address"], row["port"]) for row in listen["listeners"]] == [("127.0.0.1", port) for port in ports]
     assert listening(ports) == [("127.0.0.1", port) for port in ports]
     assert oct(os.stat(state).st_mode & 0o777) == "0o700"
@@ -363,7 +363,7 @@ def test_listen_send_stop_on_loopback_leaves_nothing(tmp_path):
                                                + [probe_utils.log_file_name("127.0.0.1", p) for p in ports])
 
     sent = _run({"mode": "send", "server": "127.0.0.1", "port": ports[0], "streams": 2, "seconds": 1,
-                               "start_at": time.time() + 0.2})
+                 "start_at": time.time() + 0.2})
     assert sent["summary"]["error"] is None
     assert sent["summary"]["received_bits_per_second"] > 0
     assert sent["summary"]["streams"] == 2
