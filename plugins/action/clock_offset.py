@@ -4,7 +4,7 @@
 
 Runs on the controller. Each reading is one command over the task's connection (no Python
 module is sent, so a reading costs one round trip); time.time() is taken right before and right
-after it. The arithmetic is in module_utils/stats/clock.py.
+after it. The arithmetic is in module_utils/canary/clock.py.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 
 # GNU date prints nanoseconds; where %N is not supported (busybox prints "N") the second reader
 # is Python's clock, which every managed host has for Ansible's own modules.

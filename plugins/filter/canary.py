@@ -15,7 +15,9 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier, bundle, canary, restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
 
 
 def _results(value, name):

@@ -45,7 +45,8 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import (
 
 COLLECTION = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODULES = ("sunrpc_slot_table", "nfsd_threads", "nfs_mount", "nfs_client_stats", "nfsd_stats",
-           "diagnose_bundle", "checkpoint_canary", "checkpoint_report", "tcp_probe", "saved_stats_bundle")
+           "diagnose_bundle", "checkpoint_canary", "checkpoint_report", "tcp_probe", "tcp_probe_listener",
+           "saved_stats_bundle")
 
 
 def module_named(name):
@@ -154,7 +155,8 @@ def build_world(root, monkeypatch):
                              "SYS_MODULE": "sys/module"},
         "nfsd_stats": {"PROC_NFSD_STATS": "proc/net/rpc/nfsd", "PROC_FS_NFSD": "proc/fs/nfsd"},
         "checkpoint_canary": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo"},
-        "tcp_probe": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
+        "tcp_probe": {"PROC_MOUNTINFO": "proc/self/mountinfo"},
+        "tcp_probe_listener": {"PROC": "proc", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
     }
     for name, values in constants.items():
         module = module_named(name)
@@ -196,7 +198,8 @@ def base_args(world, entry):
                                "checkpoint_bytes": 2400000000, "window_seconds": 300},
         "checkpoint_report": {"bundle": world.path("reports/bundle"), "png": False},
         "checkpoint_canary": {"path": world.mount_point, "bytes_per_rank": 8192, "block_size": 4096, "timeout": 5},
-        "tcp_probe": {"mode": "send", "mount_point": world.mount_point, "seconds": 1, "state_dir": world.path("run/ckptio-tcp-probe")},
+        "tcp_probe": {"mode": "send", "mount_point": world.mount_point, "seconds": 1},
+        "tcp_probe_listener": {"state": "stopped", "seconds": 1, "state_dir": world.path("run/ckptio-tcp-probe")},
     }[entry]
 
 
@@ -422,7 +425,7 @@ class RoleWalk:
         if action == "ckptio.nfs.clock_offset":
             # An action plugin (no module main()): it only reads the host's clock. Here the host
             # is this machine, so one bracket of the local clock is its honest answer.
-            from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+            from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
             now = time.time()
             return clock.best_offset([(now, now, now)])
         if action.startswith("ckptio.nfs."):
@@ -732,18 +735,21 @@ choice_rows("tcp_probe", "mode", "send")
 
 
 def _listen(**values):
-    return dict({"mode": "listen", "addresses": ["127.0.0.1"], "ports": [5201]}, **values)
+    return dict({"state": "started", "addresses": ["127.0.0.1"], "ports": [5201]}, **values)
 
 
 for _case, _value in (("type", {"a": 1}), ("hostname", ["nfs1.example"]), ("semicolon", ["10.0.0.1;reboot"]),
                       ("space", ["10.0.0.1 10.0.0.2"]), ("none-local", ["192.0.2.1"]), ("empty", [])):
-    row("tcp_probe", "addresses", _case, _listen(addresses=_value))
+    row("tcp_probe_listener", "addresses", _case, _listen(addresses=_value))
 for _case, _value in (("duplicate", [5201, 5201]), ("zero", [0]), ("above", [65536]), ("type", ["many"]),
                       ("semicolon", ["5201;reboot"]), ("empty", [])):
-    row("tcp_probe", "ports", _case, _listen(ports=_value))
+    row("tcp_probe_listener", "ports", _case, _listen(ports=_value))
 for _case, _value in (("zero", 0), ("negative", -1), ("type", "soon"), ("semicolon", "1;reboot")):
     row("tcp_probe", "seconds", _case, {"seconds": _value})
-row("tcp_probe", "state_dir", "relative", {"state_dir": "run/ckptio-tcp-probe"})
+    row("tcp_probe_listener", "seconds", _case, {"seconds": _value})
+row("tcp_probe_listener", "state_dir", "relative", {"state_dir": "run/ckptio-tcp-probe"})
+choice_rows("tcp_probe_listener", "state", "started")
+unknown_row("tcp_probe_listener", "mode")
 row("tcp_probe", "barrier_dir", "relative", {"barrier_dir": "run/barrier"})
 for _case, _value in (("zero", 0), ("negative", -1), ("type", "soon")):
     row("tcp_probe", "barrier_timeout", _case, {"barrier_timeout": _value})

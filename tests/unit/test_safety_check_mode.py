@@ -122,7 +122,14 @@ def probe_stop(world):
     argv = ["/usr/bin/timeout", "-k", "5", "60", "/usr/bin/iperf3", "-s", "-1", "-B", "10.0.0.1", "-p", "5201"]
     with open(os.path.join(state, "listener-10.0.0.1-5201.json"), "w") as handle:
         json.dump({"address": "10.0.0.1", "port": 5201, "pid": 4711, "argv": argv}, handle)
-    return {"mode": "stop", "state_dir": state}
+    return {"state": "stopped", "state_dir": state}
+
+
+def probe_send(world):
+    """A send to the fake mount's server: check mode runs nothing and writes no barrier file."""
+    if shutil.which("iperf3") is None or shutil.which("timeout") is None:
+        pytest.skip("iperf3 and timeout are needed to plan a send (Debian package iperf3; scripts/setup.sh installs it)")
+    return {"mount_point": world.mount_point, "seconds": 1, "barrier_dir": world.path("run/ckptio-probe-barrier")}
 
 
 # (module, case, arguments builder, changed in a real run)
@@ -142,7 +149,8 @@ CASES = [
     ("checkpoint_report", "writes-report", report, True),
     ("saved_stats_bundle", "writes-bundle", saved, True),
     ("checkpoint_canary", "keep-files", canary, True),
-    ("tcp_probe", "stop-removes-records", probe_stop, True),
+    ("tcp_probe", "send-sends-nothing", probe_send, False),
+    ("tcp_probe_listener", "stop-removes-records", probe_stop, True),
 ]
 
 

@@ -21,10 +21,11 @@ from ansible.module_utils import basic
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import tcp_probe as probe_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe as probe_utils
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary, checkpoint_report, diagnose_bundle
-from ansible_collections.ckptio.nfs.plugins.modules import saved_stats_bundle, tcp_probe
+from ansible_collections.ckptio.nfs.plugins.modules import saved_stats_bundle, tcp_probe, tcp_probe_listener
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_tcp_probe import _module_and_args
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, patch_module_args, run_module, sample_path
 
 SECRET = b"root:secret-hash:19000:0:99999:7:::\n"
@@ -174,7 +175,7 @@ def test_tcp_probe_refuses_a_world_writable_state_dir(tmp_path, mode):
     state.mkdir()
     state.chmod(0o777)
     args = {"mode": mode, "state_dir": str(state), "addresses": ["127.0.0.1"], "ports": [5299]}
-    result = fail_module(tcp_probe, args)
+    result = fail_module(*_module_and_args(args))
     assert "state_dir" in result["msg"] and "writable by group or others" in result["msg"]
     assert stat.S_IMODE(state.stat().st_mode) == 0o777, "refused, never chmod'ed into use"
 
@@ -187,7 +188,7 @@ def test_tcp_probe_refuses_a_state_dir_of_another_user(tmp_path, mode):
     os.chown(str(state), OTHER_UID, OTHER_UID)
     (state / probe_utils.state_file_name("127.0.0.1", 5299)).write_text(json.dumps(
         {"address": "127.0.0.1", "port": 5299, "pid": os.getpid(), "argv": ["x"]}))
-    result = fail_module(tcp_probe, {"mode": mode, "state_dir": str(state), "addresses": ["127.0.0.1"], "ports": [5299]})
+    result = fail_module(*_module_and_args({"mode": mode, "state_dir": str(state), "addresses": ["127.0.0.1"], "ports": [5299]}))
     assert "state_dir %s is owned by uid %d" % (state, OTHER_UID) in result["msg"]
     assert stat.S_IMODE(state.stat().st_mode) == 0o700 and state.stat().st_uid == OTHER_UID
 
@@ -196,7 +197,7 @@ def test_tcp_probe_stop_refuses_a_symlinked_state_dir(tmp_path):
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
     os.symlink(str(real), str(tmp_path / "state"))
-    result = fail_module(tcp_probe, {"mode": "stop", "state_dir": str(tmp_path / "state")})
+    result = fail_module(tcp_probe_listener, {"state": "stopped", "state_dir": str(tmp_path / "state")})
     assert "state_dir" in result["msg"] and "symbolic link" in result["msg"]
 
 
@@ -248,7 +249,7 @@ def test_stop_leaves_alone_a_process_with_our_exact_command_line_that_we_did_not
         # A record as main wrote it (pid + argv), and one with a start time that is not the process's.
         (state / probe_utils.state_file_name("127.0.0.1", 5299)).write_text(json.dumps(
             {"address": "127.0.0.1", "port": 5299, "pid": stranger.pid, "argv": argv}))
-        result = run_module(tcp_probe, {"mode": "stop", "state_dir": str(state)})
+        result = run_module(tcp_probe_listener, {"state": "stopped", "state_dir": str(state)})
         assert stranger.poll() is None, "a process we did not prove ours was killed"
         assert result["stopped"][0]["pids"] == [] and result["stopped"][0]["left_alone"]
         assert "not signalled (not proven ours)" in result["msg"]
@@ -256,7 +257,7 @@ def test_stop_leaves_alone_a_process_with_our_exact_command_line_that_we_did_not
         (state / probe_utils.state_file_name("127.0.0.1", 5299)).write_text(json.dumps(
             {"address": "127.0.0.1", "port": 5299, "pid": stranger.pid, "argv": argv, "starttime": 1,
              "exe": os.path.realpath(timeout_bin), "child_exe": "/bin/sleep"}))
-        result = run_module(tcp_probe, {"mode": "stop", "state_dir": str(state)})
+        result = run_module(tcp_probe_listener, {"state": "stopped", "state_dir": str(state)})
         assert stranger.poll() is None
         assert "started at tick" in result["stopped"][0]["left_alone"][0]
     finally:

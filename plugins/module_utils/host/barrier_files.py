@@ -6,7 +6,7 @@ and the restore phase's written.json and wait for read_go.json.
 
 One implementation for every module that starts on the controller's go (checkpoint_canary's
 ranks, tcp_probe's senders). The formats and the go plan are pure and live in
-module_utils/stats/barrier.py; the files are read and written through host/atomic_file.py (a go
+module_utils/canary/barrier.py; the files are read and written through host/atomic_file.py (a go
 file is renamed into place, so a half-written go is never read).
 """
 
@@ -17,7 +17,7 @@ import os
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 
 # A stat and an open every 20 ms in the module's own process: nothing new starts on the host,
 # and go is read within 20 ms of being written (it is written a margin ahead of go).

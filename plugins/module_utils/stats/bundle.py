@@ -23,9 +23,9 @@ import json
 import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 # Re-exported: the modules and diagnosis.py catch and raise bundle.BundleError.
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import HAS_YAML, BundleError  # noqa: F401 pylint: disable=unused-import
 

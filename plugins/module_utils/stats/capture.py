@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime
 import math
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 
 KINDS = ("seconds", "between", "marker")

@@ -20,13 +20,13 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evide
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis_headline
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 # diagnosis.md (per-host lines, or a summary at scale) is rendered in its own file; re-exported.
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import render_markdown  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta

@@ -12,7 +12,8 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.filter.canary import FilterModule
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, canary, diagnosis, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, diagnosis, report
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 FILTERS = FilterModule().filters()
@@ -169,13 +170,13 @@ def _role_written_regex():
 
 
 def test_the_roles_written_regex_is_the_modules_marker():
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+    from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
     # read_ready, then the run id the controller echoes in read_go.json (issue 24).
     assert _role_written_regex() == barrier.WRITTEN_PATTERN
 
 
 def test_read_go_plan_goes_only_to_hosts_that_wrote_with_the_write_barriers_fanout():
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+    from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
     wrote = _written_wait(barrier.written_document(10.0, 1, 2, "/w", run_id="00112233aabbccdd"))
     failed = _written_wait(barrier.written_document(10.0, 1, 2, "/w", skipped="not run: the write phase failed (ranks 1)",
                                                     run_id="0011223344556677"))
@@ -193,7 +194,7 @@ def test_read_go_plan_goes_only_to_hosts_that_wrote_with_the_write_barriers_fano
 
 
 def test_context_gains_a_restore_block_only_when_a_client_read_back():
-    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats.test_restore import _host
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.canary.test_restore import _host
     results = [_host(0.0, 200.0, [0.0, 0.1]), _host(-2.0, 200.0, [0.05])]
     clocks = [{"offset_seconds": 0.0, "uncertainty_seconds": 0.01}, {"offset_seconds": -2.0, "uncertainty_seconds": 0.01}]
     context = FILTERS["canary_context"](results, "/mnt/nfs", "r", "shared_file", 300, start_at=1.0, clocks=clocks,

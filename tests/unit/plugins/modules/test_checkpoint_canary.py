@@ -4,11 +4,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
+import socket
 import signal
 import time
 
 import pytest
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_cleanup, canary_ranks, canary_run, processes
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
 
@@ -175,7 +178,7 @@ def test_start_at_holds_every_rank_until_then(target):
 
 
 def test_rank_error_fails_and_still_cleans_up(target, monkeypatch):
-    real_run_rank = checkpoint_canary.run_rank
+    real_run_rank = canary_ranks.run_rank
 
     def failing_rank(dir_fd, rank_plan, *args):
         if rank_plan["rank"] == 1:
@@ -189,14 +192,14 @@ def test_rank_error_fails_and_still_cleans_up(target, monkeypatch):
             return {"rank": rank_plan["rank"], "pid": os.getpid(), "start": time.time(), "end": None,
                     "bytes": 0, "error": "ENOSPC: %s" % exc.strerror}
 
-    monkeypatch.setattr(checkpoint_canary, "run_rank", wrapped)
+    monkeypatch.setattr(canary_ranks, "run_rank", wrapped)
     result = fail_module(checkpoint_canary, _args(target))
     assert "rank 1: ENOSPC" in result["msg"]
     assert result["cleaned_up"] is True and _workdirs(target) == []
 
 
 def _sleep_forever_on_rank(rank, monkeypatch):
-    real_run_rank = checkpoint_canary.run_rank
+    real_run_rank = canary_ranks.run_rank
 
     def worker(dir_fd, rank_plan, *args):
         if rank_plan["rank"] == rank:
@@ -204,7 +207,7 @@ def _sleep_forever_on_rank(rank, monkeypatch):
                 time.sleep(3600)
         return real_run_rank(dir_fd, rank_plan, *args)
 
-    monkeypatch.setattr(checkpoint_canary, "run_rank", worker)
+    monkeypatch.setattr(canary_ranks, "run_rank", worker)
 
 
 def test_timeout_names_the_stalled_rank_and_returns(target, monkeypatch):
@@ -223,7 +226,7 @@ def test_timeout_names_the_stalled_rank_and_returns(target, monkeypatch):
 def test_unkillable_rank_is_reported_and_cleanup_is_deferred(target, monkeypatch):
     """A task in D ignores SIGKILL: simulate it by not delivering the kill."""
     _sleep_forever_on_rank(0, monkeypatch)
-    monkeypatch.setattr(checkpoint_canary, "_kill", lambda pid: None)
+    monkeypatch.setattr(processes, "kill", lambda pid: None)
     result = fail_module(checkpoint_canary, _args(target, ranks=2, timeout=1, kill_grace=1))
     stalled = result["stalled"]
     assert [s["rank"] for s in stalled] == [0] and stalled[0]["exited"] is False
@@ -260,11 +263,11 @@ def test_cleanup_waits_out_a_silly_renamed_file(tmp_path, monkeypatch):
         attempts["rmdir"] += 1
         return real_rmdir(name, dir_fd=dir_fd)
 
-    monkeypatch.setattr(checkpoint_canary.os, "unlink", unlink)
-    monkeypatch.setattr(checkpoint_canary.os, "rmdir", rmdir)
+    monkeypatch.setattr(os, "unlink", unlink)
+    monkeypatch.setattr(os, "rmdir", rmdir)
     parent_fd = os.open(str(tmp_path), os.O_RDONLY | os.O_DIRECTORY)
     try:
-        assert checkpoint_canary._remove_workdir(parent_fd, workdir.name, [], retry_interval=0.01) == "ok"
+        assert canary_cleanup.remove_workdir(parent_fd, workdir.name, [], retry_interval=0.01) == "ok"
     finally:
         os.close(parent_fd)
     assert not workdir.exists()
@@ -295,7 +298,7 @@ def test_a_costly_d_state_pass_stretches_the_sampling_interval(target, monkeypat
         passes.append(time.time())
         return [], 0.25  # 0.25 s of CPU a pass: 5 s between passes keeps it at 5 %
 
-    monkeypatch.setattr(checkpoint_canary.dstate_scan, "scan", slow_scan)
+    monkeypatch.setattr(canary_run.dstate_scan, "scan", slow_scan)
     result = run_module(checkpoint_canary, _args(target, ranks=1, bytes_per_rank=65536))
     sampler = result["harness"]["dstate_sampler"]
     assert sampler["passes"] == len(passes) >= 1
@@ -340,7 +343,6 @@ def test_bytes_that_do_not_fit_the_file_system_are_refused_naming_the_figures(tm
 
 @pytest.fixture
 def low_nofile():
-    import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (40, hard))
     yield
@@ -348,14 +350,13 @@ def low_nofile():
 
 
 def test_low_soft_nofile_is_raised_to_what_the_ranks_need(target, low_nofile):
-    import resource
     result = run_module(checkpoint_canary, _args(target, ranks=8))
     assert result["summary"]["finished_ranks"] == 8 and result["cleaned_up"] is True
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 8 + 64
 
 
 def test_nofile_hard_limit_below_the_need_fails_naming_ranks(tmp_path, target, monkeypatch):
-    monkeypatch.setattr(checkpoint_canary.resource, "getrlimit", lambda which: (40, 40))
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (40, 40))
     before = tree_checksums(str(tmp_path))
     result = fail_module(checkpoint_canary, _args(target, ranks=8))
     assert result["msg"].startswith("ranks=8 needs ") and "nofile hard limit 40" in result["msg"]
@@ -368,7 +369,7 @@ def test_readable_watches_descriptors_above_fd_setsize():
     try:
         os.dup2(read_end, high)
         os.write(write_end, b"x")
-        assert checkpoint_canary.readable([high], 1.0) == [high]
+        assert processes.readable([high], 1.0) == [high]
     finally:
         for fd in (read_end, write_end, high):
             os.close(fd)
@@ -386,7 +387,7 @@ def test_a_rank_whose_parent_is_already_gone_exits():
     pid = os.fork()
     if pid == 0:
         # A parent pid that is not ours: as if the module died between fork and prctl.
-        checkpoint_canary.die_with_parent(checkpoint_canary._libc(), os.getppid() + 1)
+        processes.die_with_parent(processes.libc(), os.getppid() + 1)
         os._exit(0)
     _pid, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 1
@@ -443,7 +444,7 @@ def test_a_parent_swapped_for_a_symlink_after_validation_is_not_followed(tmp_pat
     outside = tmp_path / "outside"
     (outside / "sub").mkdir(parents=True)
     (target / "link").symlink_to(outside)
-    monkeypatch.setattr(checkpoint_canary.os.path, "realpath", os.path.normpath)
+    monkeypatch.setattr(os.path, "realpath", os.path.normpath)
     before = tree_checksums(str(tmp_path))
     result = fail_module(checkpoint_canary, _args(target / "link" / "sub"))
     # O_PATH|O_DIRECTORY|O_NOFOLLOW on a symlink is ENOTDIR (ELOOP without O_DIRECTORY).
@@ -454,14 +455,14 @@ def test_a_parent_swapped_for_a_symlink_after_validation_is_not_followed(tmp_pat
 def test_path_swapped_after_it_was_opened_writes_into_the_opened_directory(tmp_path, target, monkeypatch):
     outside = tmp_path / "outside"
     outside.mkdir()
-    real_make_workdir = checkpoint_canary.Canary.make_workdir
+    real_make_workdir = canary_cleanup.Workdir.make
 
-    def swap_then_make(self, real):
+    def swap_then_make(self):
         os.rename(str(target), str(tmp_path / "opened"))
         os.symlink(str(outside), str(target))
-        return real_make_workdir(self, real)
+        return real_make_workdir(self)
 
-    monkeypatch.setattr(checkpoint_canary.Canary, "make_workdir", swap_then_make)
+    monkeypatch.setattr(canary_cleanup.Workdir, "make", swap_then_make)
     result = run_module(checkpoint_canary, _args(target, keep=True))
     assert os.listdir(str(outside)) == []
     assert _workdirs(tmp_path / "opened") == [os.path.basename(result["workdir"])]
@@ -486,11 +487,11 @@ def _tokens(monkeypatch, tokens):
             return queue.pop(0) if len(queue) > 1 else queue[0]
         return real_urandom(size)
 
-    monkeypatch.setattr(checkpoint_canary.os, "urandom", urandom)
+    monkeypatch.setattr(os, "urandom", urandom)
 
 
 def test_taken_workdir_names_are_retried_and_left_alone(target, monkeypatch):
-    host = checkpoint_canary.socket.gethostname().split(".")[0] or "host"
+    host = socket.gethostname().split(".")[0] or "host"
     taken = ["ckptio-canary-%s-%d-%s" % (host, os.getpid(), token) for token in ("00000000", "11111111")]
     (target / taken[0]).write_text("someone's file\n")
     (target / taken[1]).symlink_to("/etc")
@@ -501,7 +502,7 @@ def test_taken_workdir_names_are_retried_and_left_alone(target, monkeypatch):
 
 
 def test_a_workdir_name_taken_every_time_fails_cleanly(target, monkeypatch):
-    host = checkpoint_canary.socket.gethostname().split(".")[0] or "host"
+    host = socket.gethostname().split(".")[0] or "host"
     (target / ("ckptio-canary-%s-%d-00000000" % (host, os.getpid()))).mkdir()
     _tokens(monkeypatch, [b"\0\0\0\0"])
     result = fail_module(checkpoint_canary, _args(target))
@@ -642,7 +643,7 @@ def test_restore_none_reads_warm_without_dropping_pages(target, monkeypatch):
     """restore_cache=none is the control (issue 16, "cold and warm cache"): no posix_fadvise, no
     O_DIRECT, every block still verified, and the result names the method and what it guarantees."""
     calls = []
-    monkeypatch.setattr(checkpoint_canary.os, "posix_fadvise", lambda *args: calls.append(args))
+    monkeypatch.setattr(os, "posix_fadvise", lambda *args: calls.append(args))
     result = run_module(checkpoint_canary, _args(target, restore=True, restore_cache="none"))
     assert calls == []
     assert result["summary"]["restore"]["restore_cache"] == "none"
@@ -696,7 +697,7 @@ def test_restore_direct_reads_with_o_direct(direct_dir, monkeypatch):
             raise OSError(errno.EPERM, "read without O_DIRECT")
         return real_open(name, flags, *args, **kwargs)
 
-    monkeypatch.setattr(checkpoint_canary.os, "open", only_direct_reads)
+    monkeypatch.setattr(os, "open", only_direct_reads)
     result = run_module(checkpoint_canary, _args(direct_dir, ranks=2, restore=True, restore_cache="direct",
                                                  block_size=16 * KIB, layout="file_per_rank"))
     assert all(_read_fields_ok(rank, 64 * KIB) for rank in result["ranks"])
@@ -713,7 +714,7 @@ def test_restore_direct_on_a_file_system_without_o_direct_fails_naming_the_read(
             raise OSError(errno.EINVAL, "Invalid argument")
         return real_open(name, flags, *args, **kwargs)
 
-    monkeypatch.setattr(checkpoint_canary.os, "open", no_direct)
+    monkeypatch.setattr(os, "open", no_direct)
     result = fail_module(checkpoint_canary, _args(target, ranks=2, restore=True, restore_cache="direct"))
     assert "canary restore failed: rank 0: read: EINVAL" in result["msg"]
     assert result["summary"]["restore"]["finished_ranks"] == 0 and result["summary"]["finished_ranks"] == 2
@@ -839,14 +840,14 @@ def test_restore_without_read_go_gives_up_after_barrier_timeout(tmp_path, target
 
 
 def test_restore_is_skipped_when_a_write_failed(tmp_path, target, monkeypatch):
-    real_run_rank = checkpoint_canary.run_rank
+    real_run_rank = canary_ranks.run_rank
 
     def failing(dir_fd, rank_plan, *args):
         if rank_plan["rank"] == 2:
             return {"rank": 2, "pid": os.getpid(), "start": time.time(), "end": None, "bytes": 0, "error": "EIO: boom"}
         return real_run_rank(dir_fd, rank_plan, *args)
 
-    monkeypatch.setattr(checkpoint_canary, "run_rank", failing)
+    monkeypatch.setattr(canary_ranks, "run_rank", failing)
     barrier_dir = tmp_path / "barrier"
     _controller(barrier_dir, lambda d: _write_json(d / "go.json", {"go_at": time.time() + 0.2}))
     result = fail_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir)))
@@ -860,7 +861,7 @@ def test_restore_is_skipped_when_a_write_failed(tmp_path, target, monkeypatch):
 
 
 def test_restore_read_stall_is_named_as_the_read_phase(target, monkeypatch):
-    real_run_read = checkpoint_canary.run_read
+    real_run_read = canary_ranks.run_read
 
     def slow(dir_fd, rank_plan, *args):
         if rank_plan["rank"] == 1:
@@ -868,7 +869,7 @@ def test_restore_read_stall_is_named_as_the_read_phase(target, monkeypatch):
                 time.sleep(3600)
         return real_run_read(dir_fd, rank_plan, *args)
 
-    monkeypatch.setattr(checkpoint_canary, "run_read", slow)
+    monkeypatch.setattr(canary_ranks, "run_read", slow)
     started = time.monotonic()
     result = fail_module(checkpoint_canary, _args(target, restore=True, timeout=2, kill_grace=2))
     assert time.monotonic() - started < 2 * 2 + 2 + 4

@@ -15,8 +15,8 @@ from __future__ import annotations
 import collections
 import os
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 
 LAYOUTS = ("shared_file", "file_per_rank")
 SHARED_FILE_NAME = "shared.ckpt"
@@ -251,22 +251,6 @@ def failed_hosts(hosts, results):
         if not ranks or any(rank.get("error") for rank in ranks):
             failed.append("%s: %s" % (host, result.get("msg", "no result")))
     return failed
-
-
-def parse_stat_starttime(text):
-    """Field 22 of /proc/PID/stat (start time in clock ticks since boot), or None.
-
-    Used with the pid to recognise a process again without mistaking a reused pid for it.
-    """
-    close = text.rfind(")")
-    fields = text[close + 1:].split() if close >= 0 else []
-    # Fields after comm start at field 3 (state): field 22 is index 22 - 3.
-    if len(fields) <= 19:
-        return None
-    try:
-        return int(fields[19])
-    except ValueError:
-        return None
 
 
 STATE_NAMES = {

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 
 
 def test_go_is_now_plus_a_margin_from_the_measured_fanout_on_each_hosts_clock():

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import parse_mountinfo
 
 MIB = 1024 * 1024
@@ -110,10 +111,11 @@ def test_combine_hosts_tags_every_rank_with_its_host():
 
 
 def test_parse_stat_starttime_after_a_comm_with_spaces_and_parentheses():
+    # One reader of /proc/PID/stat's start time for the canary's ranks and the probe's listeners.
     text = "4711 (my (odd) name) D 1 4711 4711 0 -1 4194560 " + " ".join(["0"] * 12) + " 98765 0 0"
-    assert canary.parse_stat_starttime(text) == 98765
-    assert canary.parse_stat_starttime("garbage") is None
-    assert canary.parse_stat_starttime("1 (x) S 1") is None
+    assert probe.stat_start_time(text) == 98765
+    assert probe.stat_start_time("garbage") is None
+    assert probe.stat_start_time("1 (x) S 1") is None
 
 
 def test_stall_message_names_ranks_state_and_wchan():

@@ -21,7 +21,7 @@ of a second block per rank (canary_limits.memory_error's blocks_per_rank).
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 
 # none: no emptying at all, a warm read - the control that shows what a cold cache changes (the
 # diagnosis's cold_cache measures how much came from the server either way).

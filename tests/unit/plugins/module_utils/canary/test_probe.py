@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import tcp_probe
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe as tcp_probe
 from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary_limits as limits
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import limits
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB

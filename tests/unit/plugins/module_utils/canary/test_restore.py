@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 
 KIB = 1024
 BLOCK = 16 * KIB

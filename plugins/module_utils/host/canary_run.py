@@ -1,0 +1,312 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""checkpoint_canary's run: check the target (canary_target.prepare), stop there in check mode,
+make the work directory (canary_cleanup), fork the ranks (canary_ranks), start them together at
+the go (the barrier's, barrier_files), watch them with a D-state sampler until they finish or
+the timeout, kill and report the stalled ones (processes), with restore=true run the read phase
+the same way, then settle (cleanup, result) and write done.json. Each phase returns a Phase;
+run() returns (result, failure) and nothing here exits: the module's main() holds the one exit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import time
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_ranks
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup import WorkdirError
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused, prepare
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+
+DSTATE_INTERVAL = 1.0
+
+
+@dataclasses.dataclass
+class HostPaths:
+    """Where this host's /proc and /sys/class/net are (a test passes a fake tree)."""
+
+    proc: str = "/proc"
+    sys_class_net: str = "/sys/class/net"
+    mountinfo: str = "/proc/self/mountinfo"
+    meminfo: str = "/proc/meminfo"
+
+
+@dataclasses.dataclass
+class Phase:
+    """One phase's outcome: per-rank results, the stalled ranks, D-state samples, host samples at start and end."""
+
+    results: list
+    stalled: list
+    samples: list
+    host_samples: dict
+    harness: dict = dataclasses.field(default_factory=dict)
+    read_at: float | None = None
+    skipped: str | None = None
+
+
+class Sampler:
+    """The D-state sampler; a pass's own cost stretches the interval to the next (dstate.sampling_interval)."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.passes = 0
+        self.cpu_seconds = 0.0
+        self.interval_seconds = DSTATE_INTERVAL
+        self.longest_interval_seconds = DSTATE_INTERVAL
+
+    def sample(self, rank_pids):
+        """Every task in D state right now: {epoch, count, wchans, rank_pids}."""
+        tasks, cpu_seconds = dstate_scan.scan(self.proc)
+        wchans = sorted(task["wchan"] for task in tasks)
+        self.passes += 1
+        self.cpu_seconds += cpu_seconds
+        self.interval_seconds = dstate.sampling_interval(DSTATE_INTERVAL, cpu_seconds)
+        self.longest_interval_seconds = max(self.longest_interval_seconds, self.interval_seconds)
+        return {"epoch": round(time.time(), 3), "count": len(wchans), "wchans": wchans,
+                "rank_pids": sorted(task["pid"] for task in tasks if task["pid"] in rank_pids)}
+
+    def cost(self):
+        return {"passes": self.passes, "cpu_seconds": round(self.cpu_seconds, 3),
+                "longest_interval_seconds": round(self.longest_interval_seconds, 3),
+                "max_share": dstate.SAMPLER_MAX_SHARE}
+
+
+class Run:
+    """The forked ranks of one canary and what the phases need: the options, the NFS servers, the host paths."""
+
+    def __init__(self, module, ranks, servers, paths):
+        self.module = module
+        self.params = module.params
+        self.ranks = ranks
+        self.servers = servers
+        self.paths = paths
+        self.sampler = Sampler(paths.proc)
+
+    def host_sample(self):
+        return read_host_sample(self.servers, root=self.paths.sys_class_net, proc=self.paths.proc)
+
+    def monitor(self, deadline, start_at, first_line=False, on_stall=canary_ranks.stalled_write):
+        """Collect rank results, sampling D state every interval, until done or deadline.
+
+        Host samples (CPU, disks, links) are taken when the ranks start and when the last one
+        ends, so the diagnosis measures this host over the checkpoint itself, not over the
+        whole play with Ansible's own launch and polling in it. first_line: a rank is done at
+        its first line, not at EOF (restore=true's write phase). on_stall(rank): the result of
+        a rank that did not finish.
+        """
+        pending = dict((rank.child.output_fd, rank) for rank in self.ranks if rank.child.output_fd is not None)
+        rank_pids = set(rank.child.pid for rank in self.ranks)
+        results, samples, host_samples = [], [], {}
+        next_sample = time.time()
+        while pending and time.time() < deadline:
+            now = time.time()
+            if "start" not in host_samples and now >= start_at:
+                host_samples["start"] = self.host_sample()
+            if now >= next_sample:
+                samples.append(self.sampler.sample(rank_pids))
+                next_sample = now + self.sampler.interval_seconds
+            wake = min(next_sample, deadline) if "start" in host_samples else min(next_sample, deadline, start_at)
+            for fd in processes.readable(list(pending), max(0.0, wake - time.time())):
+                if processes.read_output(pending[fd].child, first_line):
+                    results.append(canary_ranks.rank_result(pending.pop(fd)))
+        host_samples["end"] = self.host_sample()
+        stalled = self.stop_stalled(list(pending.values()), rank_pids, samples) if pending else []
+        for rank in pending.values():
+            processes.close_output(rank.child)
+            results.append(on_stall(rank))
+        for rank in self.ranks:
+            processes.reap(rank.child.pid)
+        return Phase(sorted(results, key=lambda r: r["rank"]), stalled, samples, host_samples)
+
+    def stop_stalled(self, stalled_ranks, rank_pids, samples):
+        """SIGKILL the stalled ranks, wait at most kill_grace for them, never longer; each with its state and wchan."""
+        rows = []
+        for rank in stalled_ranks:
+            state, wchan, _start = processes.task_state(rank.child.pid)
+            rows.append({"rank": rank.number, "pid": rank.child.pid, "state": state, "wchan": wchan, "exited": False})
+        next_sample = [time.time() + self.sampler.interval_seconds]
+
+        def keep_sampling():
+            if time.time() >= next_sample[0]:
+                samples.append(self.sampler.sample(rank_pids))
+                next_sample[0] = time.time() + self.sampler.interval_seconds
+
+        exited = processes.kill_children([row["pid"] for row in rows], self.params["kill_grace"], keep_sampling)
+        for row in rows:
+            row["exited"] = exited[row["pid"]]
+            if not row["exited"]:
+                # Report where it is stuck now, after the kill, not only before it.
+                state, wchan, _start = processes.task_state(row["pid"])
+                row["state"] = state or row["state"]
+                row["wchan"] = wchan or row["wchan"]
+        return rows
+
+    def write_phase(self, go_at, children_before):
+        """Release the ranks at go and monitor them; the harness's own CPU over the ranks' run.
+
+        With restore=true a rank is done writing at its first line (its pipe stays open for the read).
+        """
+        restoring = bool(self.params["restore"])
+        processes.send_go([rank.child for rank in self.ranks], go_at, last=not restoring)
+        own_before = resource.getrusage(resource.RUSAGE_SELF)
+        phase = self.monitor(max(go_at, time.time()) + self.params["timeout"], go_at, first_line=restoring)
+        own_after = resource.getrusage(resource.RUSAGE_SELF)
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ranks_cpu = (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
+        if restoring:
+            # The ranks live on to read: each reported its own CPU with its write result (rank_result).
+            ranks_cpu = sum(rank.write_cpu_seconds or 0.0 for rank in self.ranks)
+        phase.harness = barrier.harness_cost(
+            (own_after.ru_utime + own_after.ru_stime) - (own_before.ru_utime + own_before.ru_stime),
+            ranks_cpu, phase.host_samples.get("start"), phase.host_samples.get("end"))
+        phase.harness["dstate_sampler"] = self.sampler.cost()
+        return phase
+
+    def read_phase(self, workdir, written, barrier_record):
+        """The read phase, once every rank of this host has written: release the reads together (at
+        read_go.json's go_at with barrier_dir, else now) and monitor them as the writes were, with
+        their own timeout. skipped says why no rank read (the write failed or stalled, or the
+        controller called the read off); the read's D-state samples join the write's.
+        """
+        skipped = restore.skip_reason(written.results, written.stalled)
+        read_at = None
+        if skipped is None:
+            read_at, info = self.wait_for_read_go(workdir)
+            if info is not None:
+                barrier_record["read"] = info
+            if read_at is None:
+                skipped = "not run: aborted: %s" % info["abort"]
+        else:
+            self.announce_unread(workdir, skipped)
+        if skipped is not None:
+            return Phase([restore.complete_read(r) for r in written.results], [], [], {}, skipped=skipped)
+        processes.send_go([rank.child for rank in self.ranks], read_at)
+        phase = self.monitor(max(read_at, time.time()) + self.params["timeout"], read_at, on_stall=canary_ranks.stalled_read)
+        written.samples.extend(phase.samples)
+        for item in phase.stalled:
+            item["phase"] = "read"
+        phase.results = [restore.complete_read(r, "rank exited without a read result") for r in phase.results]
+        phase.read_at = read_at
+        return phase
+
+    def wait_for_go(self, workdir, start_at):
+        """(go epoch on this host's clock or None to abort, barrier record or None without a barrier)."""
+        if self.params["barrier_dir"] is None:
+            return start_at, None
+        return barrier_files.wait_for_go(
+            self.module, self.params["barrier_dir"],
+            barrier.ready_document(time.time(), os.getpid(), len(self.ranks), workdir), self.params["barrier_timeout"])
+
+    def wait_for_read_go(self, workdir):
+        if self.params["barrier_dir"] is None:
+            return time.time(), None
+        return barrier_files.wait_for_read_go(
+            self.module, self.params["barrier_dir"],
+            barrier.written_document(time.time(), os.getpid(), len(self.ranks), workdir), self.params["barrier_timeout"])
+
+    def announce_unread(self, workdir, skipped):
+        """written.json with read_ready false (barrier.WRITTEN_READY_PATTERN): the controller's wait
+        for this host ends now, and it leaves the host out of the read go; nothing waits here."""
+        if self.params["barrier_dir"] is None:
+            return
+        try:
+            barrier_files.write_json(self.module, self.params["barrier_dir"], barrier.WRITTEN_FILE,
+                                     barrier.written_document(time.time(), os.getpid(), len(self.ranks), workdir, skipped))
+        except OSError as exc:
+            self.module.warn("could not write %s in %s: %s" % (barrier.WRITTEN_FILE, self.params["barrier_dir"], exc))
+
+    def let_go(self):
+        """Any rank not released yet (abort, or an error before go) is told to exit unwritten; with
+        restore=true one still waiting for its read go is told to exit unread."""
+        processes.send_go([rank.child for rank in self.ranks], None)
+        for rank in self.ranks:
+            processes.close_output(rank.child)
+
+    def rank_ids(self):
+        return [(rank.child.pid, rank.child.starttime) for rank in self.ranks]
+
+
+def run_phases(module, workdir, dir_fd, plan, start_at, servers, paths, result):
+    """Fork the ranks, start them together, write; with restore=true then read back.
+
+    Returns (the Run, the write Phase or None when called off before go, the read Phase or None).
+    A fork that fails raises canary_ranks.RankStartError.
+    """
+    params = module.params
+    supervised = Run(module, [], servers, paths)
+    written = read = None
+    try:
+        if params["layout"] == "shared_file":
+            os.close(os.open(canary.SHARED_FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                             dir_fd=dir_fd))
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        supervised.ranks = canary_ranks.start_ranks(dir_fd, plan, params, workdir.control_fd)
+        go_at, signal_info = supervised.wait_for_go(workdir.path(), start_at)
+        if signal_info is not None:
+            result["barrier"] = signal_info
+        if go_at is not None:
+            result["start_at"] = go_at
+            written = supervised.write_phase(go_at, children_before)
+            if params["restore"]:
+                read = supervised.read_phase(workdir.path(), written, result.get("barrier", {}))
+    finally:
+        supervised.let_go()
+        os.close(dir_fd)
+    return supervised, written, read
+
+
+def settle(module, workdir, supervised, written, read, result):
+    """After the phases: reap the ranks, let the cleanup helper finish (or defer), fill the result;
+    the failure message or None."""
+    params = module.params
+    if written is None:
+        # The controller (or barrier_timeout) called the run off: ranks exit unwritten, the directory goes.
+        processes.reap_within([pid for pid, _start in supervised.rank_ids()], params["kill_grace"])
+        result.update(workdir.finish(params["kill_grace"], module.warn))
+        result["ranks"] = []
+        return "canary aborted before any rank wrote: %s" % ((result.get("barrier") or {}).get("abort") or "aborted")
+    stalled = written.stalled + (read.stalled if read else [])
+    # After a stall the ranks may never exit soon: give the helper only the grace period.
+    result.update(workdir.finish(params["kill_grace"] if stalled else max(params["timeout"], 30.0), module.warn))
+    for pid, _start in supervised.rank_ids():
+        processes.reap(pid)
+    outcome.fill(result, params, written, read, module._diff)
+    return outcome.failure(result, params["timeout"], written, read)
+
+
+def run(module, paths):
+    """The whole canary; (result, failure message or None)."""
+    params = module.params
+    workdir, servers, result = prepare(module, paths)
+    if module.check_mode:
+        return result, None
+    if params["barrier_dir"] is not None:
+        # Before the work directory: a refused barrier_dir leaves nothing behind.
+        error = barrier_files.prepare_dir(params["barrier_dir"])
+        if error:
+            raise Refused(error)
+    try:
+        dir_fd = workdir.make()
+    except WorkdirError as exc:
+        raise Refused(str(exc))
+    result["workdir"] = workdir.path()
+    try:
+        supervised, written, read = run_phases(module, workdir, dir_fd, result["plan"], result["start_at"], servers, paths, result)
+    except canary_ranks.RankStartError as exc:
+        raise Refused(str(exc), cleaned_up=workdir.cleaned_after_failed_start())
+    failure = settle(module, workdir, supervised, written, read, result)
+    if params["barrier_dir"] is not None:
+        # done.json: the role's one wait after go returns on it.
+        barrier_files.write_done(module, params["barrier_dir"], failure is not None)
+    return result, failure

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""checkpoint_canary's target, checked before the first fork or byte: the path (real, opened
+without following a link), the mount it is on (NFS unless allow_local) and the host's limits
+(memory, open files, free space) for the whole run.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import limits as canary_limits
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import options
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_cleanup
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
+
+
+class Refused(Exception):
+    """The canary cannot run as asked; msg names why, result holds what the failure returns with it."""
+
+    def __init__(self, msg, **result):
+        super().__init__(msg)
+        self.result = result
+
+
+def open_target(path, keep):
+    """(canary_cleanup.Workdir over the opened real path) or Refused; the name is never used again."""
+    if not os.path.isabs(path):
+        raise Refused("path must be absolute, got %r" % path)
+    real = os.path.realpath(path)
+    if real != os.path.normpath(path):
+        raise Refused("path %s passes through a symbolic link (it resolves to %s); give the real path" % (path, real))
+    if not os.path.isdir(real):
+        raise Refused("path %s is not an existing directory" % path)
+    try:
+        return canary_cleanup.Workdir(real, keep)
+    except OSError as exc:
+        raise Refused("path %s cannot be opened without following a symbolic link (%s); give the real path"
+                      % (path, atomic_file.describe_error(exc)))
+
+
+def check_mount(path, real, parent_fd, allow_local, mountinfo_path):
+    """(the mount shown in the result, the NFS servers the ranks' traffic goes to) or Refused.
+
+    The mount is found by path in mountinfo, then the opened fd must be on that mount's device
+    (os.fstat(fd).st_dev against mountinfo's MAJ:MIN): a path swapped between the checks
+    opens something else, and that is refused instead of written.
+    """
+    mounts = parse_mountinfo(atomic_file.read_optional(mountinfo_path) or "")
+    st_dev = os.fstat(parent_fd).st_dev
+    device = (os.major(st_dev), os.minor(st_dev))
+    by_path = canary.mount_for_path(mounts, real)
+    mount = by_path if by_path and by_path["fstype"] in NFS_FSTYPES else None
+    on_nfs = mount is not None and device in canary_limits.device_numbers([mount], NFS_FSTYPES)
+    shown = canary_limits.mount_of_device(mounts, device, by_path) or by_path
+    # Shown with undecodable bytes escaped (an export named caf\xe9): results must be valid UTF-8.
+    shown = proc_text.json_safe({key: shown[key] for key in ("mount_point", "fstype", "source")}) if shown else {}
+    # The server the ranks' traffic goes to (mountinfo addr=): its route names the NFS link.
+    servers = [nfs_server_of(mount)] if on_nfs else []
+    if on_nfs or allow_local:
+        return shown, servers
+    if mount is not None:
+        raise Refused("path %s is on the NFS mount %s (device %s) but the directory opened is on device %d:%d:"
+                      " the path changed while it was checked; refusing to write"
+                      % (path, mount["mount_point"], mount.get("device"), device[0], device[1]), mount=shown)
+    raise Refused("path %s is on %s (%s), not NFS; set allow_local=true to test a local file system"
+                  % (path, shown.get("mount_point", "an unknown mount"), shown.get("fstype", "unknown type")), mount=shown)
+
+
+def _open_fd_count():
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 16
+
+
+def check_limits(params, real, parent_fd, meminfo_path, check_mode):
+    """Memory, open files and free space for the whole run; raises Refused naming every shortfall.
+    Raises the soft open-files limit when the run needs it and may (not in check mode)."""
+    ranks = params["ranks"]
+    errors = []
+    available = canary_limits.mem_available(atomic_file.read_optional(meminfo_path))
+    errors.append(canary_limits.memory_error(ranks, params["block_size"], available, 2 if params["restore"] else 1))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    new_soft, error = canary_limits.fd_limit_plan(ranks, _open_fd_count(), soft, hard)
+    errors.append(error)
+    if new_soft is not None and not check_mode:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+    vfs = os.fstatvfs(parent_fd)
+    errors.append(canary_limits.space_error(real, ranks, params["bytes_per_rank"],
+                                            vfs.f_bavail * vfs.f_frsize, vfs.f_blocks * vfs.f_frsize))
+    errors = [e for e in errors if e]
+    if errors:
+        raise Refused("; ".join(errors))
+
+
+def prepare(module, paths):
+    """Check the options, the target and the limits: (Workdir, NFS servers, the result before anything ran)."""
+    params = module.params
+    errors = options.option_errors(params)
+    if errors:
+        raise Refused("; ".join(errors))
+    workdir = open_target(params["path"], params["keep"])
+    mount, servers = check_mount(params["path"], workdir.real, workdir.parent_fd, params["allow_local"], paths.mountinfo)
+    check_limits(params, workdir.real, workdir.parent_fd, paths.meminfo, module.check_mode)
+    rank_plan = canary.plan_ranks(params["ranks"], params["bytes_per_rank"], params["block_size"],
+                                  params["layout"], params["files_per_rank"])
+    now = time.time()
+    result = outcome.initial_result(params, mount, rank_plan, options.start_at(params, now),
+                                    os.path.join(workdir.real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>"))
+    error = options.start_error(params, now)
+    if error:
+        raise Refused(error)
+    warning = options.late_start_warning(params, now)
+    if warning:
+        module.warn(warning)
+    return workdir, servers, result
