@@ -50,13 +50,15 @@ options:
         checkpoint hook touches, so one call samples D state for the whole window and ends when the checkpoint does.
       - A path that exists already at the call takes no sample. Nothing is created, removed or opened.
     type: path
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
     support: full
-    description: The module only reads; check mode behaves exactly like a normal run.
+    details: The module only reads; check mode behaves exactly like a normal run.
   diff_mode:
     support: none
-    description: Nothing is ever changed, so there is nothing to diff.
+    details: Nothing is ever changed, so there is nothing to diff.
 notes:
   - For NFSv4.1 and later the transport slot cap (C(tcp_max_slot_table_entries)) does not apply
     (the client sets C(NFS_CS_INFINITE_SLOTS)); the session slot count (nfs C(max_session_slots)) does.

@@ -86,13 +86,15 @@ options:
       - When false, any such file fails the module, naming each file and why.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads and checks everything and returns what would be written (RV(changed_files), RV(removed)); writes nothing.
+    details: Reads and checks everything and returns what would be written (RV(changed_files), RV(removed)); writes nothing.
   diff_mode:
     support: full
-    description: Shows the old and new content of every file that changes.
+    details: Shows the old and new content of every file that changes.
 seealso:
   - module: ckptio.nfs.diagnose_bundle
   - module: ckptio.nfs.nfs_client_stats
