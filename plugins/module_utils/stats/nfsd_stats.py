@@ -86,6 +86,7 @@ def parse_nfsd_stats(text):
             result[label] = entry
         elif label == "th":
             result["threads"] = int(values[0]) if values else None
+            result["th"] = _thread_line(values)
         elif label in _PROC_LINES:
             # First number is how many counters follow; newer kernels add ops at the end.
             counters = values[1:] if values else []
@@ -96,6 +97,23 @@ def parse_nfsd_stats(text):
         else:
             result["other"][label] = values
     return result
+
+
+def _thread_line(values):
+    """The `th` line: {"threads", "all_busy_count", "busy_seconds"} (busy_seconds None when not kept).
+
+    Kernels before 2.6.29 (fs/nfsd/stats.c nfsd_proc_show, nfsd_svc.c nfsd()) printed "th THREADS
+    FULLCNT" then ten "SEC.MSEC" figures: th_fullcnt counted the times every thread was busy, and
+    th_usage[i] the seconds during which i*10 to (i+1)*10 % of the threads were busy. 2.6.29 stopped
+    keeping them and later kernels print "th THREADS 0 0.000 ... 0.000" (the lab's 5.10 / 6.1 / 6.12):
+    all zero means "not counted", never "never busy".
+    """
+    if not values:
+        return None
+    histogram = [float(value) for value in values[2:12]]
+    kept = len(values) >= 12 and (values[1] or any(histogram))
+    return {"threads": int(values[0]), "all_busy_count": int(values[1]) if kept else None,
+            "busy_seconds": histogram if kept else None}
 
 
 def parse_pool_stats(text):
@@ -180,6 +198,11 @@ def _nfsstat_tables(text):
         else:
             names = words
     return tables
+
+
+def nfsstat_tables(text):
+    """{title: [(name, count), ...]} of every table of nfsstat output ("Server ...:" or "Client ...:"; -c, -s, -v alike)."""
+    return _nfsstat_tables(text)
 
 
 def nfsd_text_from_nfsstat(text):
