@@ -144,6 +144,20 @@ def files_table(readings):
              "tells_nothing": reading["tells_nothing"], "signals": len(reading["evidence"])} for reading in readings]
 
 
+def file_lines(readings):
+    """One line per file: what it was taken for and what it showed (its signals), or why it tells nothing."""
+    lines = []
+    for reading in readings:
+        if reading["tells_nothing"] is not None:
+            lines.append("%s: %s - tells nothing: %s" % (reading["file"], reading["taken_for"], reading["tells_nothing"]))
+            continue
+        crossed = [row["signal"] for row in reading["evidence"] if row["crossed"]]
+        lines.append("%s: %s - speaks for %s; %s" % (
+            reading["file"], reading["taken_for"], ", ".join(layer for layer in reading["layers"] if layer) or "no layer",
+            "signals: %s" % "; ".join(crossed[:3]) if crossed else "no signal crossed its threshold"))
+    return lines
+
+
 def refusal(readings):
     """The message when nothing can be said: each file, what it was taken for and why it tells nothing."""
     return "nothing in the paste can be read: %s" % "; ".join(

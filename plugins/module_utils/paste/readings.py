@@ -15,12 +15,14 @@ partial.py weighs the readings of every file together.
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, recognise
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, nfsstat_mounts
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import recognise
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import METADATA_OPS
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mount_lines
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
+    NFS3_PROCS,
     nfsd_text_from_nfsstat,
     nfsstat_tables,
     parse_nfsd_stats,
@@ -39,6 +41,8 @@ CAN_SHOW = {
     "mountstats_report": "per op ops, retransmissions, major timeouts, backlog wait (queue), RTT and execute time; "
                          "the average backlog queue length",
     "nfsstat_client": "the op mix (data vs metadata share) and retransmissions of every mount of the client, since boot",
+    "nfsstat_mounts": "each mount's options: vers (which slots cap it), proto, nconnect, rsize/wsize; no figure",
+    "rpc_nfs": "the client's RPC calls and retransmissions and its NFSv3 op mix, since boot (what nfsstat -c reads)",
     "nfsstat_server": "the op mix, bad calls and bytes of the server, since boot (two make a difference, no rate)",
     "nfsd": "the op mix, bytes, bad calls and reply cache since boot; on kernels before 2.6.29 the th line's busy-thread "
             "histogram (nfsd threads)",
@@ -49,7 +53,9 @@ CAN_SHOW = {
     "unknown": "nothing",
 }
 DATA_OPS = ("READ", "WRITE", "COMMIT")
-_META = frozenset(METADATA_OPS)
+# nfsstat prints some v4 ops cut to 9 characters (open_noat, open_conf, open_dgrd): the same metadata ops.
+_META = frozenset(METADATA_OPS + ("OPEN_NOAT", "OPEN_CONF", "OPEN_DGRD", "OPEN_CONFIRM", "OPEN_DOWNGRADE", "LOOKUPP",
+                                  "LOOKUP_ROOT", "STATFS", "READLINK", "RMDIR", "MKNOD", "DELEGRETURN"))
 
 
 def read_file(name, text):
@@ -68,6 +74,12 @@ def read_file(name, text):
     if not reading["evidence"] and not reading["notes"] and reading["tells_nothing"] is None:
         reading["tells_nothing"] = "recognised as %s, but it holds no figure this can read" % reading["taken_for"]
     return reading
+
+
+def unread(name, kind, reason):
+    """The reading of a file that could not be read at all (refused: a link, a FIFO, over the cap; or unreadable)."""
+    return {"file": name, "kind": kind, "taken_for": "a file not read (%s)" % kind, "can_show": "nothing", "window": None,
+            "layers": [], "evidence": [], "suspects": [], "notes": [], "repairs": [], "tells_nothing": reason, "text": ""}
 
 
 def _nothing(reading, _text):
@@ -155,15 +167,21 @@ def _read_nfsiostat(reading, text):
     if not reports:
         reading["tells_nothing"] = "an nfsiostat header without an op's figures"
         return
-    reading["window"] = "interval" if len(reports) > 1 else "interval or since the mount (nfsiostat's first report)"
-    report = reports[-1]
-    if len(reports) > 1:
-        reading["notes"].append("%d reports: the last is read (the first of a run is the since-mount average)" % len(reports))
-    for name, op in sorted(report["ops"].items()):
-        figures = dict(op, ops=op["ops_per_second"], ops_count=op["ops_per_second"])
-        read_op(reading, report["mount_point"], name.upper(), figures)
-    if report["rpc_backlog"]:
-        reading["notes"].append("rpc bklog %s per second on %s" % (human.number(report["rpc_backlog"]), report["mount_point"] or "the mount"))
+    last = {}
+    for report in reports:
+        last[report["mount_point"]] = report
+    repeated = len(reports) > len(last)
+    reading["window"] = "nfsiostat's interval" if repeated else "nfsiostat's interval, or since the mount (a run's first report)"
+    if repeated:
+        reading["notes"].append("%d reports of %d mount(s): each mount's last is read (a run's first is the since-mount "
+                                "average)" % (len(reports), len(last)))
+    for report in last.values():
+        for name, op in sorted(report["ops"].items()):
+            figures = dict(op, ops=op["ops_per_second"], ops_count=op["ops_per_second"])
+            read_op(reading, report["mount_point"], name.upper(), figures)
+        if report["rpc_backlog"]:
+            reading["notes"].append("rpc bklog %s on %s (nfsiostat's backlog per send per second)" % (
+                human.number(report["rpc_backlog"]), report["mount_point"] or "the mount"))
 
 
 def _read_mountstats_report(reading, text):
@@ -277,11 +295,12 @@ def _read_transport(reading, where, mount, version):
         if totals.get(key) is not None:
             reading["notes"].append("%s: %s requests %s per send" % (label, human.number(float(totals[key]) / sends), what))
     connects = totals.get("connect_count") or 0
-    if connects > (totals.get("transports") or 1):
+    expected = limits.CONNECTS_AT_MOUNT * (totals.get("transports") or 1)
+    if connects > expected:
         _speaks_for(reading, "network")
-        _row(reading, "network", "%s transport reconnects" % label, connects - (totals.get("transports") or 1), "> 0", True,
-             "each reconnect resends what was in flight")
-        _suspect(reading, "network", 1, "%s reconnected %d time(s)" % (label, connects - (totals.get("transports") or 1)))
+        _row(reading, "network", "%s transport connects beyond the mount's own" % label, connects - expected, "> 0", True,
+             "connect_count %d over %d transport(s); each reconnect resends what was in flight" % (connects, totals.get("transports") or 1))
+        _suspect(reading, "network", 1, "%s reconnected %d time(s) since the mount" % (label, connects - expected))
     if version:
         reading["notes"].append("%s: %s" % (label, slots_in_play(version, backlog >= limits.BACKLOG_PER_SEND_LIMIT)))
     return backlog >= limits.BACKLOG_PER_SEND_LIMIT
@@ -318,7 +337,9 @@ def op_mix(reading, counts, where):
     """Data (READ/WRITE/COMMIT) against metadata share of the op counts {NAME: count}."""
     data = sum(count for name, count in counts.items() if name.upper() in DATA_OPS)
     meta = sum(count for name, count in counts.items() if name.upper() in _META)
-    if not data + meta:
+    if data + meta < limits.OP_MIX_MIN_OPS:
+        if data + meta:
+            reading["notes"].append("%s: %d data and metadata ops, too few to say what the workload is" % (where, data + meta))
         return
     _speaks_for(reading, "access_pattern")
     share = float(meta) / (data + meta)
@@ -340,6 +361,26 @@ def _read_nfsstat_client(reading, text):
             for name, count in rows:
                 counts[name.upper()] = counts.get(name.upper(), 0) + count
     op_mix(reading, counts, "client")
+
+
+def _read_nfsstat_mounts(reading, text):
+    reading["window"] = "the moment it was run (options only)"
+    for mount in nfsstat_mounts.parse(text):
+        reading["notes"].append(options_note(mount["mount_point"], mount["options"]))
+        if _version(mount["options"]):
+            reading["notes"].append("%s: a dominating queue there would point at %s" % (
+                mount["mount_point"], slots_in_play(_version(mount["options"]), False)))
+
+
+def _read_rpc_nfs(reading, text):
+    reading["window"] = "since the client booted (every mount together)"
+    words = dict((line.split()[0], line.split()[1:]) for line in text.split("\n") if line.split())
+    rpc = [int(word) for word in words.get("rpc", [])]
+    if len(rpc) >= 2 and rpc[0]:
+        _retrans(reading, "client RPC", rpc[1], rpc[0])
+    # proc3: the count, then one counter per NFSv3 procedure in RFC 1813 order (the client's order too).
+    proc3 = [int(word) for word in words.get("proc3", [])[1:]]
+    op_mix(reading, dict(zip(NFS3_PROCS, proc3)), "client NFSv3")
 
 
 def _read_nfsstat_server(reading, text):
@@ -461,5 +502,5 @@ def _read_outages(reading, log):
 _READERS = {
     "nfsiostat": _read_nfsiostat, "mountstats_report": _read_mountstats_report, "mountstats": _read_mountstats,
     "mountstats_lines": _read_mountstats_lines, "nfsstat_client": _read_nfsstat_client, "nfsstat_server": _read_nfsstat_server,
-    "nfsd": _read_nfsd, "pool_stats": _read_pool_stats, "kernel_log": _read_kernel_log,
+    "nfsd": _read_nfsd, "rpc_nfs": _read_rpc_nfs, "nfsstat_mounts": _read_nfsstat_mounts, "pool_stats": _read_pool_stats, "kernel_log": _read_kernel_log,
 }

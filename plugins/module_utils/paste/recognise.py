@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, mountstats_report, nfsiostat
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, mountstats_report, nfsiostat, nfsstat_mounts
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mount_lines
 
 # What each kind is, as the results and diagnosis.md name it.
@@ -24,6 +24,8 @@ KINDS = {
     "nfsstat_server": "nfsstat -s output",
     "pool_stats": "/proc/fs/nfsd/pool_stats snapshot",
     "nfsstat_client": "nfsstat -c output",
+    "nfsstat_mounts": "nfsstat -m output (the NFS mounts and their options)",
+    "rpc_nfs": "/proc/net/rpc/nfs snapshot (the client's RPC counters)",
     "nfsiostat": "nfsiostat output",
     "mountstats_report": "output of the mountstats command",
     "kernel_log": "kernel log (dmesg, journalctl -k or a console)",
@@ -49,19 +51,50 @@ def kind_of(text):
         return "mountstats_report"
     if nfsiostat.recognise(text):
         return "nfsiostat"
-    if any(line == "Server rpc stats:" or line.startswith("Server nfs v") for line in lines):
-        return "nfsstat_server"
-    if any(line == "Client rpc stats:" or line.startswith("Client nfs v") for line in lines):
-        return "nfsstat_client"
+    if nfsstat_mounts.recognise(text):
+        return "nfsstat_mounts"
+    side = _nfsstat_side(lines)
+    if side:
+        return side
     if any(_POOL_HEADER.match(line) for line in lines):
         return "pool_stats"
     if _is_nfsd(lines):
         return "nfsd"
+    if _is_rpc_nfs(lines):
+        return "rpc_nfs"
     if _MOUNT_LINE_LABELS.search(text) and parse_mount_lines(text) is not None:
         return "mountstats_lines"
     if kernel_log.recognise(text):
         return "kernel_log"
     return "unknown"
+
+
+def _nfsstat_side(lines):
+    """nfsstat_server, nfsstat_client or None. `nfsstat -v` (and -c -v) prints the server's tables too, all zero on a
+    client: a file with both sides is the side whose rpc calls are not zero (the server when both count)."""
+    server = any(line == "Server rpc stats:" or line.startswith("Server nfs v") for line in lines)
+    client = any(line == "Client rpc stats:" or line.startswith("Client nfs v") for line in lines)
+    if server and client:
+        return "nfsstat_client" if _calls_after(lines, "Server rpc stats:") == 0 else "nfsstat_server"
+    return "nfsstat_server" if server else "nfsstat_client" if client else None
+
+
+def _calls_after(lines, title):
+    """The first number of the values line of a table (its calls), or None."""
+    if title not in lines:
+        return None
+    for line in lines[lines.index(title) + 1:lines.index(title) + 4]:
+        words = line.split()
+        if words and words[0].isdigit():
+            return int(words[0])
+    return None
+
+
+def _is_rpc_nfs(lines):
+    """/proc/net/rpc/nfs (the client's counters nfsstat -c reads): `rpc` with calls, retrans, authrefrsh and `proc` lines."""
+    labels = set(line.split()[0] for line in lines if line.split()[0] in ("net", "rpc", "proc2", "proc3", "proc4")
+                 and all(_NUMBER.match(word) for word in line.split()[1:]))
+    return "rpc" in labels and bool(labels & {"proc2", "proc3", "proc4"})
 
 
 def _is_nfsd(lines):
@@ -73,4 +106,5 @@ def _is_nfsd(lines):
             labels.add(words[0])
             if words[0] == "th" and len(words) >= 13:
                 return True
-    return len(labels) >= 2 and bool(labels & {"rpc", "proc2", "proc3", "proc4", "proc4ops", "rc", "io"})
+    # rc, fh, io, th and proc4ops are the server's alone: /proc/net/rpc/nfs (the client's) has net, rpc and procN.
+    return len(labels) >= 2 and bool(labels & {"rc", "fh", "io", "th", "proc4ops"})

@@ -44,9 +44,15 @@ TH_TOP_BUCKET_CONTRIBUTING = NO_IDLE_THREAD_CONTRIBUTING
 # nfsstat op mix: metadata ops this share of all ops points at the access pattern (many small
 # files, opens and stats) rather than bulk data (the bundle reads metadata RTT the same way).
 METADATA_SHARE_LIMIT = 0.5
+# ...read only over at least this many ops: a client or server just booted has done a mount's few
+# lookups and getattrs (the lab's fresh mounts: 6-70 ops), which say nothing about the workload.
+OP_MIX_MIN_OPS = 1000
 # Bad calls (nfsstat -s badcalls / rpc calls): any share above 1 % is authentication or format
 # trouble worth naming (RFC 5531 rejects; nfsstat's own "badcalls").
 BAD_CALLS_SHARE_LIMIT = 0.01
+# xprt connect_count of a mount that never lost its connection: 2 per transport (the lab's fresh
+# v3 and v4.1 mounts on kernel 6.1, tests/fixtures/paste/bookworm/mountstats_before.txt); more is reconnects.
+CONNECTS_AT_MOUNT = 2
 # How a suspected layer's weight turns into a confidence: evidence of two independent kinds
 # (two files of different kinds pointing the same way) is medium; one kind is low. A paste never
 # gives high: no window of the whole checkpoint was measured.

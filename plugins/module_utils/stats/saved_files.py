@@ -56,6 +56,9 @@ UNUSABLE = {
                          "save `cat /proc/self/mountstats` instead",
     "mountstats_lines": "lines cut out of a mountstats block, without its device line and counters of a whole mount: "
                         "save the whole `cat /proc/self/mountstats` instead (partial=true reads them)",
+    "nfsstat_mounts": "mount options only, no counters (partial=true reads them)",
+    "rpc_nfs": "the client's totals over every mount, without per-mount op times or transport counters: "
+               "save `cat /proc/self/mountstats` on the client instead",
     "kernel_log": "a kernel log holds no counters (partial=true reads what blocked tasks waited on)",
     "empty": "the file is empty",
     "unknown": "not a kind this module recognises by content (it reads /proc/self/mountstats, /proc/net/rpc/nfsd, "
@@ -328,6 +331,20 @@ def _context(pair, server_part, layout, target, label, network, notes, client, s
         saved["server"] = server
     saved.update({"files": sources, "notes": list(notes)})
     context["saved"] = saved
+    return context
+
+
+def partial_context(diagnosis, target, label, network, why):
+    """context.yml of a partial diagnosis (no bundle): the target and this module's mark, so a later run may rewrite it.
+
+    `saved.window: paste` is no window the diagnosis reads (diagnosis._saved_window knows only
+    snapshots and since_mount); `saved.files` is empty, so nothing of a bundle is left to remove.
+    """
+    context = bundle.context_document(diagnosis["mount_point"], label, target.get("checkpoint_bytes"), target.get("window_seconds"),
+                                      network, None)
+    notes = ["no bundle: %s" % why] if why else []
+    notes.append("a partial diagnosis from pasted files: diagnosis.json and diagnosis.md beside this file")
+    context["saved"] = {"written_by": WRITER, "window": "paste", "files": {}, "notes": notes}
     return context
 
 
