@@ -24,7 +24,8 @@ import re
 import time
 
 _HUNG = re.compile(r"\btask\s+(?P<task>.+?):(?P<pid>\d+)\s+blocked for more than\s+(?P<seconds>\d+)\s+seconds")
-_FRAME = re.compile(r"(?:^|[\s>\]])(?:\?\s+)?(?P<name>[A-Za-z_][\w.]*)\+0x[0-9a-fA-F]+/0x[0-9a-fA-F]+")
+# A frame the unwinder is not sure of is printed with "? " (arch/x86/kernel/dumpstack.c): kept apart, never what a task waits on.
+_FRAME = re.compile(r"(?:^|[\s>\]])(?P<unsure>\?\s+)?(?P<name>[A-Za-z_][\w.]*)\+0x[0-9a-fA-F]+/0x[0-9a-fA-F]+")
 _NOT_RESPONDING = re.compile(r"\bnfs: server (?P<server>\S+) not responding, (?P<how>still trying|timed out)")
 _SERVER_OK = re.compile(r"\bnfs: server (?P<server>\S+) OK\b")
 _RPC_TIMEOUT = re.compile(r"\bRPC:.*\btimed out\b|\brpc.*\btimed out\b", re.I)
@@ -89,7 +90,8 @@ def parse(text):
         if task is not None:
             frame = _FRAME.search(line)
             if frame:
-                task["frames"].append(frame.group("name"))
+                if not frame.group("unsure"):
+                    task["frames"].append(frame.group("name"))
                 continue
             if _TRACE_END.search(line):
                 task = None
@@ -98,7 +100,23 @@ def parse(text):
         result["outages"].append({"server": server, "from": since, "to": None, "seconds": None, "ended": False})
     for task in result["hung_tasks"]:
         task["waits_on"], task["layer"] = waits_on(task["frames"])
+    result["hung_tasks"] = _longest_report(result["hung_tasks"])
     return result
+
+
+def _longest_report(tasks):
+    """One report per task: khungtaskd reports a task again every hung_task_timeout_secs while it stays
+    blocked (10, 20, 30 s ...), so its last report says for how long; the order of first reports is kept."""
+    last = {}
+    for task in tasks:
+        key = (task["task"], task["pid"])
+        if key not in last or task["seconds"] >= last[key]["seconds"]:
+            last[key] = dict(task, reports=(last[key]["reports"] + 1) if key in last else 1)
+    order = []
+    for task in tasks:
+        if (task["task"], task["pid"]) not in order:
+            order.append((task["task"], task["pid"]))
+    return [last[key] for key in order]
 
 
 def _read_event(result, away, line):

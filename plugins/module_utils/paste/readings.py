@@ -466,9 +466,10 @@ def _read_kernel_log(reading, text):
         key = (task["waits_on"] or "an unrecognised wait (frames: %s)" % ", ".join(task["frames"][:4] or ["none"]), task["layer"])
         waits.setdefault(key, []).append(task)
     for (what, layer), tasks in sorted(waits.items(), key=lambda item: -len(item[1])):
-        _speaks_for(reading, layer or "client_rpc_slots")
+        if layer:
+            _speaks_for(reading, layer)
         longest = max(task["seconds"] for task in tasks)
-        names = sorted(set("%s:%d" % (task["task"], task["pid"]) for task in tasks))
+        names = ["%s:%d" % (task["task"], task["pid"]) for task in tasks]
         _row(reading, layer, "tasks blocked (hung-task reports) waiting on %s" % what, len(tasks), ">= 1", True,
              "%s blocked more than %s (hung_task_timeout_secs: a lower bound)" % (", ".join(names[:4]) + (" ..." if len(names) > 4 else ""),
                                                                               human.seconds(longest)))

@@ -26,10 +26,9 @@ NO_IDLE_THREAD_CONTRIBUTING = diagnosis.NO_IDLE_THREAD_CONTRIBUTING
 # max_slots is the high-water mark of slots allocated (xprt_alloc_slot); an average this near it
 # means most sends found the table full. The paste's own bound: 90 %.
 SLOTS_AT_CAP_SHARE = 0.9
-# A WRITE RTT this long, while the queue does not dominate: the wait is on the path or in the
-# server. 50 ms is the bundle's METADATA_MS_FLOOR (a reply slower than a disk seek plus a
-# 100 Gb/s wire by two orders of magnitude); the lab's healthy 1 MiB WRITE RTT was 5-20 ms on
-# kernel 6.1 VMs (tests/fixtures/captures/healthy).
+# A data op's RTT this long, while the queue does not dominate: the wait is on the wire or in the
+# server. 50 ms is the bundle's METADATA_MS_FLOOR: a reply slower than a disk seek plus a round
+# trip on any data-centre link by an order of magnitude.
 RTT_HIGH_MS = diagnosis.METADATA_MS_FLOOR
 # Retransmitted RPCs per op: over TCP the client retransmits only after timeo (60 s by default)
 # or a reconnect (nfs(5) "timeo"), so 1 % of ops retransmitted is a path losing connections or a
