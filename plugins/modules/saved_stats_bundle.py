@@ -403,6 +403,7 @@ def main():
     if module.params["partial"]:
         readings = [paste_readings.read_file(name, text) for name, text in files] + [
             paste_readings.unread(row["file"], row["kind"], row["reason"]) for row in unreadable]
+        readings += paste_readings.pair_readings(readings)
         if plan is None:
             plan = _partial_plan(module, readings, why)
     unusable = sorted(plan["unusable"] + unreadable, key=lambda row: row["file"])

@@ -28,7 +28,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import
     parse_nfsd_stats,
     parse_pool_stats,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta, pool_stats_delta
 
 CAN_SHOW = {
     "mountstats": "per op queue vs RTT vs execute, transport slots in use per send against max_slots, backlog, "
@@ -390,10 +390,12 @@ def _read_nfsstat_server(reading, text):
         reading["tells_nothing"] = str(exc)
         return
     _read_nfsd(reading, rebuilt, rebuilt_from="nfsstat -s")
+    reading["server_text"] = rebuilt
 
 
 def _read_nfsd(reading, text, rebuilt_from=None):
     reading["window"] = "since the server booted (a pair gives differences, no rates: the file holds no time)"
+    reading["server_text"] = text
     stats = parse_nfsd_stats(text)
     rpc = stats.get("rpc") or {}
     if rpc.get("calls"):
@@ -505,3 +507,64 @@ _READERS = {
     "mountstats_lines": _read_mountstats_lines, "nfsstat_client": _read_nfsstat_client, "nfsstat_server": _read_nfsstat_server,
     "nfsd": _read_nfsd, "rpc_nfs": _read_rpc_nfs, "nfsstat_mounts": _read_nfsstat_mounts, "pool_stats": _read_pool_stats, "kernel_log": _read_kernel_log,
 }
+
+
+# ---------------------------------------------------------------- two snapshots of one server: the difference
+
+def pair_readings(found):
+    """Readings of the difference between two server snapshots of one kind (pool_stats; nfsd or nfsstat -s), ordered
+    by their counters: shares over the time between them, which the snapshots alone (since boot) cannot give.
+    Neither file holds a time, so no rate: the shares need none."""
+    extra = []
+    pools = [reading for reading in found if reading["kind"] == "pool_stats" and reading["tells_nothing"] is None]
+    if len(pools) == 2:
+        extra.append(_pool_pair(pools))
+    servers = [reading for reading in found if reading.get("server_text") and reading["tells_nothing"] is None]
+    if len(servers) == 2:
+        extra.append(_nfsd_pair(servers))
+    return [reading for reading in extra if reading is not None]
+
+
+def _pair(first, second, kind):
+    return {"file": "%s -> %s" % (first["file"], second["file"]), "kind": kind, "taken_for": "the difference of two %ss" % first["taken_for"],
+            "can_show": CAN_SHOW[kind] + ", over the time between the two", "window": "between the two snapshots (no time: shares only)",
+            "layers": [], "evidence": [], "suspects": [], "notes": [], "repairs": [], "tells_nothing": None, "text": ""}
+
+
+def _pool_pair(pools):
+    parsed = sorted(((parse_pool_stats(reading["text"]), reading) for reading in pools),
+                    key=lambda item: sum(pool.get("packets-arrived", 0) for pool in item[0]["pools"]))
+    (before, first), (after, second) = parsed
+    delta = pool_stats_delta(after, before)
+    reading = _pair(first, second, "pool_stats")
+    share = delta.get("packets_without_idle_thread")
+    if delta["reset"] or share is None or not delta["totals"].get("packets-arrived"):
+        reading["tells_nothing"] = "nfsd restarted between them, or no packet arrived" if delta["reset"] else "no packet arrived between them"
+        return reading
+    _speaks_for(reading, "server_threads")
+    crossed = _row(reading, "server_threads", "packets that found no idle nfsd thread between the two snapshots", share,
+                   ">= %s" % human.share(limits.NO_IDLE_THREAD_LIMIT), share >= limits.NO_IDLE_THREAD_LIMIT,
+                   "%s packets arrived between them" % human.number(delta["totals"]["packets-arrived"]))
+    if crossed or share >= limits.NO_IDLE_THREAD_CONTRIBUTING:
+        _suspect(reading, "server_threads", 2 if crossed else 1, "%s of the packets between the two snapshots found no idle nfsd "
+                 "thread" % human.share(share))
+    return reading
+
+
+def _nfsd_pair(servers):
+    parsed = sorted(((parse_nfsd_stats(reading["server_text"]), reading) for reading in servers),
+                    key=lambda item: (item[0].get("rpc") or {}).get("calls", 0))
+    (before, first), (after, second) = parsed
+    delta = nfsd_delta(after, before)
+    reading = _pair(first, second, "nfsd")
+    if delta.get("reset"):
+        reading["tells_nothing"] = "counters went back between them (nfsd restarted, or two servers)"
+        return reading
+    reading["notes"].append("between the two: %s RPC calls, %s written, %s read" % (
+        human.number(delta["rpc_calls"]), human.size(delta["io_bytes_written"]), human.size(delta["io_bytes_read"])))
+    counts = {}
+    for label in ("proc3", "proc4ops"):
+        for name, count in (delta.get(label) or {}).items():
+            counts[name] = counts.get(name, 0) + count
+    op_mix(reading, counts, "server, between the two snapshots,")
+    return reading

@@ -134,3 +134,15 @@ def test_no_traceback_on_any_file():
         if diagnosis is not None:
             json.dumps(diagnosis)
             partial.render_markdown(diagnosis)
+
+
+def test_two_server_snapshots_give_the_shares_between_them():
+    texts = {"pool-a": layouts.read("bookworm/pool_stats_during.txt"), "pool-b": layouts.label_line(layouts.read("bookworm/pool_stats_before.txt")),
+             "s1": layouts.read("bookworm/nfsstat_s_v_after.txt"), "s2": layouts.crlf(layouts.read("bookworm/nfsd_before.txt"))}
+    found = [readings.read_file(name, text) for name, text in sorted(texts.items())]
+    pairs = readings.pair_readings(found)
+    assert [pair["file"] for pair in pairs] == ["pool-b -> pool-a", "s2 -> s1"]
+    before, during = (layouts.read("bookworm/pool_stats_%s.txt" % moment).split("\n")[1].split() for moment in ("before", "during"))
+    expected = 1 - (int(during[3]) - int(before[3])) / (int(during[1]) - int(before[1]))
+    assert pairs[0]["evidence"][0]["value"] == round(expected, 4)
+    assert pairs[1]["notes"][0].startswith("between the two:")
