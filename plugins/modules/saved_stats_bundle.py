@@ -30,7 +30,7 @@ description:
   - A paste's layout is undone before a file is told apart - CRLF, no-break spaces, every line (or every line below a
     label line) indented by spaces, no newline after the last line - and the repairs are noted; a clean file is used
     byte for byte.
-  - With O(partial=true) every file is read for what it can show (C(docs/capture-bundle.md) "What a paste can show"):
+  - With O(partial=true) every file is read for what it can show (C(docs/capture-bundle.md), What a paste can show) -
     nfsiostat and C(mountstats) command output, C(nfsstat -c)/C(-s), a lone C(/proc/net/rpc/nfsd) (its C(th) line
     on old kernels), C(pool_stats), C(opts:)/C(xprt:) lines cut out of mountstats, kernel logs (hung tasks and their
     stacks, server outages). Where the files make a bundle it is written as without O(partial); otherwise O(dest) gets

@@ -89,5 +89,3 @@ def _common_indent(lines):
         if not indent:
             return ""
     return indent or ""
-
-

@@ -21,6 +21,7 @@ its columns, and the values follow in that order.
 
 from __future__ import annotations
 
+import math
 import re
 
 # Column names as nfsiostat prints them, each as the words it splits into.
@@ -152,4 +153,4 @@ def _float(word):
     except ValueError:
         return None
     # float() takes "nan" and "inf", which nfsiostat never prints.
-    return number if number == number and abs(number) != float("inf") else None
+    return number if math.isfinite(number) else None

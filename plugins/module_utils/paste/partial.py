@@ -180,7 +180,7 @@ def _recommendations(suspect, commands):
              "how": "; ".join(commands[:3]),
              "reason": "a paste has no window of the checkpoint: the suspicion is confirmed or ruled out by one"}]
     if suspect:
-        confirm = [command for command in commands[3:-1]]
+        confirm = list(commands[3:-1])
         if confirm:
             recs.append({"layer": suspect["layer"], "setting": "confirm %s" % suspect["layer"], "value": None,
                          "action": "confirm: %s" % confirm[0], "how": "; ".join(confirm),
@@ -200,8 +200,8 @@ def _headline(result):
         "limiting_text": ("suspected limiting layer: %s" % diagnosis_headline.layer_text(suspect["layer"])
                           if suspect else "no suspected layer"),
         "links_text": "links not measured: a paste holds no interface counters or probe",
-        "snapshot_text": "the paste speaks for %s; cannot see %s" % (", ".join(result["partial"]["layers_seen"]) or "no layer",
-                                                                      ", ".join(result["unmeasured"]) or "-"),
+        "snapshot_text": "the paste speaks for %s; cannot see %s" % (
+            ", ".join(result["partial"]["layers_seen"]) or "no layer", ", ".join(result["unmeasured"]) or "-"),
         "confidence_reason": result["confidence_reasons"][0],
     })
     return head

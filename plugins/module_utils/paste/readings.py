@@ -406,8 +406,8 @@ def _read_nfsd(reading, text, rebuilt_from=None):
                  human.number(rpc.get("bad_calls") or 0), human.number(rpc["calls"])))
     io = stats.get("io") or {}
     if io.get("bytes_written") or io.get("bytes_read"):
-        reading["notes"].append("server wrote %s and read %s since boot" % (human.size(io.get("bytes_written") or 0),
-                                                                              human.size(io.get("bytes_read") or 0)))
+        reading["notes"].append("server wrote %s and read %s since boot" % (
+            human.size(io.get("bytes_written") or 0), human.size(io.get("bytes_read") or 0)))
     counts = {}
     for label in ("proc3", "proc4ops"):
         for name, count in (stats.get(label) or {}).items():
@@ -473,8 +473,8 @@ def _read_kernel_log(reading, text):
         longest = max(task["seconds"] for task in tasks)
         names = ["%s:%d" % (task["task"], task["pid"]) for task in tasks]
         _row(reading, layer, "tasks blocked (hung-task reports) waiting on %s" % what, len(tasks), ">= 1", True,
-             "%s blocked more than %s (hung_task_timeout_secs: a lower bound)" % (", ".join(names[:4]) + (" ..." if len(names) > 4 else ""),
-                                                                              human.seconds(longest)))
+             "%s blocked more than %s (hung_task_timeout_secs: a lower bound)" % (
+                 ", ".join(names[:4]) + (" ..." if len(names) > 4 else ""), human.seconds(longest)))
         if layer:
             direct = layer != "client_rpc_slots" or "slot" in what
             _suspect(reading, layer, 2 if direct else 1, "%d task(s) blocked more than %s waiting on %s" % (

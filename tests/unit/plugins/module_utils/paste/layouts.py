@@ -85,7 +85,8 @@ def read(relative):
 
 
 # The kind each capture is, by the name the coordinator gave it on the lab (NOTES.txt).
-KIND_BY_PREFIX = (("nfsstat_m", "nfsstat_mounts"), ("threads", "unknown"), ("empty", "empty"),("mountstats_cmd", "mountstats_report"), ("mountstats_lines", "mountstats_lines"), ("mountstats", "mountstats"),
+KIND_BY_PREFIX = (("nfsstat_m", "nfsstat_mounts"), ("threads", "unknown"), ("empty", "empty"),
+                  ("mountstats_cmd", "mountstats_report"), ("mountstats_lines", "mountstats_lines"), ("mountstats", "mountstats"),
                   ("nfsd", "nfsd"), ("nfsiostat", "nfsiostat"), ("nfsstat_c", "nfsstat_client"), ("nfsstat_s", "nfsstat_server"),
                   ("pool_stats", "pool_stats"), ("rpc_nfs", "rpc_nfs"), ("dmesg", "kernel_log"), ("journal", "kernel_log"),
                   ("console", "kernel_log"), ("kernel", "kernel_log"), ("hung", "kernel_log"))

@@ -63,8 +63,8 @@ def test_old_kernel_nfsd_with_idle_threads_points_nowhere_but_says_what_it_read(
 def test_hung_tasks_in_dmesg_and_journalctl_name_the_wait_and_its_length():
     for name in ("built/dmesg_hung_nfs_wait_on_request.txt", "built/journal_hung_nfs_wait_on_request.txt"):
         log = kernel_log.parse(layouts.read(name))
-        assert [(task["task"], task["pid"], task["seconds"]) for task in log["hung_tasks"]] == [("python3", 21877, 120),
-                                                                                              ("python3", 21879, 120)]
+        assert [(task["task"], task["pid"], task["seconds"]) for task in log["hung_tasks"]] == [
+            ("python3", 21877, 120), ("python3", 21879, 120)]
         assert all("nfs_wait_on_request" in task["waits_on"] for task in log["hung_tasks"])
         # "? bit_wait+0x60/0x60" is a frame the unwinder is not sure of: never what a task waits on.
         assert log["hung_tasks"][0]["frames"][:3] == ["__schedule", "schedule", "io_schedule"]
@@ -113,7 +113,7 @@ def test_no_traceback_on_any_file():
         base = generator.choice(samples)
         choice = generator.randrange(5)
         if choice == 0:
-            text = bytes(generator.randrange(256) for _ in range(generator.randrange(400))).decode("utf-8", "surrogateescape")
+            text = bytes(generator.randrange(256) for _byte in range(generator.randrange(400))).decode("utf-8", "surrogateescape")
         elif choice == 1:
             text = base[:generator.randrange(len(base) + 1)]
         elif choice == 2:
@@ -122,13 +122,13 @@ def test_no_traceback_on_any_file():
             text = "\n".join(lines)
         elif choice == 3:
             chars = list(base)
-            for _ in range(20):
+            for _change in range(20):
                 if chars:
                     chars[generator.randrange(len(chars))] = generator.choice("0:()%\t\r\n\u00a0-9x.e+ nanINF")
             text = "".join(chars)
         else:
             words = base.split()
-            text = " ".join(generator.choice(words) for _ in range(60)) if words else ""
+            text = " ".join(generator.choice(words) for _word in range(60)) if words else ""
         reading = readings.read_file("fuzz", text)
         diagnosis = partial.partial_diagnosis([reading])
         if diagnosis is not None:
