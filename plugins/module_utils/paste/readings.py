@@ -205,6 +205,12 @@ def _read_mountstats_report(reading, text):
         for name in _ops_in_order(mount["ops"]):
             op = mount["ops"][name]
             read_op(reading, mount["mount_point"], name, dict(op, ops_count=op["ops"]), version, backlog)
+            if op["major_timeouts"]:
+                # A major timeout: every retransmission of the request timed out (nfs(5) retrans), "server not responding".
+                _row(reading, "network", "%s %s major timeouts" % (mount["mount_point"] or "mount", name), op["major_timeouts"], "0",
+                     True, "requests whose every retransmission timed out: the server did not answer")
+                _suspect(reading, "network", 1, "%s %s: %d major timeout(s)" % (mount["mount_point"] or "mount", name, op["major_timeouts"]),
+                         alternatives=("server_cpu", "server_threads"))
 
 
 def _ops_in_order(ops):

@@ -148,3 +148,15 @@ def test_kernel_log_line_times():
     assert kernel_log.line_time("[Wed Dec  2 10:00:00 2026] nfs: server x OK") is not None
     assert kernel_log.line_time("2026-12-02T10:00:00+0000 gpu017 kernel: nfs: server x OK") is not None
     assert kernel_log.line_time("no time here") is None
+
+
+def test_mountstats_command_retransmissions_and_high_rtt_point_past_the_client():
+    """The lab's WRITE block with the retrans/major timeouts line the command prints when an op was retransmitted
+    (mountstats.py display_rpc_op_stats), RTT high and queue low: the path or the server, and loss."""
+    text = layouts.read("bookworm/mountstats_cmd_rpc.txt")
+    block = text[text.index("WRITE:"):text.index("OPEN:")]
+    lossy = block.replace("1209 ops (96%) ", "1209 ops (96%) \t121 retrans (10%) \t3 major timeouts").replace(
+        "backlog wait: 30232.551696", "backlog wait: 2.500000").replace("total execute time: 30338.082713", "total execute time: 108.9")
+    reading = readings.read_file("lossy", layouts.indented(lossy))
+    assert reading["kind"] == "mountstats_report"
+    assert sorted((s["layer"], s["weight"]) for s in reading["suspects"]) == [("network", 1), ("network", 2), ("server_storage", 1)]
