@@ -501,7 +501,8 @@ def _read_outages(reading, log):
     _speaks_for(reading, "network")
     for outage in log["outages"]:
         away = (human.seconds(outage["seconds"]) if outage["seconds"] is not None
-                else "from %s, not back by the log's end" % outage["from"] if not outage["ended"] else "an unknown time (no time stamps)")
+                else "a time the log does not end (not back by its last line)" if not outage["ended"]
+                else "an unknown time (no time stamps)")
         _row(reading, "network", "server %s not responding" % outage["server"], outage["seconds"], "any", True,
              "away %s (\"not responding\" to \"OK\")" % away)
         _suspect(reading, "network", 2, "server %s did not answer for %s" % (outage["server"], away),
