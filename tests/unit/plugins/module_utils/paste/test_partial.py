@@ -74,7 +74,7 @@ def test_real_lab_log_writers_in_writeback_while_the_server_was_away():
     """Every suite's dmesg and journalctl -k: dd blocked in fsync's writeback, reported every 10 s, while the link was
     down for 45 s (NOTES.txt)."""
     names = [name for name, _text in layouts.fixture_files() if name.split("/")[-1] in ("dmesg.txt", "journalctl_k.txt")]
-    assert len(names) >= 4
+    assert len(names) >= 4  # bookworm and trixie; bullseye's run ended before its link-drop phase (its NOTES.txt)
     for name in names:
         log = kernel_log.parse(layouts.read(name))
         tasks = [(task["task"], task["pid"], task["seconds"], task["waits_on"]) for task in log["hung_tasks"]]

@@ -88,8 +88,18 @@ def test_nfsiostat_broken_columns_redacted_or_missing_header_read_the_same():
         assert [report["ops"] for report in nfsiostat.parse(pasted)] == [report["ops"] for report in clean]
 
 
+def test_real_nfs_utils_1_3_4_nfsiostat_has_no_queue_column_and_reads_exe_minus_rtt():
+    """bullseye's nfs-utils 1.3.4 prints no avg queue column (nor errors): the queue is exe - RTT."""
+    text = layouts.read("bullseye/nfsiostat_mount.txt")
+    assert "avg queue" not in text
+    write = nfsiostat.parse(layout.clean(layouts.broken_columns(text)).text)[-1]["ops"]["write"]
+    assert write["avg_queue_ms"] is None and write["errors"] is None and write["avg_exe_ms"] > 10 * write["avg_rtt_ms"]
+    reading = readings.read_file("old", layouts.everything(text))
+    assert [(s["layer"], s["weight"]) for s in reading["suspects"]] == [("client_rpc_slots", 2)]
+
+
 def test_nfsiostat_without_avg_queue_column_takes_exe_minus_rtt():
-    """nfs-utils 1.3.4 (Debian 11) prints no avg queue column: the queue is exe - RTT."""
+    """nfs-utils 1.3.4 (Debian 11) prints no avg queue column: the queue is exe - RTT (2.6.2's output with it removed)."""
     text = layouts.read("bookworm/nfsiostat_mount.txt")
     old = text.replace("  avg queue (ms)", "").replace("          errors", "")
     old = "\n".join(" ".join(line.split()[:-3]) if line.strip()[:1].isdigit() and len(line.split()) == 10 else line
