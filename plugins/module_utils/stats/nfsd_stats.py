@@ -9,7 +9,8 @@ net/sunrpc/stats.c svc_seq_show; nfs-utils nfsstat reads the same lines):
     net packets udp tcp tcpconn | rpc calls badcalls badfmt badauth badclnt
     proc3 COUNT n0 n1 ... | proc4 COUNT ... | proc4ops COUNT n0 n1 ...  (index = op number)
 Only the first number of `th` still means anything (the thread count); the histogram after it
-has been zero since kernel 2.6.x. Unknown lines are kept by label under `other`; a line that
+has been zero since kernel 2.6.29 (parse_nfsd_stats keeps it as `th` for older kernels' pastes,
+_thread_line). Unknown lines are kept by label under `other`; a line that
 is not what its label says (binary garbage) yields what it holds and never stops the parse.
 """
 
