@@ -73,6 +73,11 @@ def _layer(layer, glossed=False):
     return "%s (%s)" % (words, GLOSS[layer]) if glossed and layer in GLOSS else words
 
 
+def layer_text(layer):
+    """A layer in words with its gloss (a partial diagnosis from a paste words its suspected layer so)."""
+    return _layer(layer, True)
+
+
 def _headroom_clause(result):
     return "tuning alone can give up to %s (%s)" % (
         human.factor(result["tuning_headroom_factor"]), result.get("tuning_headroom_why") or "what one tuned layer buys")
@@ -232,7 +237,11 @@ def first_screen(result):
     head = result["headline"]
     lines = _wrap("Checkpoint diagnosis of %s" % result["mount_point"])
     lines += _wrap(_capital(head["verdict_text"]))
-    if result["verdict"] == "no_window":
+    if result.get("partial"):
+        # A paste (module_utils/paste/partial.py): no window, so no throughput at all.
+        lines += _wrap("From a paste: no throughput measured%s" % (
+            "; target %s" % head["target_text"] if result.get("target_bytes_per_second") else ""))
+    elif result["verdict"] == "no_window":
         lines += _wrap("Averaged since the mount: %s (no checkpoint's rate); target: %s" % (
             head["achieved_text"], head["target_text"]))
     elif result.get("target_bytes_per_second"):
