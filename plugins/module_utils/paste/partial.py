@@ -203,6 +203,8 @@ def _headline(result):
         "snapshot_text": "the paste speaks for %s; cannot see %s" % (
             ", ".join(result["partial"]["layers_seen"]) or "no layer", ", ".join(result["unmeasured"]) or "-"),
         "confidence_reason": result["confidence_reasons"][0],
+        # the strongest pasted figure behind the suspicion, on the first screen
+        "suspected_because": suspect["rests_on"][0] if suspect and suspect["rests_on"] else None,
     })
     return head
 

@@ -239,7 +239,7 @@ def first_screen(result):
     lines += _wrap(_capital(head["verdict_text"]))
     if result.get("partial"):
         # A paste (module_utils/paste/partial.py): no window, so no throughput at all.
-        lines += _wrap("From a paste: no throughput measured%s" % (
+        lines += _wrap("Suspected from what was pasted, no throughput measured%s" % (
             "; target %s" % head["target_text"] if result.get("target_bytes_per_second") else ""))
     elif result["verdict"] == "no_window":
         lines += _wrap("Averaged since the mount: %s (no checkpoint's rate); target: %s" % (
@@ -248,7 +248,11 @@ def first_screen(result):
         lines += _wrap("Achieved %s of the %s target" % (head["achieved_text"], head["target_text"]))
     else:
         lines += _wrap("Achieved %s; %s" % (head["achieved_text"], head["target_text"]))
-    lines += _wrap("  measured as " + head["rests_on"])
+    if head.get("suspected_because"):
+        # A paste's suspicion leads with the figure it rests on (evidence before verdicts).
+        lines += _wrap("  because " + head["suspected_because"])
+    else:
+        lines += _wrap("  measured as " + head["rests_on"])
     lines += _wrap(_capital(head["links_text"]))
     lines += _wrap(_capital(head["limiting_text"]))
     if head.get("snapshot_text"):

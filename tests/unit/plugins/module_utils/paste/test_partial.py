@@ -39,6 +39,10 @@ def test_seed_symptoms_pasted_give_client_rpc_slots_and_the_commands_to_confirm(
     assert diagnosis["first_screen"][0].startswith("Checkpoint diagnosis of")
     assert len(diagnosis["first_screen"]) <= SCREEN_LINES and all(len(line) <= SCREEN_COLUMNS for line in diagnosis["first_screen"])
     assert "Suspected limiting layer: client RPC slots" in "\n".join(diagnosis["first_screen"])
+    # evidence before the verdict: the figure the suspicion rests on is on the first screen
+    screen = " ".join(line.strip() for line in diagnosis["first_screen"])
+    assert "because nfsiostat during the stall.txt: /mnt/nfs WRITE queue time" in screen
+    assert "dominates its RTT" in screen and "measured as nothing" not in screen
     assert diagnosis["headline"]["verdict"] == "no_window" and diagnosis["headline"]["confidence"] == "medium"
     markdown = partial.render_markdown(diagnosis)
     assert "## Capture next" in markdown and "| dmesg.txt | kernel log" in markdown
