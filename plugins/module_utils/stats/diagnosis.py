@@ -26,6 +26,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import render_markdown  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import network_loss
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -514,6 +515,9 @@ def _probe_shares(evidence, links, probe, achieved, seen):
     """NFS throughput against the probe's TCP capacity: summed over the clients, and per path.
     Returns the share the network verdict uses (the worst path when there is one), or None."""
     probe_share = None
+    if probe and probe.get("lossy"):
+        seen["measured"].append("the probe ran through a lossy path (%s retransmitted): no ceiling" % ", ".join(probe["lossy"]))
+        return None
     if probe and probe["bytes_per_second"]:
         probe_share = achieved / probe["bytes_per_second"]
         evidence.add("network", "NFS throughput / TCP capacity of the path (probe)", probe_share, ">= %.2f" % PROBE_FULL_SHARE,
@@ -681,7 +685,7 @@ def diagnose(bundle):
     figures = _client_figures(run["context"], run["clients"])
     # How this server's kernel sizes a v4.1 session (fixed cap up to 6.13, on demand from 6.14).
     figures["session_grant"] = kernels.session_slot_grant(kernels.server_kernel(run["servers"]))
-    net, links = _network_evidence(evidence, run)
+    net, links = _network_evidence(evidence, run, figures)
     send = _send_side_evidence(evidence, run["clients"], figures, net)
     cpu = _cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
     reconnects = _reconnect_evidence(evidence, run["clients"])
@@ -861,12 +865,41 @@ def _client_figures(context, clients):
     }
 
 
-def _network_evidence(evidence, run):
-    """network: a measured layer (links, probe, declared speeds); symptoms alone never name it.
+def _network_evidence(evidence, run, figures):
+    """network: a measured layer (links, probe, declared speeds, loss); symptoms alone never name it.
     Returns (the network layer's result, the link rows)."""
     links = _link_rows(run["client_files"], run["servers"], run["checkpoint_seconds"])
     probe = _probe_capacity(run["client_files"], evidence)
-    return _network_layer(evidence, run["capacity"], run["achieved"], run["target_bps"], links, probe), links
+    loss = network_loss.assess(evidence, _host_windows(run["client_files"], run["servers"], run["checkpoint_seconds"]), links,
+                               dict((host, files.get("probe")) for host, files in run["client_files"].items()),
+                               figures["idle_rtt"], dict((client["host"], client["delta"]["nconnect"]) for client in run["clients"]))
+    if probe and loss["probe_lossy"]:
+        # iperf3 through a lossy path measures the damage: no ceiling, and never a reason to rule the network out.
+        probe = dict(probe, lossy=loss["probe_lossy"])
+    net = _network_layer(evidence, run["capacity"], run["achieved"], run["target_bps"], links, probe)
+    net["loss"] = loss
+    net["lossy"] = loss["lossy"]
+    if loss["lossy"]:
+        # Lossy is not full: the fix is the path, not more bandwidth (network_loss.py).
+        net.update(state="lossy", summary=net["summary"] + "; " + loss["summary"], headline="network lossy: " + loss["summary"][len("loss: lossy - "):])
+    elif loss["state"] != "unmeasured":
+        net["summary"] += "; " + loss["summary"]
+    return net, links
+
+
+def _host_windows(client_files, servers, checkpoint_seconds):
+    """Each host's pair of samples over the checkpoint (the canary's own when taken), as network_loss.assess reads them."""
+    hosts = []
+    for host, files in sorted(client_files.items()):
+        before, after, start, end = _client_samples(files)
+        if start and end:
+            hosts.append({"host": host, "side": "client", "before": start, "after": end, "how": "the canary's own samples"})
+        else:
+            hosts.append({"host": host, "side": "client", "before": before, "after": after, "how": "the statistics window"})
+    for server in servers:
+        before, after, _busy, how = _server_samples(server, checkpoint_seconds)
+        hosts.append({"host": server["host"], "side": "server", "before": before, "after": after, "how": how})
+    return hosts
 
 
 def _send_side_evidence(evidence, clients, figures, net):
@@ -1043,7 +1076,7 @@ def _rank_layers(found):
     """The layers whose signals crossed, most limiting first."""
     net, cpu, storage = found["net"], found["cpu"], found["storage"]
     candidates = []
-    if net["full"]:
+    if net["full"] or net.get("lossy"):
         candidates.append("network")
     # A server without idle CPU cannot run more nfsd work, whatever the thread count; a starved
     # server holds every request (and its session slot) longer, so the client's queue time
@@ -1089,6 +1122,8 @@ def _unmeasured(net, cpu, servers):
         unmeasured.append("client_cpu")
     if not servers:
         unmeasured += ["server_threads", "server_storage"]
+    if (net.get("loss") or {}).get("state", "unmeasured") == "unmeasured":
+        unmeasured.append("network_loss")
     return unmeasured
 
 
@@ -1125,6 +1160,10 @@ def _decide(run, figures, found):
         verdict = "no_target"
     elif met:
         verdict = "meets_target"
+    elif limiting == "network" and net.get("lossy"):
+        # Throughput lost to loss comes back when the path is repaired: never a new architecture.
+        verdict = "tune"
+        headroom_why = "what the loss took comes back once the path is repaired (Mathis et al.: TCP's rate ~ 1/sqrt(loss))"
     elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
     elif run["capacity"].get("network_can_carry_target") is False:
@@ -1153,7 +1192,7 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "confidence_reasons": decision["confidence_reasons"],
         "unmeasured": decision["unmeasured"],
         "network": {"state": net["state"], "summary": net["summary"], "headline": net["headline"],
-                    "probe_share": _round(net["probe_share"]),
+                    "probe_share": _round(net["probe_share"]), "loss": _loss_result(net["loss"]),
                     "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
         "cpu": found["cpu"]["hosts"],
         "verdict": verdict,
@@ -1163,7 +1202,7 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "recommendations": recommendations,
         "capacity": run["capacity"],
         "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"])
-        + _start_note(run["canary"]) + _window_note(run["window"]) + _capture_note(run["capture"]),
+        + _loss_note(net, limiting) + _start_note(run["canary"]) + _window_note(run["window"]) + _capture_note(run["capture"]),
         "start": _start_block(run["canary"]),
         "window": run["window"],
         "capture": _capture_result(run["capture"]),
@@ -1172,6 +1211,21 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
         "restore": restore_verdict(run["context"], run["clients"]),
     }
+
+
+def _loss_result(loss):
+    """diagnosis.json's network.loss: the state, the per-host rows (rounded), the probe's own retransmits."""
+    rows = [dict((key, _round(value)) for key, value in row.items()) for row in loss["hosts"]]
+    probe = dict((host, dict((key, _round(value)) for key, value in item.items())) for host, item in loss["probe"].items())
+    return dict(loss, hosts=rows, probe=probe)
+
+
+def _loss_note(net, limiting):
+    """The summary says what a lossy path means for the fix, and that loss was unmeasured in an old bundle."""
+    if limiting == "network" and net.get("lossy"):
+        return "; the path is lossy: repair it (%s) - no slot, thread or architecture change wins back what loss takes" % (
+            ", ".join(net["loss"]["lossy_hosts"][:5]))
+    return ""
 
 
 RESTORE_RULE = "canary reads: total bytes / (latest end - earliest start), MLPerf rule"
@@ -1459,7 +1513,9 @@ def _recommendations(limiting, contributing, verdict, facts):
     """Every recommendation, ordered by the layer it acts on: the limiting layer's first (CONTRACT 3's actions)."""
     layers = [limiting] + list(contributing)
     recs = _frame_recs(verdict, facts)
-    if "network" in layers and facts["network"]["full"]:
+    if "network" in layers and facts["network"].get("lossy"):
+        recs += network_loss.recommendations(facts["network"]["loss"])
+    elif "network" in layers and facts["network"]["full"]:
         recs += _network_recs(facts)
     if "client_rpc_slots" in layers:
         recs.append(_slots_rec(facts))
@@ -1476,6 +1532,9 @@ def _recommendations(limiting, contributing, verdict, facts):
                             "path, streams = nconnect), or give network.server_link_gbps / client_link_gbps in context.yml",
                      "reason": "%s; without it the network can be neither named nor ruled out" % facts["network"]["summary"]})
     recs += _architecture_recs(limiting, verdict, facts)
+    if limiting == "network" and facts["network"].get("lossy"):
+        # Throughput lost to loss: no slot or thread tuning is offered beside the repair (issue 26).
+        recs = [rec for rec in recs if rec["layer"] not in ("client_rpc_slots", "server_threads", "architecture")]
     order = list(_FIRST_RECS) + layers
     return sorted(recs, key=lambda rec: order.index(rec["layer"]) if rec["layer"] in order else
                   len(order) + (_LAST_RECS.index(rec["layer"]) if rec["layer"] in _LAST_RECS else -1))

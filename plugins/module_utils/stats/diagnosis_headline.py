@@ -89,6 +89,9 @@ def _verdict_text(result, actions):
                 _layer(result["limiting_layer"]), gap)
         # A full network: its own actions come first; no "still tune" that reads like nfsd or client tuning first.
         return text + ("; still tune: %s" % tune[0] if tune and result["limiting_layer"] != "network" else "")
+    if verdict == "tune" and (result.get("network") or {}).get("state") == "lossy" and result["limiting_layer"] == "network":
+        return "repair the lossy path: the gap is %s and %s; no slot, thread or architecture change wins back what loss takes" % (
+            gap, result.get("tuning_headroom_why") or "what the loss took comes back once the path is repaired")
     if verdict == "tune":
         return "tune: the gap is %s and %s" % (gap, _headroom_clause(result).replace("tuning alone", "tuning " + _layer(
             result["limiting_layer"])))
@@ -133,9 +136,19 @@ def _links(result):
         return {"share": None, "capacity": None,
                 "text": "links not measured: no interface speed, probe or declared link speed (run "
                         "ckptio.nfs.validate_checkpoint with -e canary_validation_probe=true, or give "
-                        "network.server_link_gbps in context.yml)"}
-    found["text"] += _paradox(result, found["share"], network)
+                        "network.server_link_gbps in context.yml)" + _loss_text(network)}
+    found["text"] += _paradox(result, found["share"], network) + _loss_text(network)
     return found
+
+
+def _loss_text(network):
+    """Loss beside the links' share: a lossy path looks half empty (network_loss.py)."""
+    loss = network.get("loss") or {}
+    if network.get("state") == "lossy":
+        return "; but the path is lossy (%s)" % loss.get("summary", "loss: lossy")[len("loss: lossy - "):]
+    if loss.get("state") == "unmeasured" and network.get("links") is not None:
+        return "; loss unmeasured (no TCP counters in the host samples)"
+    return ""
 
 
 def _busiest_link(rows):
@@ -152,6 +165,8 @@ def _busiest_link(rows):
 def _paradox(result, share, network):
     if network.get("state") == "full":
         return ": full, the network is the limit"
+    if network.get("state") == "lossy":
+        return ""
     if share is not None and share < PARADOX_SHARE and result["verdict"] in ("tune", "rearchitect"):
         return "; the bandwidth paradox: the links are far from full while throughput is %s short of the target" % (
             human.factor(result["gap_factor"]))
