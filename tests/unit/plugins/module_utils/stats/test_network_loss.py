@@ -122,6 +122,7 @@ def test_one_lossy_client_names_that_host_only():
 def test_incast_is_several_lossy_clients_and_a_server_that_drops():
     result = diagnose(_bundle_with_loss({"nfs2": 0.03, "nfs3": 0.03}, server_drop=500))
     assert result["network"]["loss"]["incast"] and "incast" in result["network"]["summary"]
+    assert "incast" in " ".join(rec["action"] for rec in result["recommendations"])
 
 
 def test_a_clean_path_leaves_the_diagnosis_as_it_was():
@@ -130,4 +131,3 @@ def test_a_clean_path_leaves_the_diagnosis_as_it_was():
     assert clean["network"]["loss"]["state"] == "clean" and clean["limiting_layer"] == plain["limiting_layer"]
     assert "network_loss" in plain["unmeasured"] and "network_loss" not in clean["unmeasured"]
     assert "loss unmeasured" in " ".join(item["explanation"] for item in plain["evidence"])
-    assert "incast" in " ".join(rec["action"] for rec in result["recommendations"])
