@@ -27,6 +27,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdow
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import network_loss
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -690,10 +691,11 @@ def diagnose(bundle):
     cpu = _cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
     reconnects = _reconnect_evidence(evidence, run["clients"])
     slots = _client_rpc_slots_layer(evidence, run["clients"], figures, send)
+    mounts = mount_state.assess(evidence, run["clients"])
     threads = _server_threads_layer(evidence, run["servers"])
     storage = _server_storage_layer(evidence, run, figures, send, net, cpu, threads)
     access = _access_pattern_layer(evidence, run, figures, send)
-    found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send}
+    found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts}
     decision = _decide(run, figures, found)
     facts = {
         "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],
@@ -701,7 +703,7 @@ def diagnose(bundle):
         "servers": run["servers"], "clients": run["clients"], "layout": access["layout"],
         "send_backed_up": send["backed_up"], "network": net, "reconnects": reconnects,
         "shared_file": access["shared_file"], "lock_waits": access["lock_waits"],
-        "session_grant": figures["session_grant"],
+        "session_grant": figures["session_grant"], "mounts": mounts,
     }
     recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
@@ -1078,6 +1080,9 @@ def _rank_layers(found):
     candidates = []
     if net["full"] or net.get("lossy"):
         candidates.append("network")
+    # A mount that missed the tuning is a measured fact about one host, whatever the server does.
+    if found["mounts"]["missed"]:
+        candidates.append("client_rpc_slots")
     # A server without idle CPU cannot run more nfsd work, whatever the thread count; a starved
     # server holds every request (and its session slot) longer, so the client's queue time
     # follows from it: the server signals go first.
@@ -1091,7 +1096,7 @@ def _rank_layers(found):
         candidates.append("server_storage")
     if cpu["server_saturated"] and cpu["server_weak"]:
         candidates.append("server_cpu")
-    if found["slots"]["limit"]:
+    if found["slots"]["limit"] and "client_rpc_slots" not in candidates:
         candidates.append("client_rpc_slots")
     if storage["limit"] and "server_storage" not in candidates:
         candidates.append("server_storage")
@@ -1164,6 +1169,12 @@ def _decide(run, figures, found):
         # Throughput lost to loss comes back when the path is repaired: never a new architecture.
         verdict = "tune"
         headroom_why = "what the loss took comes back once the path is repaired (Mathis et al.: TCP's rate ~ 1/sqrt(loss))"
+    elif limiting == "client_rpc_slots" and found["mounts"]["missed"]:
+        # The settings are tuned, a mount is not: a remount, never a new architecture (issue 26).
+        verdict = "tune"
+        headroom = max(found["mounts"]["hosts"][host]["headroom"] for host in found["mounts"]["missed"])
+        headroom_why = "remounting %s: each of its WRITEs no longer waiting for a slot (exe / (exe - queue) on that host)" % (
+            ", ".join(found["mounts"]["missed"][:5]))
     elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
     elif run["capacity"].get("network_can_carry_target") is False:
@@ -1195,6 +1206,8 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
                     "probe_share": _round(net["probe_share"]), "loss": _loss_result(net["loss"]),
                     "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
         "cpu": found["cpu"]["hosts"],
+        "mounts": dict((host, dict((key, _round(value)) for key, value in state.items()))
+                       for host, state in found["mounts"]["hosts"].items()),
         "verdict": verdict,
         "tuning_headroom_factor": decision["headroom"],
         "tuning_headroom_why": decision["headroom_why"],
@@ -1517,7 +1530,8 @@ def _recommendations(limiting, contributing, verdict, facts):
         recs += network_loss.recommendations(facts["network"]["loss"])
     elif "network" in layers and facts["network"]["full"]:
         recs += _network_recs(facts)
-    if "client_rpc_slots" in layers:
+    recs += mount_state.remount_recs(facts["mounts"])
+    if "client_rpc_slots" in layers and not _slots_already_set(facts):
         recs.append(_slots_rec(facts))
     recs += _mount_recs(layers, limiting, facts)
     if "server_threads" in layers:
@@ -1597,13 +1611,23 @@ def _slots_rec(facts):
                       % (human.number(facts["slot_cap"]), slots)}
 
 
+def _slots_already_set(facts):
+    """Every client already has the profile's slot setting: only a remount (mount_state) is left to do."""
+    name = "max_session_slots" if facts["sessions"] else "tcp_max_slot_table_entries"
+    wanted = profiles.recommended("client", "sunrpc", "nfs_max_session_slots" if facts["sessions"] else "tcp_max_slot_table_entries")
+    values = [_int_setting(client["sunrpc"], name) for client in facts["clients"]]
+    return bool(facts["mounts"]["missed"]) and all(value is not None and value >= wanted for value in values)
+
+
 def _mount_recs(layers, limiting, facts):
-    """nconnect and wsize per client, at the checkpoint profile's values."""
+    """nconnect and wsize per client, at the checkpoint profile's values (a mount that missed the tuning is remounted instead)."""
     recs = []
     nconnect = profiles.recommended("client", "mount_options", "nconnect")
     wsize = profiles.recommended("client", "mount_options", "wsize")
     for client in facts["clients"]:
         delta = client["delta"]
+        if client["host"] in facts["mounts"]["missed"]:
+            continue
         if ("client_rpc_slots" in layers or "network" in layers) and delta["nconnect"] < nconnect and delta["proto"] != "udp":
             recs.append({"layer": "client_rpc_slots", "setting": "nconnect", "value": nconnect, "host": client["host"],
                          "action": "nconnect = %d (ckptio.nfs.tune_clients, profile checkpoint), at the next mount" % nconnect,

@@ -147,7 +147,7 @@ def _loss_text(network):
     if network.get("state") == "lossy":
         return "; but the path is lossy (%s)" % loss.get("summary", "loss: lossy")[len("loss: lossy - "):]
     if loss.get("state") == "unmeasured" and network.get("links") is not None:
-        return "; loss unmeasured (no TCP counters in the host samples)"
+        return "; loss unmeasured"
     return ""
 
 
