@@ -28,6 +28,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import network_loss
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mount_state
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import metadata_storm
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -695,7 +696,9 @@ def diagnose(bundle):
     threads = _server_threads_layer(evidence, run["servers"])
     storage = _server_storage_layer(evidence, run, figures, send, net, cpu, threads)
     access = _access_pattern_layer(evidence, run, figures, send)
-    found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts}
+    storm = metadata_storm.assess(evidence, run["clients"], METADATA_OPS, storage["disk_busy"], cpu["server_saturated"])
+    access["signal"] = access["signal"] or storm["storm"]
+    found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts, "storm": storm}
     decision = _decide(run, figures, found)
     facts = {
         "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],
@@ -703,7 +706,8 @@ def diagnose(bundle):
         "servers": run["servers"], "clients": run["clients"], "layout": access["layout"],
         "send_backed_up": send["backed_up"], "network": net, "reconnects": reconnects,
         "shared_file": access["shared_file"], "lock_waits": access["lock_waits"],
-        "session_grant": figures["session_grant"], "mounts": mounts,
+        "session_grant": figures["session_grant"], "mounts": mounts, "storm": storm,
+        "canary": run["canary"],
     }
     recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
@@ -1026,7 +1030,7 @@ def _server_storage_layer(evidence, run, figures, send, net, cpu, threads):
         evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
                      "%d COMMITs, avg exe %.1f ms" % (commit["ops"], commit["avg_exe_ms"]))
-    return {"limit": storage_limit, "commit_slow": commit_slow,
+    return {"limit": storage_limit, "commit_slow": commit_slow, "disk_busy": disk_busy,
             "disk_saturated": disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"]}
 
 
@@ -1083,6 +1087,10 @@ def _rank_layers(found):
     # A mount that missed the tuning is a measured fact about one host, whatever the server does.
     if found["mounts"]["missed"]:
         candidates.append("client_rpc_slots")
+    # Metadata round trips took most of the request time while the disk idled: the shape of the
+    # checkpoint (file count and size) sets the pace, not the server (metadata_storm.py).
+    if found["storm"]["storm"]:
+        candidates.append("access_pattern")
     # A server without idle CPU cannot run more nfsd work, whatever the thread count; a starved
     # server holds every request (and its session slot) longer, so the client's queue time
     # follows from it: the server signals go first.
@@ -1100,7 +1108,7 @@ def _rank_layers(found):
         candidates.append("client_rpc_slots")
     if storage["limit"] and "server_storage" not in candidates:
         candidates.append("server_storage")
-    if found["access"]["signal"]:
+    if found["access"]["signal"] and "access_pattern" not in candidates:
         candidates.append("access_pattern")
     if storage["commit_slow"] and "server_storage" not in candidates:
         candidates.append("server_storage")
@@ -1149,7 +1157,8 @@ def _decide(run, figures, found):
         limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
         contributing = []
     net, cpu = found["net"], found["cpu"]
-    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"], found["access"]["lock_waits"],
+    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"],
+                                                 found["access"]["lock_waits"] or found["storm"]["storm"],
                                                  found["send"]["backed_up"], met)
     if run["window"] and run["window"]["kind"] == SAVED_SINCE_MOUNT:
         # Averages over the mount's life can show a bottleneck, never prove the checkpoint's: at most medium.
@@ -1546,6 +1555,11 @@ def _recommendations(limiting, contributing, verdict, facts):
                             "path, streams = nconnect), or give network.server_link_gbps / client_link_gbps in context.yml",
                      "reason": "%s; without it the network can be neither named nor ruled out" % facts["network"]["summary"]})
     recs += _architecture_recs(limiting, verdict, facts)
+    if facts["storm"]["storm"] and "access_pattern" in layers:
+        recs.append(metadata_storm.shape_rec(facts["storm"], facts["canary"]))
+        if limiting == "access_pattern":
+            # The shape is the fix; a parallel file system or more servers would meet the same round trips.
+            recs = [rec for rec in recs if rec["layer"] != "architecture"]
     if limiting == "network" and facts["network"].get("lossy"):
         # Throughput lost to loss: no slot or thread tuning is offered beside the repair (issue 26).
         recs = [rec for rec in recs if rec["layer"] not in ("client_rpc_slots", "server_threads", "architecture")]
