@@ -29,6 +29,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import network_loss
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import metadata_storm
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import pace_host
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import canary_ranks
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.canary import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -711,9 +713,28 @@ def diagnose(bundle):
     }
     recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
+    result["pace"] = pace_host.assess(canary_ranks(bundle), _pace_facts(run, links, found))
     result["headline"] = diagnosis_headline.headline(result, figures)
     result["first_screen"] = diagnosis_headline.first_screen(result)
     return result
+
+
+def _pace_facts(run, links, found):
+    """What pace_host compares between hosts: mount options, live slots, loss, CPU, link traffic, D-state site."""
+    facts = {}
+    for client in run["clients"]:
+        state = found["mounts"]["hosts"][client["host"]]
+        wchans = (client["dstate"] or {}).get("wchan_counts") or {}
+        facts[client["host"]] = {"nconnect": state["nconnect"], "wsize": state["wsize"], "slots_in_use_max": state["slots_in_use_max"],
+                                 "cpu_busy": (found["cpu"]["hosts"].get(client["host"]) or {}).get("busy"),
+                                 "dstate_site": max(sorted(wchans), key=wchans.get) if wchans else None}
+    for row in found["net"]["loss"]["hosts"]:
+        if row["side"] == "client" and row["host"] in facts and row.get("measured"):
+            facts[row["host"]]["retrans_share"] = row["retrans_share"]
+    for row in links:
+        if row["side"] == "client" and row["host"] in facts and row.get("bytes_per_second") is not None:
+            facts[row["host"]]["link_bytes_per_second"] = facts[row["host"]].get("link_bytes_per_second", 0) + row["bytes_per_second"]
+    return facts
 
 
 def _read_run(bundle):

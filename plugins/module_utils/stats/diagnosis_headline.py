@@ -46,6 +46,12 @@ VERDICT_WORDS = {"meets_target": "meets the target", "tune": "tune", "rearchitec
                  "no_target": "no verdict against a target", "no_window": "no verdict on throughput"}
 
 
+def pace_text(result):
+    """The pace-setting host(s) in one sentence (pace_host.py), or None when the ranks ended together or were not timed."""
+    pace = result.get("pace") or {}
+    return pace.get("text") if pace.get("pace") else None
+
+
 def headline(result, figures=None):
     """diagnosis.json `headline` (CONTRACT 3) from diagnose()'s result; figures: the client totals (snapshot line)."""
     links = _links(result)
@@ -257,6 +263,8 @@ def first_screen(result):
     lines += _wrap("  measured as " + head["rests_on"])
     lines += _wrap(_capital(head["links_text"]))
     lines += _wrap(_capital(head["limiting_text"]))
+    if pace_text(result):
+        lines += _wrap(_capital(pace_text(result)))[:3]
     if head.get("snapshot_text"):
         lines += _wrap(_capital(head["snapshot_text"]))
     lines += _wrap("Confidence: %s - %s" % (head["confidence"], head["confidence_reason"]))
