@@ -5,15 +5,7 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import metadata_storm
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import METADATA_OPS
-
-
-class Evidence:
-    def __init__(self):
-        self.items = []
-
-    def add(self, layer, signal, value, threshold, crossed, explanation):
-        self.items.append({"layer": layer, "signal": signal, "crossed": crossed, "explanation": explanation})
-        return crossed
+from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats.test_mount_state import Evidence
 
 
 def op(ops, exe_ms):
