@@ -96,7 +96,7 @@ def _verdict_text(result, actions):
         # A full network: its own actions come first; no "still tune" that reads like nfsd or client tuning first.
         return text + ("; still tune: %s" % tune[0] if tune and result["limiting_layer"] != "network" else "")
     if verdict == "tune" and (result.get("network") or {}).get("state") == "lossy" and result["limiting_layer"] == "network":
-        return "repair the lossy path: the gap is %s and %s; no slot, thread or architecture change wins back what loss takes" % (
+        return "tune: the gap is %s and the path is lossy: repair it, %s; no slot, thread or architecture change wins back what loss takes" % (
             gap, result.get("tuning_headroom_why") or "what the loss took comes back once the path is repaired")
     if verdict == "tune":
         return "tune: the gap is %s and %s" % (gap, _headroom_clause(result).replace("tuning alone", "tuning " + _layer(
@@ -138,6 +138,9 @@ def _links(result):
         share = network["probe_share"]
         found = {"share": share, "capacity": result["achieved_bytes_per_second"] / share,
                  "text": "links: NFS at %s of the path's TCP capacity (iperf3 probe)" % human.share(share)}
+    elif network.get("state") == "lossy":
+        return {"share": None, "capacity": None,
+                "text": "links not measured as a capacity (no interface speed; a probe through a lossy path is none)" + _loss_text(network)}
     else:
         return {"share": None, "capacity": None,
                 "text": "links not measured: no interface speed, probe or declared link speed (run "

@@ -32,7 +32,7 @@ def test_loss_2pct_is_a_lossy_network_to_repair_not_rearchitect():
     layers = [rec["layer"] for rec in result["recommendations"]]
     assert layers[:3] == ["network"] * 3 and "client_rpc_slots" not in layers and "server_threads" not in layers
     assert "architecture" not in layers
-    assert result["first_screen"][1].startswith("Repair the lossy path")
+    assert result["first_screen"][1].startswith("Tune: the gap is 3.7x and the path is lossy: repair it")
 
 
 def test_old_bundles_without_tcp_counters_still_diagnose_and_say_loss_was_unmeasured():
