@@ -694,7 +694,7 @@ def diagnose(bundle):
     cpu = _cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
     reconnects = _reconnect_evidence(evidence, run["clients"])
     slots = _client_rpc_slots_layer(evidence, run["clients"], figures, send)
-    mounts = mount_state.assess(evidence, run["clients"])
+    mounts = mount_state.assess(evidence, run["clients"], run["checkpoint_seconds"])
     threads = _server_threads_layer(evidence, run["servers"])
     storage = _server_storage_layer(evidence, run, figures, send, net, cpu, threads)
     access = _access_pattern_layer(evidence, run, figures, send)

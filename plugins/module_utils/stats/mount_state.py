@@ -34,15 +34,20 @@ def _int(value):
         return None
 
 
-def requests_in_flight(delta):
-    """Average requests on the wire over the window: the summed RTT of every op / the window (Little's law)."""
+def requests_in_flight(delta, busy_seconds=None):
+    """Average requests on the wire: the summed RTT of every op / the time they ran in (Little's law).
+
+    busy_seconds: the checkpoint's duration when shorter than the statistics window (the requests
+    all ran then; averaged over the whole window, idle time would dilute the figure)."""
     seconds = delta.get("interval_seconds") or 0
+    if busy_seconds and 0 < busy_seconds < seconds:
+        seconds = busy_seconds
     if seconds <= 0:
         return None
     return sum(op["avg_rtt_ms"] * op["ops"] for op in delta["ops"].values()) / (1000.0 * seconds)
 
 
-def live_state(client):
+def live_state(client, busy_seconds=None):
     """One client's mount as it runs, beside the host's settings."""
     delta = client["delta"]
     write = delta["ops"].get("WRITE") or {}
@@ -51,7 +56,7 @@ def live_state(client):
     setting = _int(client["sunrpc"].get("max_session_slots" if sessions else "tcp_max_slot_table_entries"))
     return {"host": client["host"], "nfs_version": delta["nfs_version"], "nconnect": delta["nconnect"], "wsize": delta["wsize"],
             "rsize": delta["rsize"], "sessions": sessions, "slot_setting": setting, "slots_in_use_max": slots_seen,
-            "requests_in_flight": requests_in_flight(delta), "write_queue_ms": write.get("avg_queue_ms", 0.0),
+            "requests_in_flight": requests_in_flight(delta, busy_seconds), "write_queue_ms": write.get("avg_queue_ms", 0.0),
             "write_rtt_ms": write.get("avg_rtt_ms", 0.0), "write_exe_ms": write.get("avg_exe_ms", 0.0)}
 
 
@@ -84,7 +89,7 @@ def _missed(state, peers, wanted):
     return reasons
 
 
-def assess(evidence, clients):
+def assess(evidence, clients, busy_seconds=None):
     """Per client: live state, whether the mount missed the tuning, and the headroom a remount gives that host.
 
     Returns {"hosts": {host: state}, "missed": [host...]}; a crossed client_rpc_slots row per missed mount.
@@ -92,7 +97,7 @@ def assess(evidence, clients):
     wanted = {"nconnect": profiles.recommended("client", "mount_options", "nconnect"),
               "slots": {True: profiles.recommended("client", "sunrpc", "nfs_max_session_slots"),
                         False: profiles.recommended("client", "sunrpc", "tcp_max_slot_table_entries")}}
-    states = [live_state(client) for client in clients]
+    states = [live_state(client, busy_seconds) for client in clients]
     missed = []
     for state in states:
         peers = [other for other in states if other is not state and other["nfs_version"] == state["nfs_version"]]
