@@ -701,6 +701,7 @@ def diagnose(bundle):
     storm = metadata_storm.assess(evidence, run["clients"], METADATA_OPS, storage["disk_busy"], cpu["server_saturated"])
     access["signal"] = access["signal"] or storm["storm"]
     found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts, "storm": storm}
+    found["pace"] = pace_host.assess(canary_ranks(bundle), _pace_facts(run, links, found))
     decision = _decide(run, figures, found)
     facts = {
         "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],
@@ -713,7 +714,7 @@ def diagnose(bundle):
     }
     recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
-    result["pace"] = pace_host.assess(canary_ranks(bundle), _pace_facts(run, links, found))
+    result["pace"] = found["pace"]
     result["headline"] = diagnosis_headline.headline(result, figures)
     result["first_screen"] = diagnosis_headline.first_screen(result)
     return result
@@ -725,7 +726,8 @@ def _pace_facts(run, links, found):
     for client in run["clients"]:
         state = found["mounts"]["hosts"][client["host"]]
         wchans = (client["dstate"] or {}).get("wchan_counts") or {}
-        facts[client["host"]] = {"nconnect": state["nconnect"], "wsize": state["wsize"], "slots_in_use_max": state["slots_in_use_max"],
+        facts[client["host"]] = {"nconnect": state["nconnect"], "wsize": state["wsize"],
+                                 "requests_in_flight": state["requests_in_flight"], "write_queue_ms": state["write_queue_ms"],
                                  "cpu_busy": (found["cpu"]["hosts"].get(client["host"]) or {}).get("busy"),
                                  "dstate_site": max(sorted(wchans), key=wchans.get) if wchans else None}
     for row in found["net"]["loss"]["hosts"]:
@@ -735,6 +737,20 @@ def _pace_facts(run, links, found):
         if row["side"] == "client" and row["host"] in facts and row.get("bytes_per_second") is not None:
             facts[row["host"]]["link_bytes_per_second"] = facts[row["host"]].get("link_bytes_per_second", 0) + row["bytes_per_second"]
     return facts
+
+
+def _remount_headroom(found):
+    """(factor, why) of remounting the mounts that missed the tuning: the aggregate gains what the
+    slowest of them loses against the other hosts' median end; without canary ranks, that host's
+    WRITEs no longer waiting for a slot (exe / (exe - queue)), at most MAX_TUNING_GAIN."""
+    missed = found["mounts"]["missed"]
+    pace = [item for item in found["pace"]["pace"] if item["host"] in missed]
+    if pace and found["pace"]["median_seconds"]:
+        return pace[0]["seconds"] / found["pace"]["median_seconds"], "remounting %s: it ends with the other hosts (%.1f s -> %.1f s)" % (
+            pace[0]["host"], pace[0]["seconds"], found["pace"]["median_seconds"])
+    host = max(missed, key=lambda name: found["mounts"]["hosts"][name]["headroom"])
+    return min(MAX_TUNING_GAIN, found["mounts"]["hosts"][host]["headroom"]), \
+        "remounting %s: its WRITEs no longer waiting for a slot (exe / (exe - queue), at most %.0fx)" % (host, MAX_TUNING_GAIN)
 
 
 def _read_run(bundle):
@@ -1103,10 +1119,15 @@ def _rank_layers(found):
     """The layers whose signals crossed, most limiting first."""
     net, cpu, storage = found["net"], found["cpu"], found["storage"]
     candidates = []
+    # A mount that missed the tuning on the host that sets the pace limits the aggregate (the
+    # last host's end is MLPerf's denominator), whatever the others' links do.
+    missed = found["mounts"]["missed"]
+    pace = [item["host"] for item in found["pace"]["pace"]]
+    if missed and set(missed) & set(pace):
+        candidates.append("client_rpc_slots")
     if net["full"] or net.get("lossy"):
         candidates.append("network")
-    # A mount that missed the tuning is a measured fact about one host, whatever the server does.
-    if found["mounts"]["missed"]:
+    if missed and "client_rpc_slots" not in candidates:
         candidates.append("client_rpc_slots")
     # Metadata round trips took most of the request time while the disk idled: the shape of the
     # checkpoint (file count and size) sets the pace, not the server (metadata_storm.py).
@@ -1202,9 +1223,7 @@ def _decide(run, figures, found):
     elif limiting == "client_rpc_slots" and found["mounts"]["missed"]:
         # The settings are tuned, a mount is not: a remount, never a new architecture (issue 26).
         verdict = "tune"
-        headroom = max(found["mounts"]["hosts"][host]["headroom"] for host in found["mounts"]["missed"])
-        headroom_why = "remounting %s: each of its WRITEs no longer waiting for a slot (exe / (exe - queue) on that host)" % (
-            ", ".join(found["mounts"]["missed"][:5]))
+        headroom, headroom_why = _remount_headroom(found)
     elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
     elif run["capacity"].get("network_can_carry_target") is False:

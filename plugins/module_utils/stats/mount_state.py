@@ -23,8 +23,13 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 
 # A session or slot table this small is an artificial cap (the same bound as diagnosis.TINY_SLOT_CAP).
 TINY_SLOTS = 16
-# WRITEs queue at least this long, and longer than on the wire: the host waits for slots.
+# WRITEs queue at least this long, and this many times longer than on the wire: the host waits
+# for slots, not for the path (lab old_mount: 26.8 s queued for 160 ms on the wire with a 2-slot
+# session; the tuned client beside it 8.3 s for 2.5 s).
 QUEUE_MS_FLOOR = 10.0
+QUEUE_TO_RTT_FACTOR = 10.0
+# Requests in flight on average that a tiny session gives (lab: 1.5-1.9 with 2 session slots).
+TINY_IN_FLIGHT = 4.0
 
 
 def _int(value):
@@ -61,23 +66,26 @@ def live_state(client, busy_seconds=None):
 
 
 def _queued(state):
-    return state["write_queue_ms"] >= QUEUE_MS_FLOOR and state["write_queue_ms"] >= state["write_rtt_ms"]
+    return state["write_queue_ms"] >= QUEUE_MS_FLOOR and state["write_queue_ms"] >= QUEUE_TO_RTT_FACTOR * state["write_rtt_ms"]
 
 
 def _missed(state, peers, wanted):
     """What this mount runs below the tuning its host already has: a list of phrases, empty when it took it.
 
     The sign is the slots: the host's setting is the profile's (it was tuned, a kernel default of
-    64 is not) while the mount never had more than a tiny number of requests in flight and its
-    WRITEs queued for them - the session (v4.1) or the slot table (v3/v4.0) was made before the
-    setting. Its nconnect and wsize below its peers' or the profile's are named with it.
+    64 is not) while the mount averaged no more than a tiny session's requests in flight and its
+    WRITEs queued many times longer than they took on the wire - the session (v4.1) or the slot
+    table (v3/v4.0) was made before the setting. Its nconnect and wsize below its peers' or the
+    profile's are named with it. (xprt max_slots is no measure of it: it is the transport's slot
+    table, 128 per connection once tuned, whatever the session granted - lab old_mount.)
     """
     tuned_setting = state["slot_setting"] is not None and state["slot_setting"] >= wanted["slots"][state["sessions"]]
-    if not (tuned_setting and state["slots_in_use_max"] is not None and state["slots_in_use_max"] <= TINY_SLOTS and _queued(state)):
+    in_flight = state["requests_in_flight"]
+    if not (tuned_setting and in_flight is not None and in_flight <= TINY_IN_FLIGHT and _queued(state)):
         return []
-    reasons = ["at most %d requests in flight (xprt max_slots summed; %.1f on average) while WRITEs queued %.0f ms each and "
-               "%s reads %d: the %s was made before the setting" % (
-                   state["slots_in_use_max"], state["requests_in_flight"] or 0, state["write_queue_ms"],
+    reasons = ["%.1f requests in flight on average (Little's law over the checkpoint) while WRITEs queued %.0f ms for %.0f ms "
+               "on the wire and %s reads %d: the %s was made before the setting" % (
+                   in_flight, state["write_queue_ms"], state["write_rtt_ms"],
                    "max_session_slots" if state["sessions"] else "tcp_max_slot_table_entries", state["slot_setting"],
                    "session" if state["sessions"] else "slot table")]
     best_nconnect = max([peer["nconnect"] for peer in peers] + [wanted["nconnect"]])

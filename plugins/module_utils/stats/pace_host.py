@@ -21,7 +21,8 @@ NAMED = 3
 # What makes a figure "differ" from the other hosts' median.
 CPU_DIFFERENCE = 0.2
 RATE_RATIO = 1.5
-SLOTS_RATIO = 2.0
+SLOTS_RATIO = 1.4
+QUEUE_RATIO = 2.0
 LOSS_SHARE = 0.001
 
 
@@ -62,9 +63,12 @@ def _differences(host, others, facts):
     cpu, theirs = mine.get("cpu_busy"), median_of("cpu_busy")
     if cpu is not None and theirs is not None and abs(cpu - theirs) >= CPU_DIFFERENCE:
         found.append("CPU %.0f %% vs %.0f %%" % (100 * cpu, 100 * theirs))
-    slots, theirs = mine.get("slots_in_use_max"), median_of("slots_in_use_max")
-    if slots and theirs and theirs / slots >= SLOTS_RATIO:
-        found.append("at most %d requests in flight vs %g" % (slots, theirs))
+    flight, theirs = mine.get("requests_in_flight"), median_of("requests_in_flight")
+    if flight and theirs and theirs / flight >= SLOTS_RATIO:
+        found.append("%.1f requests in flight vs %.1f" % (flight, theirs))
+    queue, theirs = mine.get("write_queue_ms"), median_of("write_queue_ms")
+    if queue and theirs and queue / theirs >= QUEUE_RATIO:
+        found.append("WRITEs queued %.1f s vs %.1f s" % (queue / 1000.0, theirs / 1000.0))
     rate, theirs = mine.get("link_bytes_per_second"), median_of("link_bytes_per_second")
     if rate and theirs and theirs / rate >= RATE_RATIO:
         found.append("its link carried %.2f MB/s vs %.2f" % (rate / 1e6, theirs / 1e6))
@@ -81,7 +85,7 @@ def _size(value):
 def assess(ranks, facts):
     """{"measured", "hosts", "median_seconds", "pace": [{"host", "seconds", "lag_seconds", "differences"}], "lagging", "text"}.
 
-    facts: {host: {"nconnect", "wsize", "retrans_share", "cpu_busy", "slots_in_use_max",
+    facts: {host: {"nconnect", "wsize", "retrans_share", "cpu_busy", "requests_in_flight", "write_queue_ms",
     "link_bytes_per_second", "dstate_site"}} (any may be missing: it is not compared).
     """
     seconds = host_seconds(ranks)

@@ -54,3 +54,24 @@ def test_the_report_shows_the_retransmitted_share_beside_the_link_share():
     before = report.bundle_metrics(capture("shaped_link")["context"], diagnose(capture("shaped_link")), [], label="shaped")
     compared = [row for row in report.comparison_rows(before, metrics) if row["metric"] == "TCP segments retransmitted, worst host"]
     assert compared[0]["before"] is None and compared[0]["after"] == pytest.approx(0.0242, abs=0.001)
+
+
+def test_old_mount_is_tune_remount_that_host_not_rearchitect():
+    result = diagnose(capture("old_mount"))
+    assert result["limiting_layer"] == "client_rpc_slots" and result["verdict"] == "tune"
+    assert result["mounts"]["nfs3"]["missed_tuning"] and not result["mounts"]["nfs2"]["missed_tuning"]
+    assert result["mounts"]["nfs3"]["nconnect"] == 1 and result["mounts"]["nfs3"]["wsize"] == 65536
+    assert result["mounts"]["nfs3"]["slot_setting"] == 160 and result["mounts"]["nfs3"]["requests_in_flight"] < 2
+    first = result["recommendations"][0]
+    assert first["action"] == "remount nfs3: its mount predates the tuning" and "drain" in first["how"]
+    # The headroom is the slow host's, not the healthy one's link: it ends with the others.
+    assert 2.0 < result["tuning_headroom_factor"] < 2.6 and "nfs3" in result["tuning_headroom_why"]
+    assert "nfs max_session_slots" not in [rec["setting"] for rec in result["recommendations"]]
+
+
+def test_old_mount_names_the_pace_setting_host_and_what_differs():
+    result = diagnose(capture("old_mount"))
+    pace = result["pace"]["pace"]
+    assert [item["host"] for item in pace] == ["nfs3"] and pace[0]["lag_seconds"] > 20
+    assert "nconnect 1 vs 4" in pace[0]["differences"] and "wsize 64 KiB vs 1024 KiB" in pace[0]["differences"]
+    assert any(line.startswith("Pace set by nfs3 ended") for line in result["first_screen"])

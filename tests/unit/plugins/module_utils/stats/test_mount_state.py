@@ -26,7 +26,7 @@ def test_old_session_beside_a_tuned_client_is_named_with_its_headroom():
                                           client("nfs3", 1, 65536, [3], 160, 950.0)])
     assert found["missed"] == ["nfs3"]
     reasons = " ".join(found["hosts"]["nfs3"]["missed_tuning"])
-    assert "at most 3 requests in flight" in reasons and "max_session_slots reads 160" in reasons
+    assert "0.8 requests in flight on average" in reasons and "max_session_slots reads 160" in reasons
     assert "nconnect 1 where" in reasons and "wsize 64 KiB where another client of the server negotiated 1024 KiB" in reasons
     assert found["hosts"]["nfs3"]["headroom"] > 30 and found["hosts"]["nfs2"]["missed_tuning"] == []
     # Little's law: 400 WRITEs x 20 ms on the wire over 10 s = 0.8 in flight.
@@ -44,9 +44,12 @@ def test_untuned_settings_are_the_tuning_not_a_remount():
 
 
 def test_a_tuned_mount_that_waits_little_is_no_missed_tuning():
-    found = mount_state.assess(Evidence(), [client("nfs2", 4, 1048576, [30, 28, 31, 29], 160, 950.0),
-                                            client("nfs3", 4, 1048576, [3], 160, 1.0)])
-    assert found["missed"] == []
+    # nfs2: 30 requests in flight on average (a 30-slot session full); nfs3 waits little.
+    found = mount_state.assess(Evidence(), [client("nfs2", 4, 1048576, [128] * 4, 160, 950.0, ops=15000),
+                                            client("nfs3", 4, 1048576, [128] * 4, 160, 1.0)])
+    assert found["missed"] == [] and found["hosts"]["nfs2"]["requests_in_flight"] == 30.0
+    # A slow path, not a small session: queue only a few times the RTT (lab: 8.3 s for 2.5 s).
+    assert mount_state.assess(Evidence(), [client("nfs2", 4, 1048576, [128] * 4, 160, 8300.0, rtt_ms=2500.0)])["missed"] == []
 
 
 def test_v3_slot_table_made_before_the_setting():
