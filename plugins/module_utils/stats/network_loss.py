@@ -171,8 +171,8 @@ def _host_row(evidence, host, window, links, rtt_ms, connections):
     is_lossy, contributing = lossy(window)
     interfaces = [(row["interface"], row.get("loss_counters") or {}, row.get("mtu")) for row in links
                   if row["host"] == host["host"] and row["side"] == host["side"]]
-    errors = dict(("%s %s" % (name, counter), value) for name, counters, _mtu in interfaces
-                  for counter, value in sorted(counters.items()) if value)
+    errors = dict(("%s %s" % (name, counter), value) for name, statistics, _mtu in interfaces
+                  for counter, value in sorted(statistics.items()) if value)
     mtu = next((mtu for _name, _counters, mtu in interfaces if mtu), None)
     ceiling = mathis_ceiling(mss_of(mtu), rtt_ms, window["retrans_share"], connections) if contributing else None
     counters = window["counters"]
@@ -189,7 +189,7 @@ def _host_row(evidence, host, window, links, rtt_ms, connections):
                          rtt_ms, connections, ceiling / 1e6) if ceiling else "",
                      "; not printed by this kernel: %s" % ", ".join(window["missing"]) if window["missing"] else ""))
     receiver_drops = sum(counters.get(name, 0) for name in RECEIVER_DROPS) + sum(
-        counters.get(name, 0) for _name, counters, _mtu in interfaces for name in INTERFACE_RECEIVE_DROPS)
+        statistics.get(name, 0) for _name, statistics, _mtu in interfaces for name in INTERFACE_RECEIVE_DROPS)
     return {"host": host["host"], "side": host["side"], "measured": True, "lossy": is_lossy, "contributing": contributing,
             "retrans_share": window["retrans_share"], "segments": window["segments"], "timeouts": counters.get("TCPTimeouts"),
             "timeouts_per_second": window["timeouts_per_second"], "interfaces": [name for name, _c, _m in interfaces],
