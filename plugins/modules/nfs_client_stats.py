@@ -165,7 +165,8 @@ host_sample:
       C(host_after.json), format in C(docs/capture-bundle.md)) - C(/proc/stat) cpu lines, C(/proc/diskstats), every
       interface's speed, MTU, state, members (C(lower_*)) and C(statistics/{tx,rx}_*) counters, the routing and
       address tables of C(/proc/net) (C(route), C(fib_trie), C(if_inet6), C(ipv6_route)), and the NFS server
-      addresses of the selected mounts (mountinfo C(addr=)). No command is run.
+      addresses of the selected mounts (mountinfo C(addr=)), and the TCP loss counters (C(tcp) - the C(Tcp:) lines of
+      C(/proc/net/snmp) and the C(TcpExt:) lines of C(/proc/net/netstat)). No command is run.
     - A speed of -1 or an unreadable one (virtio, no carrier) is null (unknown), never 0. Reasons for missing parts
       (unreadable files) are listed in C(errors).
   returned: always

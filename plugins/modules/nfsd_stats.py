@@ -114,7 +114,8 @@ host_sample:
   description:
     - CPU, disk and network evidence of this host at the time of the call (bundle file C(host_before.json) /
       C(host_after.json), format in C(docs/capture-bundle.md)) - C(/proc/stat) cpu lines, C(/proc/diskstats), every
-      interface's speed, MTU, state, members, addresses and C(statistics/{tx,rx}_*) counters.
+      interface's speed, MTU, state, members, addresses and C(statistics/{tx,rx}_*) counters, and the TCP loss
+      counters (C(tcp) - the C(Tcp:) lines of C(/proc/net/snmp) and the C(TcpExt:) lines of C(/proc/net/netstat)).
     - A speed of -1 or an unreadable one (virtio, no carrier) is null (unknown), never 0.
   returned: always
   type: dict
