@@ -107,7 +107,7 @@ def test_the_wait_for_nfs_server_heals_instead_of_waiting(tmp_path):
 
 
 def test_a_wait_that_times_out_says_what_it_waited_for(tmp_path):
-    result, _, _ = run(
+    result, _calls, _failed = run(
         tmp_path, "wait_for_unit nfs1 nfs-server 0; echo rc=$?",
         failed=("nfs-server.service",), stubborn=("nfs-server.service", "nfs-server"))
     assert "rc=" not in result.stdout  # die exits
@@ -123,6 +123,6 @@ def test_the_boot_wait_reports_systemd_state_until_it_settles(tmp_path, boot):
 
 
 def test_a_boot_that_never_settles_is_bounded(tmp_path):
-    result, _, _ = run(tmp_path, "wait_for_boot nfs3; echo rc=$?", boot=("starting",), env={"BOOT_TIMEOUT": "0"})
+    result, _calls, _failed = run(tmp_path, "wait_for_boot nfs3; echo rc=$?", boot=("starting",), env={"BOOT_TIMEOUT": "0"})
     assert "rc=0" in result.stdout
     assert "nfs3: systemd still 'starting' after 0s; healing what failed so far" in result.stderr
