@@ -38,6 +38,7 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
     AnsibleExitJson, AnsibleFailJson, Templar, _invoke, fail_module, read_sample, sample_path, tree_checksums,
     trust_as_template,
@@ -151,13 +152,12 @@ def build_world(root, monkeypatch):
                          "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
                          "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
         "nfs_mount": {"PROC_ROOT": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_MOUNTSTATS": "proc/self/mountstats"},
-        "nfs_client_stats": {"PROC": "proc", "PROC_MOUNTSTATS": "proc/self/mountstats", "PROC_SUNRPC": "proc/sys/sunrpc",
-                             "SYS_MODULE": "sys/module"},
-        "nfsd_stats": {"PROC_NFSD_STATS": "proc/net/rpc/nfsd", "PROC_FS_NFSD": "proc/fs/nfsd"},
         "checkpoint_canary": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo"},
         "tcp_probe": {"PROC_MOUNTINFO": "proc/self/mountinfo"},
         "tcp_probe_listener": {"PROC": "proc", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
     }
+    # Every module reads the kernel's files under one root (host_root.at_root()): the fake host's.
+    monkeypatch.setattr(host_root, "ROOT", world.path())
     for name, values in constants.items():
         module = module_named(name)
         for constant, relative in values.items():

@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where this host's kernel files are: one object built from a root path, and the one way they are read.
+
+Every module that reads /proc or /sys builds one HostRoot in main() (`host_root.at_root()`) and
+passes it down, so each kernel path is written once, here, and a unit test points a whole module
+at a fake host by giving it another root (tests/unit/conftest.py `fake_host`), not by patching
+each module's constants. The shape is prometheus/procfs' FS (`NewFS(mountPoint)`): one root,
+named paths under it, one bounded reader.
+
+Reads go through atomic_file.read_optional: bounded (PROC_LIMIT), every byte kept, None on any
+OSError, since a kernel file that is absent (nfsd not running, a module not loaded) is reported,
+not fatal. Files the kernel writes for us (nfsd threads, sunrpc parameters) are written by
+file_edits.write_kernel_value at the paths named here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+
+# The live host's root. Only tests change it (through the fake_host fixture), before main() runs.
+ROOT = "/"
+# Kernel modules whose parameters decide RPC slot counts; the sysctl files exist once sunrpc is loaded.
+SUNRPC_PARAMETER_MODULES = ("nfs", "sunrpc")
+
+
+@dataclasses.dataclass(frozen=True)
+class HostRoot:
+    """The kernel's /proc and /sys of one host, under root ("/" on a real host)."""
+
+    root: str = "/"
+
+    def path(self, *parts):
+        """root/parts..., for a kernel path given as its parts ("proc", "meminfo")."""
+        return os.path.join(self.root, *parts)
+
+    @property
+    def proc(self):
+        return self.path("proc")
+
+    @property
+    def mountinfo(self):
+        return self.path("proc", "self", "mountinfo")
+
+    @property
+    def mountstats(self):
+        return self.path("proc", "self", "mountstats")
+
+    @property
+    def meminfo(self):
+        return self.path("proc", "meminfo")
+
+    @property
+    def sys_class_net(self):
+        return self.path("sys", "class", "net")
+
+    @property
+    def nfsd_stats(self):
+        """The server's RPC and NFS counters (/proc/net/rpc/nfsd)."""
+        return self.path("proc", "net", "rpc", "nfsd")
+
+    @property
+    def nfsd_control(self):
+        """knfsd's control files: threads, pool_stats, max_connections... (/proc/fs/nfsd)."""
+        return self.path("proc", "fs", "nfsd")
+
+    def nfsd_file(self, name):
+        return os.path.join(self.nfsd_control, name)
+
+    @property
+    def sunrpc_sysctls(self):
+        return self.path("proc", "sys", "sunrpc")
+
+    @property
+    def sys_module(self):
+        return self.path("sys", "module")
+
+    def module_parameters(self, kmod):
+        return os.path.join(self.sys_module, kmod, "parameters")
+
+    @property
+    def net_tcp(self):
+        """The TCP socket tables, IPv4 then IPv6 (proc(5))."""
+        return (self.path("proc", "net", "tcp"), self.path("proc", "net", "tcp6"))
+
+    def read(self, path):
+        """A kernel file's text (bounded, every byte kept), or None when it cannot be read."""
+        return atomic_file.read_optional(path)
+
+    def read_sunrpc_settings(self):
+        """(dict, bundle text) of the live RPC slot settings: sysctls first (the live values), then module parameters."""
+        settings = {}
+        lines = []
+        sources = [(self.sunrpc_sysctls, None)] + [(self.module_parameters(name), name) for name in SUNRPC_PARAMETER_MODULES]
+        for directory, module_name in sources:
+            try:
+                names = sorted(os.listdir(directory))
+            except OSError:
+                continue
+            if module_name:
+                lines.append("# /sys/module/%s/parameters" % module_name)
+            for name in names:
+                path = os.path.join(directory, name)
+                if not os.path.isfile(path):
+                    continue
+                value = self.read(path)
+                if value is None:
+                    continue
+                value = " ".join(value.split())
+                settings.setdefault(name, value)
+                lines.append("%s %s" % (name, value))
+        return settings, "\n".join(lines) + ("\n" if lines else "")
+
+
+def at_root():
+    """The HostRoot a module's main() uses: the live host ("/"), or the fake host a test set in ROOT."""
+    return HostRoot(ROOT)
