@@ -140,8 +140,7 @@ def build_world(root, monkeypatch):
     monkeypatch.chdir(world.path("cwd"))
 
     constants = {
-        "sunrpc_slot_table": {"PROC_SUNRPC": "proc/sys/sunrpc", "SYS_MODULE": "sys/module", "MOUNTINFO": "proc/self/mountinfo",
-                              "MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
+        "sunrpc_slot_table": {"MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
         "nfsd_threads": {"PROC_NFSD": "proc/fs/nfsd", "NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
                          "USR_NFS_CONF": "usr/etc/nfs.conf",
                          "NFS_SERVER_DROPIN": "etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf",
@@ -151,9 +150,7 @@ def build_world(root, monkeypatch):
                          "ENV_SCRIPTS": ("usr/lib/systemd/scripts/nfs-utils_env.sh", "lib/systemd/scripts/nfs-utils_env.sh"),
                          "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
                          "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
-        "nfs_mount": {"PROC_ROOT": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_MOUNTSTATS": "proc/self/mountstats"},
         "checkpoint_canary": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo"},
-        "tcp_probe": {"PROC_MOUNTINFO": "proc/self/mountinfo"},
         "tcp_probe_listener": {"PROC": "proc", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
     }
     # Every module reads the kernel's files under one root (host_root.at_root()): the fake host's.

@@ -72,11 +72,9 @@ class FakeRun:
 
 
 @pytest.fixture
-def fake_host(tmp_path, monkeypatch):
+def fake_host(fake_root, tmp_path, monkeypatch):
     """mountinfo and programs of a client; run_command answers with iperf3 3.12's real result."""
-    mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_text(MOUNTINFO)
-    monkeypatch.setattr(module, "PROC_MOUNTINFO", str(mountinfo))
+    fake_root.write("/proc/self/mountinfo", MOUNTINFO)
     programs = {"iperf3": "/usr/bin/iperf3", "timeout": "/usr/bin/timeout"}
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: programs.get(name))
     run = FakeRun(out=read_sample("iperf3", "iperf3-3.12-client-P2-t1-loopback.json"))
