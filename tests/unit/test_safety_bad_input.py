@@ -141,7 +141,7 @@ def build_world(root, monkeypatch):
 
     constants = {
         "sunrpc_slot_table": {"MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
-        "nfsd_threads": {"PROC_NFSD": "proc/fs/nfsd", "NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
+        "nfsd_threads": {"NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
                          "USR_NFS_CONF": "usr/etc/nfs.conf",
                          "NFS_SERVER_DROPIN": "etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf",
                          "MAX_CONNECTIONS_VALUE_FILE": "etc/ckptio/nfsd-max-connections",
