@@ -20,15 +20,28 @@ class FakeHost:
         return self.root / relative.lstrip("/")
 
     def write(self, relative, content):
-        """Write text or bytes at the host path relative ("/proc/fs/nfsd/threads"), making its directories."""
+        """Write text or bytes at the host path relative ("/proc/fs/nfsd/threads"), making its directories.
+
+        A link made by link_live is replaced, never written through: the live host is only read.
+        """
         target = self.path(relative)
         os.makedirs(str(target.parent), exist_ok=True)
+        assert os.path.realpath(str(target.parent)).startswith(os.path.realpath(str(self.root)) + os.sep), target
+        if target.is_symlink():
+            target.unlink()
         if isinstance(content, bytes):
             target.write_bytes(content)
         else:
             with open(str(target), "w") as handle:
                 handle.write(content)
         return target
+
+    def link_live(self, *host_paths):
+        """Let the fake host show the live host's files at host_paths (symlinks; tests that fork real ranks read real figures)."""
+        for host_path in host_paths:
+            target = self.path(host_path)
+            os.makedirs(str(target.parent), exist_ok=True)
+            os.symlink(host_path, str(target))
 
 
 @pytest.fixture

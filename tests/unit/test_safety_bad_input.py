@@ -150,7 +150,6 @@ def build_world(root, monkeypatch):
                          "ENV_SCRIPTS": ("usr/lib/systemd/scripts/nfs-utils_env.sh", "lib/systemd/scripts/nfs-utils_env.sh"),
                          "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
                          "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
-        "checkpoint_canary": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo"},
         "tcp_probe_listener": {"PROC": "proc", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
     }
     # Every module reads the kernel's files under one root (host_root.at_root()): the fake host's.
