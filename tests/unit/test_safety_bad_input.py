@@ -4,8 +4,8 @@ One table: each row is an entry point, the option it attacks, and the bad value.
 only when the input is refused with a message that names the option, nothing in the fake
 /etc, /proc and /sys tree changed (sha256 of every file) and no command ran.
 
-Modules run through their real main() against the fake tree (live paths are module-level
-constants, monkeypatched). Roles first go through Ansible's own role argument validation
+Modules run through their real main() against the fake tree (the kernel's files under one
+host root, host_root.ROOT; config paths are module-level constants, monkeypatched). Roles first go through Ansible's own role argument validation
 (ArgumentSpecValidator on meta/argument_specs.yml, as the validate_argument_spec task does);
 what the spec lets through is walked task by task the way ansible-playbook would reach it:
 include_vars, set_fact and assert are evaluated with Ansible's Templar, ckptio.nfs modules run
@@ -150,7 +150,6 @@ def build_world(root, monkeypatch):
                          "ENV_SCRIPTS": ("usr/lib/systemd/scripts/nfs-utils_env.sh", "lib/systemd/scripts/nfs-utils_env.sh"),
                          "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
                          "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
-        "tcp_probe_listener": {"PROC": "proc", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
     }
     # Every module reads the kernel's files under one root (host_root.at_root()): the fake host's.
     monkeypatch.setattr(host_root, "ROOT", world.path())
