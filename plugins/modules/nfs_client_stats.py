@@ -242,7 +242,7 @@ def main():
     selected = set(mount["mount_point"] for mount in mounts)
     servers = [nfs_server_of(mount) for mount in nfs_mounts(parse_mountinfo(host.read(host.mountinfo) or ""))
                if mount["mount_point"] in selected]
-    host_sample = read_host_sample(servers, root=host.sys_class_net, proc=host.proc)
+    host_sample = read_host_sample(host, servers)
     warnings = ["no NFS mount on %s (escaped: %s)" % (path, escape_path(path)) for path in missing]
     for warning in warnings:
         module.warn(warning)

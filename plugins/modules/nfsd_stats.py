@@ -164,7 +164,7 @@ def main():
         max_connections=parse_single_number(host.read(host.nfsd_file("max_connections"))),
         # The server's side of the link evidence: the interfaces holding the addresses clients
         # mount are picked out later, against the clients' mountinfo addr= (diagnosis).
-        host_sample=read_host_sample(root=host.sys_class_net, proc=host.proc),
+        host_sample=read_host_sample(host),
     )
     if raw_nfsd is None:
         module.warn("%s is absent: nfsd is not running on this host" % host.nfsd_stats)

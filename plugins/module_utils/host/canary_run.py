@@ -84,7 +84,7 @@ class Run:
         self.sampler = Sampler(host.proc)
 
     def host_sample(self):
-        return read_host_sample(self.servers, root=self.host.sys_class_net, proc=self.host.proc)
+        return read_host_sample(self.host, self.servers)
 
     def monitor(self, deadline, start_at, first_line=False, on_stall=canary_ranks.stalled_write):
         """Collect rank results, sampling D state every interval, until done or deadline.

@@ -85,7 +85,7 @@ def describe_holders(holders, limit=10):
     return "; ".join(parts)
 
 
-def read_processes(proc_root="/proc"):
+def read_processes(proc_root):
     """The processes find_holders() takes, read from proc_root; unreadable items are None or missing.
 
     Processes that exit during the scan, or whose files this user may not read, simply hold less:
