@@ -34,50 +34,50 @@ class HostRoot:
 
     root: str = "/"
 
-    def path(self, *parts):
-        """root/parts..., for a kernel path given as its parts ("proc", "meminfo")."""
-        return os.path.join(self.root, *parts)
+    def path(self, host_path):
+        """This host's file for an absolute host path ("/proc/meminfo" -> root/proc/meminfo)."""
+        return os.path.join(self.root, host_path.lstrip("/"))
 
     @property
     def proc(self):
-        return self.path("proc")
+        return self.path("/proc")
 
     @property
     def mountinfo(self):
-        return self.path("proc", "self", "mountinfo")
+        return self.path("/proc/self/mountinfo")
 
     @property
     def mountstats(self):
-        return self.path("proc", "self", "mountstats")
+        return self.path("/proc/self/mountstats")
 
     @property
     def meminfo(self):
-        return self.path("proc", "meminfo")
+        return self.path("/proc/meminfo")
 
     @property
     def sys_class_net(self):
-        return self.path("sys", "class", "net")
+        return self.path("/sys/class/net")
 
     @property
     def nfsd_stats(self):
         """The server's RPC and NFS counters (/proc/net/rpc/nfsd)."""
-        return self.path("proc", "net", "rpc", "nfsd")
+        return self.path("/proc/net/rpc/nfsd")
 
     @property
     def nfsd_control(self):
         """knfsd's control files: threads, pool_stats, max_connections... (/proc/fs/nfsd)."""
-        return self.path("proc", "fs", "nfsd")
+        return self.path("/proc/fs/nfsd")
 
     def nfsd_file(self, name):
         return os.path.join(self.nfsd_control, name)
 
     @property
     def sunrpc_sysctls(self):
-        return self.path("proc", "sys", "sunrpc")
+        return self.path("/proc/sys/sunrpc")
 
     @property
     def sys_module(self):
-        return self.path("sys", "module")
+        return self.path("/sys/module")
 
     def module_parameters(self, kmod):
         return os.path.join(self.sys_module, kmod, "parameters")
@@ -85,7 +85,7 @@ class HostRoot:
     @property
     def net_tcp(self):
         """The TCP socket tables, IPv4 then IPv6 (proc(5))."""
-        return (self.path("proc", "net", "tcp"), self.path("proc", "net", "tcp6"))
+        return (self.path("/proc/net/tcp"), self.path("/proc/net/tcp6"))
 
     def read(self, path):
         """A kernel file's text (bounded, every byte kept), or None when it cannot be read."""
