@@ -28,6 +28,11 @@ ROOT = "/"
 SUNRPC_PARAMETER_MODULES = ("nfs", "sunrpc")
 
 
+def _kernel_path(host_path, doc):
+    """A HostRoot attribute: host_path ("/proc/meminfo") under the object's root."""
+    return property(lambda self: self.path(host_path), doc=doc)
+
+
 @dataclasses.dataclass(frozen=True)
 class HostRoot:
     """The kernel's /proc and /sys of one host, under root ("/" on a real host)."""
@@ -38,54 +43,28 @@ class HostRoot:
         """This host's file for an absolute host path ("/proc/meminfo" -> root/proc/meminfo)."""
         return os.path.join(self.root, host_path.lstrip("/"))
 
-    @property
-    def proc(self):
-        return self.path("/proc")
-
-    @property
-    def mountinfo(self):
-        return self.path("/proc/self/mountinfo")
-
-    @property
-    def mountstats(self):
-        return self.path("/proc/self/mountstats")
-
-    @property
-    def meminfo(self):
-        return self.path("/proc/meminfo")
-
-    @property
-    def sys_class_net(self):
-        return self.path("/sys/class/net")
-
-    @property
-    def nfsd_stats(self):
-        """The server's RPC and NFS counters (/proc/net/rpc/nfsd)."""
-        return self.path("/proc/net/rpc/nfsd")
-
-    @property
-    def nfsd_control(self):
-        """knfsd's control files: threads, pool_stats, max_connections... (/proc/fs/nfsd)."""
-        return self.path("/proc/fs/nfsd")
+    proc = _kernel_path("/proc", "The process and kernel tables.")
+    mountinfo = _kernel_path("/proc/self/mountinfo", "The mounts this process sees (proc(5)).")
+    mountstats = _kernel_path("/proc/self/mountstats", "The NFS client's per-mount counters.")
+    meminfo = _kernel_path("/proc/meminfo", "Memory figures (MemAvailable bounds the canary).")
+    sys_class_net = _kernel_path("/sys/class/net", "One directory per network interface.")
+    nfsd_stats = _kernel_path("/proc/net/rpc/nfsd", "The NFS server's RPC and NFS counters.")
+    nfsd_control = _kernel_path("/proc/fs/nfsd", "knfsd's control files: threads, pool_stats, max_connections...")
+    sunrpc_sysctls = _kernel_path("/proc/sys/sunrpc", "The sunrpc sysctls (slot tables), present once sunrpc is loaded.")
+    sys_module = _kernel_path("/sys/module", "Loaded kernel modules and their parameters.")
+    net_tcp4 = _kernel_path("/proc/net/tcp", "IPv4 TCP sockets (proc(5)).")
+    net_tcp6 = _kernel_path("/proc/net/tcp6", "IPv6 TCP sockets.")
 
     def nfsd_file(self, name):
         return os.path.join(self.nfsd_control, name)
-
-    @property
-    def sunrpc_sysctls(self):
-        return self.path("/proc/sys/sunrpc")
-
-    @property
-    def sys_module(self):
-        return self.path("/sys/module")
 
     def module_parameters(self, kmod):
         return os.path.join(self.sys_module, kmod, "parameters")
 
     @property
     def net_tcp(self):
-        """The TCP socket tables, IPv4 then IPv6 (proc(5))."""
-        return (self.path("/proc/net/tcp"), self.path("/proc/net/tcp6"))
+        """The TCP socket tables, IPv4 then IPv6."""
+        return (self.net_tcp4, self.net_tcp6)
 
     def read(self, path):
         """A kernel file's text (bounded, every byte kept), or None when it cannot be read."""
