@@ -345,6 +345,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_run
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(

@@ -186,6 +186,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
+
 def sample_dstate_series(host, count, interval, stop_path=None):
     """(samples, stop): up to count samples, one every interval seconds on a fixed schedule, ending
     early once stop_path exists; stop is {path, seen, seen_at} with a stop_path, else None."""

@@ -282,7 +282,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host.mount_holders impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
 
 
-
 # ---- the views -------------------------------------------------------------------------------
 def read_live_view(host, path):
     """mountinfo, with the mountstats opts of the mount on path merged into its options."""

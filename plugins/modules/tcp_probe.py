@@ -209,6 +209,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_fil
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.tcp_listeners import ProbeError, find_programs
 
+
 def mount_of(host, mount_point):
     """The topmost NFS mount on mount_point in the host's mountinfo, or None."""
     found = None

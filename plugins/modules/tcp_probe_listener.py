@@ -135,7 +135,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import tcp_listene
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.tcp_listeners import ProbeError, check_state_dir
 
 
-
 def local_addresses(addresses):
     """(the canonical addresses local to this host, those that are not); ProbeError naming addresses."""
     canonical = []

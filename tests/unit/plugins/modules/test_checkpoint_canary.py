@@ -114,7 +114,7 @@ def test_non_nfs_path_is_refused_unless_allowed(target):
 
 def test_nfs_mount_is_accepted_without_allow_local(fake_root, tmp_path, target):
     fake_root.write("/proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 %s / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % (_device(target), target))
+                                            "40 22 %s / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % (_device(target), target))
     result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
     assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv"}
 
@@ -122,7 +122,7 @@ def test_nfs_mount_is_accepted_without_allow_local(fake_root, tmp_path, target):
 def test_host_samples_at_start_and_end_name_the_nfs_server(fake_root, tmp_path, target):
     """The canary samples CPU, disks and links over the ranks' own window, routed to the mount's server."""
     fake_root.write("/proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 %s / %s rw - nfs4 nfs1:/srv rw,vers=4.1,addr=10.0.0.1\n" % (_device(target), target))
+                                            "40 22 %s / %s rw - nfs4 nfs1:/srv rw,vers=4.1,addr=10.0.0.1\n" % (_device(target), target))
     result = run_module(checkpoint_canary, {"path": str(target), "ranks": 2, "bytes_per_rank": 65536, "block_size": 65536})
     samples = result["host_samples"]
     assert sorted(samples) == ["end", "start"]
@@ -134,9 +134,10 @@ def test_host_samples_at_start_and_end_name_the_nfs_server(fake_root, tmp_path, 
 
 def test_nfs_path_is_accepted_with_a_non_utf8_mount_point_elsewhere(fake_root, tmp_path, target):
     # Another mount of the host at /data/caf\xe9 (byte 0xE9): mountinfo is bytes, not UTF-8 text.
-    fake_root.write("/proc/self/mountinfo", b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                          b"31 22 8:17 / /data/caf\xe9 rw - ext4 /dev/sdb1 rw\n"
-                          b"40 22 " + _device(target).encode() + b" / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
+    fake_root.write("/proc/self/mountinfo",
+                    b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                    b"31 22 8:17 / /data/caf\xe9 rw - ext4 /dev/sdb1 rw\n"
+                    b"40 22 " + _device(target).encode() + b" / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
     result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
     # The export's name is shown with the kernel's octal escape: results must be valid UTF-8.
     assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv/caf\\351"}
@@ -466,7 +467,7 @@ def test_path_swapped_after_it_was_opened_writes_into_the_opened_directory(tmp_p
 
 def test_nfs_path_whose_opened_directory_is_on_another_device_is_refused(fake_root, tmp_path, target):
     fake_root.write("/proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 0:4095 / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % target)
+                                            "40 22 0:4095 / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % target)
     result = fail_module(checkpoint_canary, _args(target, allow_local=False))
     assert "the path changed while it was checked" in result["msg"] and "0:4095" in result["msg"]
     assert _workdirs(target) == []
