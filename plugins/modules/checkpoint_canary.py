@@ -342,16 +342,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as c
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_run
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused
-
-PROC = "/proc"
-PROC_MOUNTINFO = "/proc/self/mountinfo"
-PROC_MEMINFO = "/proc/meminfo"
-SYS_CLASS_NET = "/sys/class/net"
-
-
-def host_paths():
-    """Where this host's /proc, /sys/class/net, mountinfo and meminfo are (a test points them at a fake tree)."""
-    return canary_run.HostPaths(PROC, SYS_CLASS_NET, PROC_MOUNTINFO, PROC_MEMINFO)
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
 
 def main():
@@ -378,7 +369,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result, failure = canary_run.run(module, host_paths())
+        result, failure = canary_run.run(module, host_root.at_root())
     except Refused as exc:
         result, failure = exc.result, str(exc)
     if failure is not None:

@@ -167,6 +167,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
@@ -181,10 +182,10 @@ PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Insta
 def load_bundle(path, output_dir=None):
     """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json (from
     output_dir, where diagnose_bundle wrote it for a bundle it may not write into, else the bundle)."""
-    loaded = bundle_files.load_bundle(path)
+    loaded = bundle_reader.load_bundle(path)
     saved = None
     for directory in ([output_dir] if output_dir else []) + [path]:
-        saved = bundle_files.saved_diagnosis(directory)
+        saved = bundle_reader.saved_diagnosis(directory)
         if saved is not None:
             break
     return loaded, bundle_files.canary_ranks(loaded), saved

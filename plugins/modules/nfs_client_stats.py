@@ -181,62 +181,16 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import format_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path, nfs_mounts, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
-PROC = "/proc"
-PROC_MOUNTSTATS = "/proc/self/mountstats"
-PROC_MOUNTINFO = "/proc/self/mountinfo"
-SYS_CLASS_NET = "/sys/class/net"
-PROC_SUNRPC = "/proc/sys/sunrpc"
-SYS_MODULE = "/sys/module"
-# Module parameters that decide slot counts: the sysctl files exist only once sunrpc is loaded.
-PARAMETER_MODULES = ("nfs", "sunrpc")
 
-
-def read_proc(path):
-    """A /proc or /sys file's text, every byte kept (surrogateescape), or None when it cannot be read.
-
-    Text-mode reading fails on the first byte that is not UTF-8: a mount point elsewhere on the
-    host (/data/caf\\xe9) or a task's name in /proc/PID/stat is enough.
-    """
-    try:
-        return atomic_file.read_text(path)
-    except OSError:
-        return None
-
-
-def read_settings():
-    """(dict, bundle text): sysctls first (the live values), then module parameters."""
-    settings = {}
-    lines = []
-    sources = [(PROC_SUNRPC, None)] + [(os.path.join(SYS_MODULE, name, "parameters"), name) for name in PARAMETER_MODULES]
-    for directory, module_name in sources:
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError:
-            continue
-        if module_name:
-            lines.append("# /sys/module/%s/parameters" % module_name)
-        for name in names:
-            path = os.path.join(directory, name)
-            if not os.path.isfile(path):
-                continue
-            value = read_proc(path)
-            if value is None:
-                continue
-            value = " ".join(value.split())
-            settings.setdefault(name, value)
-            lines.append("%s %s" % (name, value))
-    return settings, "\n".join(lines) + ("\n" if lines else "")
-
-
-def sample_dstate_series(count, interval, stop_path=None):
+def sample_dstate_series(host, count, interval, stop_path=None):
     """(samples, stop): up to count samples, one every interval seconds on a fixed schedule, ending
     early once stop_path exists; stop is {path, seen, seen_at} with a stop_path, else None."""
     samples = []
@@ -248,7 +202,7 @@ def sample_dstate_series(count, interval, stop_path=None):
         if stop is not None and os.path.lexists(stop_path):
             stop.update(seen=True, seen_at=round(time.time(), 3))
             break
-        tasks = dstate_scan.scan(PROC)[0]
+        tasks = dstate_scan.scan(host.proc)[0]
         samples.append({"epoch": round(time.time(), 3), "count": len(tasks), "wchans": [task["wchan"] for task in tasks], "tasks": tasks})
     return samples, stop
 
@@ -275,23 +229,24 @@ def main():
         # The kernel lists mount points as absolute paths: a relative one can never match.
         module.fail_json(msg="mount_points: %s must be absolute path(s)" % ", ".join(repr(path) for path in relative))
 
-    raw = read_proc(PROC_MOUNTSTATS)
+    host = host_root.at_root()
+    raw = host.read(host.mountstats)
     if raw is None:
-        module.fail_json(msg="cannot read %s" % PROC_MOUNTSTATS)
+        module.fail_json(msg="cannot read %s" % host.mountstats)
     wanted = set(module.params["mount_points"])
     # Parsed with every byte kept, shown with undecodable bytes escaped: a user gives back the form we show.
     mounts = [mount for mount in json_safe(parse_mountstats(raw)) if not wanted or mount["mount_point"] in wanted]
     missing = sorted(wanted - set(mount["mount_point"] for mount in mounts))
 
-    samples, stop = sample_dstate_series(module.params["dstate_samples"], module.params["dstate_interval"], stop_path)
+    samples, stop = sample_dstate_series(host, module.params["dstate_samples"], module.params["dstate_interval"], stop_path)
     dstate_text = "".join(format_sample(sample["epoch"], sample["wchans"]) + "\n" for sample in samples)
 
-    settings, settings_text = read_settings()
+    settings, settings_text = host.read_sunrpc_settings()
     # The servers these mounts talk to (mountinfo addr=, numeric): their routes name the NFS links.
     selected = set(mount["mount_point"] for mount in mounts)
-    servers = [nfs_server_of(mount) for mount in nfs_mounts(parse_mountinfo(atomic_file.read_optional(PROC_MOUNTINFO) or ""))
+    servers = [nfs_server_of(mount) for mount in nfs_mounts(parse_mountinfo(host.read(host.mountinfo) or ""))
                if mount["mount_point"] in selected]
-    host_sample = read_host_sample(servers, root=SYS_CLASS_NET, proc=PROC)
+    host_sample = read_host_sample(host, servers)
     warnings = ["no NFS mount on %s (escaped: %s)" % (path, escape_path(path)) for path in missing]
     for warning in warnings:
         module.warn(warning)

@@ -279,25 +279,22 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_fl
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mount_plan import PlanError
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.mount_holders import find_holders, read_processes
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
 
-PROC_ROOT = "/proc"
-PROC_MOUNTINFO = "/proc/self/mountinfo"
-PROC_MOUNTSTATS = "/proc/self/mountstats"
-
 
 # ---- the views -------------------------------------------------------------------------------
-def read_live_view(path):
+def read_live_view(host, path):
     """mountinfo, with the mountstats opts of the mount on path merged into its options."""
-    text = atomic_file.read_optional(PROC_MOUNTINFO)
+    text = host.read(host.mountinfo)
     if text is None:
-        raise PlanError("cannot read %s" % PROC_MOUNTINFO)
+        raise PlanError("cannot read %s" % host.mountinfo)
     mounts = parse_mountinfo(text)
     live = mount_plan.live_mount(mounts, path)
     age = None
     if live is not None:
-        for stats in iter_mountstats(atomic_file.read_optional(PROC_MOUNTSTATS) or ""):
+        for stats in iter_mountstats(host.read(host.mountstats) or ""):
             if stats.mount_point == path:
                 # The opts line shows the values in force (negotiated rsize/wsize, ac times).
                 live["options"].update(stats.opts)
@@ -305,25 +302,25 @@ def read_live_view(path):
     return mount_plan.LiveView(mounts, live, age)
 
 
-def read_views(module, wanted):
+def read_views(module, host, wanted):
     # Only a missing fstab is empty: an unreadable one (EACCES, ELOOP, EIO, a directory)
     # fails here, or the write below would replace every line with ours.
     text = atomic_file.read_text_or_fail(module, wanted.fstab_path)
     mtime = os.stat(wanted.fstab_path).st_mtime if text is not None else None
     fstab = mount_plan.fstab_view(text, mtime, wanted.path)
-    live = read_live_view(wanted.path)
+    live = read_live_view(host, wanted.path)
     # Only when nothing is mounted there: a stat of a hung NFS mount would block.
     path_is_dir = os.path.isdir(wanted.path) if live.live is None else None
     return mount_plan.Views(fstab, live, time.time(), path_is_dir)
 
 
-def read_and_plan(module, wanted):
+def read_and_plan(module, host, wanted):
     """(views, plan); the holders are read only when the plan reaches an unmount."""
-    views = read_views(module, wanted)
+    views = read_views(module, host, wanted)
     plan = mount_plan.plan(views, wanted)
     if plan.needs_holders:
         mount_points = [mount["mount_point"] for mount in views.live.mounts]
-        views = views.with_holders(find_holders(wanted.path, read_processes(PROC_ROOT), mount_points))
+        views = views.with_holders(find_holders(wanted.path, read_processes(host.proc), mount_points))
         plan = mount_plan.plan(views, wanted)
     return views, plan
 
@@ -386,7 +383,7 @@ def write_fstab(module, wanted, views, plan):
     return tuning_flow.Written({wanted.fstab_path: backup_file} if backup_file else {})
 
 
-def apply_live(module, wanted, views, plan, written):
+def apply_live(module, host, wanted, views, plan, written):
     """Change the live mount (the lock is released: a mount may take long) and verify it: the Outcome."""
     if plan.action is None:
         return mount_plan.outcome(written.backups, "none", views.live.live)
@@ -394,20 +391,20 @@ def apply_live(module, wanted, views, plan, written):
     # Said before verify, which may fail the run.
     for warning in notes.warnings:
         module.warn(warning)
-    live_after = read_live_view(wanted.path)
+    live_after = read_live_view(host, wanted.path)
     verified = mount_plan.verify(live_after, wanted, plan, remounted, notes)
     return mount_plan.outcome(written.backups, remounted, live_after.live, [notes, verified], verified.warnings)
 
 
-def steps(module, wanted):
+def steps(module, host, wanted):
     """The module's part of tuning_flow: read, plan and write under the fstab's lock (a parallel run,
     two operators or a loop with async, otherwise reads the same old fstab and one edit is lost)."""
     def report(views, plan, outcome, diff):
         return mount_plan.report(wanted, views, plan, outcome, diff=diff)
     return tuning_flow.Steps(
-        (wanted.fstab_path,), lambda: read_and_plan(module, wanted),
+        (wanted.fstab_path,), lambda: read_and_plan(module, host, wanted),
         lambda views, plan: write_fstab(module, wanted, views, plan),
-        lambda views, plan, written: apply_live(module, wanted, views, plan, written), report)
+        lambda views, plan, written: apply_live(module, host, wanted, views, plan, written), report)
 
 
 def execute(module):
@@ -415,7 +412,7 @@ def execute(module):
     directory = os.path.dirname(wanted.fstab_path) or "."
     if not os.path.isdir(directory):
         raise PlanError("fstab: directory %s does not exist" % directory)
-    return tuning_flow.run(module, steps(module, wanted))
+    return tuning_flow.run(module, steps(module, host_root.at_root(), wanted))
 
 
 def main():

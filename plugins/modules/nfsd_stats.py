@@ -121,12 +121,11 @@ host_sample:
   type: dict
 """
 
-import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
     parse_nfsd_stats,
@@ -135,23 +134,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import
     parse_single_number,
 )
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe
-
-PROC_NFSD_STATS = "/proc/net/rpc/nfsd"
-PROC_FS_NFSD = "/proc/fs/nfsd"
-PROC = "/proc"
-SYS_CLASS_NET = "/sys/class/net"
-
-
-def read_proc(path):
-    """A /proc file's text, every byte kept (surrogateescape), or None when it cannot be read.
-
-    Text-mode reading fails on the first byte that is not UTF-8.
-    """
-    try:
-        return atomic_file.read_text(path)
-    except OSError:
-        return None
-
 
 MAX_WAIT_SECONDS = 3600
 
@@ -167,27 +149,28 @@ def main():
             module.warn("wait_until is %.1f s in the past: sampled late" % -delay)
         else:
             time.sleep(delay)
-    raw_nfsd = read_proc(PROC_NFSD_STATS)
-    raw_pool = read_proc(os.path.join(PROC_FS_NFSD, "pool_stats"))
-    threads = parse_single_number(read_proc(os.path.join(PROC_FS_NFSD, "threads")))
+    host = host_root.at_root()
+    raw_nfsd = host.read(host.nfsd_stats)
+    raw_pool = host.read(host.nfsd_file("pool_stats"))
+    threads = parse_single_number(host.read(host.nfsd_file("threads")))
     result = dict(
         changed=False,
         available=raw_nfsd is not None,
         nfsd=parse_nfsd_stats(raw_nfsd or ""),
         pool_stats=parse_pool_stats(raw_pool or ""),
         threads=threads,
-        pool_threads=parse_pool_threads(read_proc(os.path.join(PROC_FS_NFSD, "pool_threads"))),
-        max_block_size=parse_single_number(read_proc(os.path.join(PROC_FS_NFSD, "max_block_size"))),
-        min_threads=parse_single_number(read_proc(os.path.join(PROC_FS_NFSD, "min_threads"))),
+        pool_threads=parse_pool_threads(host.read(host.nfsd_file("pool_threads"))),
+        max_block_size=parse_single_number(host.read(host.nfsd_file("max_block_size"))),
+        min_threads=parse_single_number(host.read(host.nfsd_file("min_threads"))),
         raw_nfsd=raw_nfsd or "",
         raw_pool_stats=raw_pool or "",
-        max_connections=parse_single_number(atomic_file.read_optional(os.path.join(PROC_FS_NFSD, "max_connections"))),
+        max_connections=parse_single_number(host.read(host.nfsd_file("max_connections"))),
         # The server's side of the link evidence: the interfaces holding the addresses clients
         # mount are picked out later, against the clients' mountinfo addr= (diagnosis).
-        host_sample=read_host_sample(root=SYS_CLASS_NET, proc=PROC),
+        host_sample=read_host_sample(host),
     )
     if raw_nfsd is None:
-        module.warn("%s is absent: nfsd is not running on this host" % PROC_NFSD_STATS)
+        module.warn("%s is absent: nfsd is not running on this host" % host.nfsd_stats)
     module.exit_json(**json_safe(result))
 
 

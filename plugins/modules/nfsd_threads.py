@@ -294,8 +294,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_fil
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
-PROC_NFSD = "/proc/fs/nfsd"
 NFS_CONF = "/etc/nfs.conf"
 NFS_CONF_D = "/etc/nfs.conf.d"
 USR_NFS_CONF = "/usr/etc/nfs.conf"
@@ -334,7 +334,7 @@ def read_int(module, path):
         return None
 
 
-def validate(params):
+def validate(params, host):
     errors = []
     threads = params["threads"]
     min_threads = params["min_threads"]
@@ -352,9 +352,9 @@ def validate(params):
             errors.append("min_threads must be between 1 and threads (%d), got %d" % (threads, min_threads))
         elif threads is None and min_threads < 1:
             errors.append("min_threads must be at least 1, got %d" % min_threads)
-        if present and not os.path.exists(os.path.join(PROC_NFSD, "min_threads")):
+        if present and not os.path.exists(host.nfsd_file("min_threads")):
             errors.append("min_threads is not supported here: %s does not exist (this kernel has no dynamic "
-                          "nfsd threads, or nfsd is not loaded)" % os.path.join(PROC_NFSD, "min_threads"))
+                          "nfsd threads, or nfsd is not loaded)" % host.nfsd_file("min_threads"))
     max_connections = params["max_connections"]
     if max_connections is not None and not 0 <= max_connections <= nfsd_connections.MAX_CONNECTIONS:
         errors.append("max_connections must be between 0 and %d, got %d" % (nfsd_connections.MAX_CONNECTIONS, max_connections))
@@ -397,13 +397,13 @@ def read_config_files(module, own_path, own_text):
     return files + planned(dropins(NFS_CONF + ".d"))
 
 
-def read_max_connections(module):
+def read_max_connections(module, host):
     """The live value and our persisted files, before any change: a dict the plan reads."""
-    proc_file = os.path.join(PROC_NFSD, "max_connections")
+    proc_file = host.nfsd_file("max_connections")
     live = read_int(module, proc_file)
     if live is not None:
         supported = True
-    elif os.path.exists(os.path.join(PROC_NFSD, "threads")):
+    elif os.path.exists(host.nfsd_file("threads")):
         # nfsd is loaded and has no max_connections: Linux 6.14 removed it.
         supported = False
     else:
@@ -455,17 +455,17 @@ def read_start_view(module):
 
 
 # ---- applying --------------------------------------------------------------------------------
-def write_live(name, value):
+def write_live(host, name, value):
     try:
-        file_edits.write_kernel_value(os.path.join(PROC_NFSD, name), value)
+        file_edits.write_kernel_value(host.nfsd_file(name), value)
         return None
     except OSError as exc:
         return "writing %s=%d failed: %s" % (name, value, exc)
 
 
-def write_all(writes):
+def write_all(host, writes):
     """(errors, whether any write succeeded) of the live writes, in order."""
-    errors = [error for error in (write_live(name, value) for name, value in writes) if error]
+    errors = [error for error in (write_live(host, name, value) for name, value in writes) if error]
     return errors, len(errors) < len(writes)
 
 
@@ -481,21 +481,21 @@ def reload_systemd(module):
     return []
 
 
-def change_live(module, plan):
+def change_live(module, host, plan):
     """Write the planned live values and read them back: ({"threads": LiveResult, "max_connections":
     LiveResult}, whether any write succeeded)."""
     live = {"threads": plan.threads_live.unapplied, "max_connections": plan.max_live.unapplied}
     changed = False
     if plan.threads_live.writes:
-        errors, wrote = write_all(plan.threads_live.writes)
+        errors, wrote = write_all(host, plan.threads_live.writes)
         changed = changed or wrote
-        live["threads"] = nfsd_plan.verified_threads(plan.wanted_threads, plan.wanted_min, read_int(module, os.path.join(PROC_NFSD, "threads")),
-                                                     read_int(module, os.path.join(PROC_NFSD, "min_threads")), errors)
+        live["threads"] = nfsd_plan.verified_threads(plan.wanted_threads, plan.wanted_min, read_int(module, host.nfsd_file("threads")),
+                                                     read_int(module, host.nfsd_file("min_threads")), errors)
     if plan.max_live.writes:
-        errors, wrote = write_all(plan.max_live.writes)
+        errors, wrote = write_all(host, plan.max_live.writes)
         changed = changed or wrote
         live["max_connections"] = nfsd_plan.verified_max_connections(
-            plan.max_plan.wanted, read_int(module, os.path.join(PROC_NFSD, "max_connections")), errors)
+            plan.max_plan.wanted, read_int(module, host.nfsd_file("max_connections")), errors)
     return live, changed
 
 
@@ -521,27 +521,27 @@ def lock_paths(request):
     return (request.conf_file,)
 
 
-def steps(module, request):
+def steps(module, host, request):
     """The module's part of tuning_flow: the live values and max_connections read first, then under
     the locks the start view and conf_file (a parallel run would otherwise plan from the same old file)."""
-    threads_before = read_int(module, os.path.join(PROC_NFSD, "threads"))
-    min_before = read_int(module, os.path.join(PROC_NFSD, "min_threads"))
-    max_block_size = read_int(module, os.path.join(PROC_NFSD, "max_block_size"))
-    max_view = read_max_connections(module)
+    threads_before = read_int(module, host.nfsd_file("threads"))
+    min_before = read_int(module, host.nfsd_file("min_threads"))
+    max_block_size = read_int(module, host.nfsd_file("max_block_size"))
+    max_view = read_max_connections(module, host)
     max_plan = nfsd_plan.plan_max_connections(request, max_view)
 
     def read_and_plan():
         start_view = read_start_view(module)
         before = atomic_file.read_text_or_fail(module, request.conf_file)
         after = nfsd_plan.plan_file(request, before)
-        views = nfsd_plan.Views(PROC_NFSD, threads_before, min_before, max_block_size, max_view, before,
+        views = nfsd_plan.Views(host.nfsd_control, threads_before, min_before, max_block_size, max_view, before,
                                 files_after=read_config_files(module, request.conf_file, after),
                                 files_now=read_config_files(module, request.conf_file, before) if module.check_mode else None,
                                 start_view=start_view)
         return views, nfsd_plan.plan(request, views, after, max_plan)
 
     def apply(_views, plan, written):
-        live, changed = change_live(module, plan)
+        live, changed = change_live(module, host, plan)
         return tuning_flow.Outcome(live, changed, written.backups, written.warnings)
 
     def report(views, plan, outcome, diff):
@@ -565,12 +565,13 @@ def main():
         required_if=[("state", "present", ["threads"])],
         supports_check_mode=True,
     )
-    errors = validate(module.params)
+    host = host_root.at_root()
+    errors = validate(module.params, host)
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
         request = nfsd_plan.Request.from_params(module.params, os.path.normpath(module.params["conf_file"]) == os.path.normpath(NFS_CONF))
-        result = tuning_flow.run(module, steps(module, request))
+        result = tuning_flow.run(module, steps(module, host, request))
     except nfsd_plan.PlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -226,10 +226,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tabl
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
-PROC_SUNRPC = "/proc/sys/sunrpc"
-SYS_MODULE = "/sys/module"
-MOUNTINFO = "/proc/self/mountinfo"
 # kmod's search order (libkmod-config.c): a file name in an earlier directory hides later ones.
 MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
 MODULES_LOAD_DIRS = ("/etc/modules-load.d", "/run/modules-load.d", "/usr/local/lib/modules-load.d", "/usr/lib/modules-load.d", "/lib/modules-load.d")
@@ -252,30 +250,30 @@ def validate_owned_path(option, path, directories):
 
 
 # ---- the views -------------------------------------------------------------------------------
-def kmod_loaded(kmod):
-    if kmod == "sunrpc" and os.path.isdir(PROC_SUNRPC):
+def kmod_loaded(host, kmod):
+    if kmod == "sunrpc" and os.path.isdir(host.sunrpc_sysctls):
         return True
-    return os.path.isdir(os.path.join(SYS_MODULE, kmod, "parameters"))
+    return os.path.isdir(host.module_parameters(kmod))
 
 
-def loaded_modules():
-    return dict((kmod, kmod_loaded(kmod)) for kmod in slot_table_plan.KERNEL_MODULES)
+def loaded_modules(host):
+    return dict((kmod, kmod_loaded(host, kmod)) for kmod in slot_table_plan.KERNEL_MODULES)
 
 
-def live_paths(option):
+def live_paths(host, option):
     kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
     paths = []
     if kmod == "sunrpc":
-        paths.append(os.path.join(PROC_SUNRPC, parameter))
-    paths.append(os.path.join(SYS_MODULE, kmod, "parameters", parameter))
+        paths.append(os.path.join(host.sunrpc_sysctls, parameter))
+    paths.append(os.path.join(host.module_parameters(kmod), parameter))
     return paths
 
 
-def read_live(module):
+def read_live(module, host):
     values = {}
     for option in slot_tables.ALL_OPTIONS:
         values[option] = None
-        for path in live_paths(option):
+        for path in live_paths(host, option):
             # A directory or an unreadable file here is a broken host: say which, no traceback.
             value = slot_tables.parse_int(atomic_file.read_text_or_fail(module, path))
             if value is not None:
@@ -299,7 +297,7 @@ def read_modprobe_files(module, own_path, own_text):
                                 functools.partial(atomic_file.read_text_or_fail, module))
 
 
-def read_views(module, request, live_before, loaded):
+def read_views(module, host, request, live_before, loaded):
     """The views under the locks; the other modprobe.d files are read with ours as planned."""
     modprobe_before = atomic_file.read_text_or_fail(module, request.modprobe_path)
     load_before = atomic_file.read_text_or_fail(module, request.load_path)
@@ -308,15 +306,15 @@ def read_views(module, request, live_before, loaded):
         live_before, loaded, modprobe_before, load_before,
         files_after=read_modprobe_files(module, request.modprobe_path, modprobe_after),
         files_now=read_modprobe_files(module, request.modprobe_path, modprobe_before) if module.check_mode else None,
-        mounts=mountinfo.nfs_mounts(mountinfo.parse_mountinfo(atomic_file.read_text(MOUNTINFO) or "")))
+        mounts=mountinfo.nfs_mounts(mountinfo.parse_mountinfo(host.read(host.mountinfo) or "")))
     return views, modprobe_after, load_after
 
 
 # ---- applying --------------------------------------------------------------------------------
-def write_live(option, value):
+def write_live(host, option, value):
     """Write one live value; return an error string or None."""
     errors = []
-    for path in live_paths(option):
+    for path in live_paths(host, option):
         if not os.path.exists(path):
             continue
         try:
@@ -327,45 +325,45 @@ def write_live(option, value):
     return "; ".join(errors) or "no writable file for %s" % option
 
 
-def load(module, kmod):
+def load(module, host, kmod):
     """modprobe kmod; return an error string or None."""
     modprobe = module.get_bin_path("modprobe")
     if not modprobe:
         return "%s is not loaded and modprobe was not found" % kmod
     rc, out, err = module.run_command([modprobe, kmod])
-    if rc != 0 or not kmod_loaded(kmod):
+    if rc != 0 or not kmod_loaded(host, kmod):
         detail = (err or out or "rc=%d" % rc).strip()
         return "%s is not loaded and 'modprobe %s' failed: %s" % (kmod, kmod, detail)
     return None
 
 
-def change_live(module, request, plan):
+def change_live(module, host, request, plan):
     """Load what the plan loads, write the values that differ, read them back: (LiveResult, changed)."""
     live, changed = plan.live.unapplied, False
     if request.apply_live:
-        errors, changed = write_steps(module, plan)
-        live = slot_table_plan.verified_live(request, plan.wanted, read_live(module), errors)
+        errors, changed = write_steps(module, host, plan)
+        live = slot_table_plan.verified_live(request, plan.wanted, read_live(module, host), errors)
     return live, changed
 
 
-def write_steps(module, plan):
+def write_steps(module, host, plan):
     """(errors, changed) of the plan's loads and live writes, in order."""
     errors = []
     changed = False
     for kmod, options, needs_load in plan.live.steps:
         current = plan.live.before
         if needs_load:
-            error = load(module, kmod)
+            error = load(module, host, kmod)
             if error:
                 errors.append(error)
                 continue
             changed = True
             # Loaded with the persisted options: only what still differs is written.
-            current = read_live(module)
+            current = read_live(module, host)
         for option in options:
             if current.get(option) == plan.wanted[option]:
                 continue
-            error = write_live(option, plan.wanted[option])
+            error = write_live(host, option, plan.wanted[option])
             if error:
                 errors.append("%s: %s" % (option, error))
             else:
@@ -373,13 +371,13 @@ def write_steps(module, plan):
     return errors, changed
 
 
-def steps(module, request):
+def steps(module, host, request):
     """The module's part of tuning_flow: both files locked (always in this order), read, planned, written."""
-    live_before = read_live(module)
-    loaded = loaded_modules()
+    live_before = read_live(module, host)
+    loaded = loaded_modules(host)
 
     def read_and_plan():
-        views, modprobe_after, load_after = read_views(module, request, live_before, loaded)
+        views, modprobe_after, load_after = read_views(module, host, request, live_before, loaded)
         return views, slot_table_plan.plan(request, views, modprobe_after, load_after)
 
     def write_files(_views, plan):
@@ -387,8 +385,8 @@ def steps(module, request):
         return tuning_flow.Written(file_edits.apply_edits(module, plan.edits))
 
     def apply(_views, plan, written):
-        live, changed = change_live(module, request, plan)
-        return tuning_flow.Outcome(live, changed, written.backups, detail=loaded_modules())
+        live, changed = change_live(module, host, request, plan)
+        return tuning_flow.Outcome(live, changed, written.backups, detail=loaded_modules(host))
 
     def report(views, plan, outcome, diff):
         return slot_table_plan.report(request, views, plan, outcome, diff=diff)
@@ -418,7 +416,7 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        result = tuning_flow.run(module, steps(module, slot_table_plan.Request.from_params(module.params)))
+        result = tuning_flow.run(module, steps(module, host_root.at_root(), slot_table_plan.Request.from_params(module.params)))
     except slot_table_plan.PlanError as exc:
         module.fail_json(msg=str(exc), changed=False)
     module.exit_json(**result)

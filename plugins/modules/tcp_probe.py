@@ -204,17 +204,15 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import nfs_mounts, nfs_server_of, parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.tcp_listeners import ProbeError, find_programs
 
-PROC_MOUNTINFO = "/proc/self/mountinfo"
 
-
-def mount_of(mount_point):
-    """The topmost NFS mount on mount_point in /proc/self/mountinfo, or None."""
+def mount_of(host, mount_point):
+    """The topmost NFS mount on mount_point in the host's mountinfo, or None."""
     found = None
-    for mount in nfs_mounts(parse_mountinfo(atomic_file.read_optional(PROC_MOUNTINFO) or "")):
+    for mount in nfs_mounts(parse_mountinfo(host.read(host.mountinfo) or "")):
         if mount["mount_point"] == mount_point:
             found = mount
     return found
@@ -241,11 +239,11 @@ def option_error(params):
     return None
 
 
-def target(params):
+def target(host, params):
     """(server, streams): the options', else the mount's addr= and nconnect; ProbeError naming the option."""
     server, streams = params["server"], params["streams"]
     if params["mount_point"]:
-        mount = mount_of(params["mount_point"].rstrip("/") or "/")
+        mount = mount_of(host, params["mount_point"].rstrip("/") or "/")
         if mount is None:
             raise ProbeError("mount_point %s is not an NFS mount on %s" % (params["mount_point"], platform.node()))
         server = server or nfs_server_of(mount)
@@ -300,13 +298,13 @@ def send(module, argv, start_at, warn_late=True):
     return dict(summary=summary, raw=out, parsed=parsed, rc=rc, started_at=round(started_at, 6))
 
 
-def run(module):
+def run(module, host):
     """The probe from this client: (result, failure message or None)."""
     params = module.params
     error = option_error(params)
     if error:
         raise ProbeError(error)
-    server, streams = target(params)
+    server, streams = target(host, params)
     timeout, iperf3 = find_programs(module.get_bin_path)
     argv = probe.send_argv(timeout, iperf3, server, params["port"], streams, params["seconds"])
     result = dict(changed=False, server=server, port=params["port"], streams=streams, seconds=params["seconds"],
@@ -349,7 +347,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result, failure = run(module)
+        result, failure = run(module, host_root.at_root())
     except ProbeError as exc:
         result, failure = dict(exc.result), str(exc)
     if failure is not None:

@@ -129,11 +129,9 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import tcp_listeners
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.tcp_listeners import ProbeError, check_state_dir
-
-PROC = "/proc"
-PROC_NET_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
 
 
 def local_addresses(addresses):
@@ -170,7 +168,7 @@ def start(module, host, state_dir):
     timeout, iperf3 = tcp_listeners.find_programs(module.get_bin_path)
     if os.path.lexists(state_dir):
         check_state_dir(state_dir)
-    conflicts = probe.port_conflicts(host.listening_now(), local, params["ports"])
+    conflicts = probe.port_conflicts(tcp_listeners.listening_now(host), local, params["ports"])
     if conflicts:
         recorded = set((record["address"], record["port"]) for _n, record in tcp_listeners.read_records(state_dir) if record)
         raise ProbeError("ports already in use on %s: %s%s" % (
@@ -215,7 +213,7 @@ def run(module):
     state_dir = module.params["state_dir"]
     if not os.path.isabs(state_dir):
         raise ProbeError("state_dir must be an absolute path, got %s" % state_dir)
-    host = tcp_listeners.Host(PROC, PROC_NET_TCP)
+    host = host_root.at_root()
     if module.params["state"] == "started":
         return start(module, host, state_dir)
     return stop(module, host, state_dir)

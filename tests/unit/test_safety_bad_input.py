@@ -4,8 +4,8 @@ One table: each row is an entry point, the option it attacks, and the bad value.
 only when the input is refused with a message that names the option, nothing in the fake
 /etc, /proc and /sys tree changed (sha256 of every file) and no command ran.
 
-Modules run through their real main() against the fake tree (live paths are module-level
-constants, monkeypatched). Roles first go through Ansible's own role argument validation
+Modules run through their real main() against the fake tree (the kernel's files under one
+host root, host_root.ROOT; config paths are module-level constants, monkeypatched). Roles first go through Ansible's own role argument validation
 (ArgumentSpecValidator on meta/argument_specs.yml, as the validate_argument_spec task does);
 what the spec lets through is walked task by task the way ansible-playbook would reach it:
 include_vars, set_fact and assert are evaluated with Ansible's Templar, ckptio.nfs modules run
@@ -38,6 +38,7 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
     AnsibleExitJson, AnsibleFailJson, Templar, _invoke, fail_module, read_sample, sample_path, tree_checksums,
     trust_as_template,
@@ -139,9 +140,8 @@ def build_world(root, monkeypatch):
     monkeypatch.chdir(world.path("cwd"))
 
     constants = {
-        "sunrpc_slot_table": {"PROC_SUNRPC": "proc/sys/sunrpc", "SYS_MODULE": "sys/module", "MOUNTINFO": "proc/self/mountinfo",
-                              "MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
-        "nfsd_threads": {"PROC_NFSD": "proc/fs/nfsd", "NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
+        "sunrpc_slot_table": {"MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
+        "nfsd_threads": {"NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
                          "USR_NFS_CONF": "usr/etc/nfs.conf",
                          "NFS_SERVER_DROPIN": "etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf",
                          "MAX_CONNECTIONS_VALUE_FILE": "etc/ckptio/nfsd-max-connections",
@@ -150,14 +150,9 @@ def build_world(root, monkeypatch):
                          "ENV_SCRIPTS": ("usr/lib/systemd/scripts/nfs-utils_env.sh", "lib/systemd/scripts/nfs-utils_env.sh"),
                          "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
                          "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
-        "nfs_mount": {"PROC_ROOT": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo", "PROC_MOUNTSTATS": "proc/self/mountstats"},
-        "nfs_client_stats": {"PROC": "proc", "PROC_MOUNTSTATS": "proc/self/mountstats", "PROC_SUNRPC": "proc/sys/sunrpc",
-                             "SYS_MODULE": "sys/module"},
-        "nfsd_stats": {"PROC_NFSD_STATS": "proc/net/rpc/nfsd", "PROC_FS_NFSD": "proc/fs/nfsd"},
-        "checkpoint_canary": {"PROC": "proc", "PROC_MOUNTINFO": "proc/self/mountinfo"},
-        "tcp_probe": {"PROC_MOUNTINFO": "proc/self/mountinfo"},
-        "tcp_probe_listener": {"PROC": "proc", "PROC_NET_TCP": ("proc/net/tcp", "proc/net/tcp6")},
     }
+    # Every module reads the kernel's files under one root (host_root.at_root()): the fake host's.
+    monkeypatch.setattr(host_root, "ROOT", world.path())
     for name, values in constants.items():
         module = module_named(name)
         for constant, relative in values.items():

@@ -64,11 +64,10 @@ def test_nfs_mount_has_no_reader_of_its_own():
 RUNNER = textwrap.dedent("""
     import os, sys, time
     from ansible_collections.ckptio.nfs.tests.unit.utils import patch_module_args
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
     from ansible_collections.ckptio.nfs.plugins.modules import nfs_mount
     proc, start, path, fstab = sys.argv[1:5]
-    nfs_mount.PROC_ROOT = proc
-    nfs_mount.PROC_MOUNTINFO = os.path.join(proc, "self", "mountinfo")
-    nfs_mount.PROC_MOUNTSTATS = os.path.join(proc, "self", "mountstats")
+    host_root.ROOT = os.path.dirname(proc)
     # Every process has imported Ansible before any starts: the runs overlap as much as they can.
     while not os.path.exists(start):
         time.sleep(0.001)

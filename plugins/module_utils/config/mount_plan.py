@@ -38,7 +38,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_fl
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import (
     NFS_FSTYPES, nfs_mounts, nfs_server_of, nfs_version_of, split_options,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.mount_holders import describe_holders
 
 # mountstats `age:` counts whole seconds, so now - age lies up to 1 s after the real mount time.
 # A mount this module makes follows its fstab write by a fraction of a second and must count
@@ -347,6 +346,19 @@ def _fresh_mount_or_remount(drift, sharing, views, wanted, notes):
         remountable = [name for name in drift if name not in fresh and name != "nconnect"]
         return LiveDecision("remount" if remountable else None, drift, holders, notes)
     return LiveDecision("umount+mount", drift, holders, notes)
+
+
+def describe_holders(holders, limit=10):
+    """One sentence naming the holders (pid, command, how) for a message."""
+    parts = []
+    for holder in holders[:limit]:
+        if holder["pid"] is None:
+            parts.append(holder["how"])
+        else:
+            parts.append("pid %s (%s) %s" % (holder["pid"], holder["command"], holder["how"]))
+    if len(holders) > limit:
+        parts.append("and %d more" % (len(holders) - limit))
+    return "; ".join(parts)
 
 
 def _busy_reason(views, wanted):

@@ -33,16 +33,6 @@ DSTATE_INTERVAL = 1.0
 
 
 @dataclasses.dataclass
-class HostPaths:
-    """Where this host's /proc and /sys/class/net are (a test passes a fake tree)."""
-
-    proc: str = "/proc"
-    sys_class_net: str = "/sys/class/net"
-    mountinfo: str = "/proc/self/mountinfo"
-    meminfo: str = "/proc/meminfo"
-
-
-@dataclasses.dataclass
 class Phase:
     """One phase's outcome: per-rank results, the stalled ranks, D-state samples, host samples at start and end."""
 
@@ -83,18 +73,18 @@ class Sampler:
 
 
 class Run:
-    """The forked ranks of one canary and what the phases need: the options, the NFS servers, the host paths."""
+    """The forked ranks of one canary and what the phases need: the options, the NFS servers, the host (a host_root.HostRoot)."""
 
-    def __init__(self, module, ranks, servers, paths):
+    def __init__(self, module, ranks, servers, host):
         self.module = module
         self.params = module.params
         self.ranks = ranks
         self.servers = servers
-        self.paths = paths
-        self.sampler = Sampler(paths.proc)
+        self.host = host
+        self.sampler = Sampler(host.proc)
 
     def host_sample(self):
-        return read_host_sample(self.servers, root=self.paths.sys_class_net, proc=self.paths.proc)
+        return read_host_sample(self.host, self.servers)
 
     def monitor(self, deadline, start_at, first_line=False, on_stall=canary_ranks.stalled_write):
         """Collect rank results, sampling D state every interval, until done or deadline.
@@ -237,14 +227,14 @@ class Run:
         return [(rank.child.pid, rank.child.starttime) for rank in self.ranks]
 
 
-def run_phases(module, workdir, dir_fd, plan, start_at, servers, paths, result):
+def run_phases(module, workdir, dir_fd, plan, start_at, servers, host, result):
     """Fork the ranks, start them together, write; with restore=true then read back.
 
     Returns (the Run, the write Phase or None when called off before go, the read Phase or None).
     A fork that fails raises canary_ranks.RankStartError.
     """
     params = module.params
-    supervised = Run(module, [], servers, paths)
+    supervised = Run(module, [], servers, host)
     written = read = None
     try:
         if params["layout"] == "shared_file":
@@ -285,10 +275,10 @@ def settle(module, workdir, supervised, written, read, result):
     return outcome.failure(result, params["timeout"], written, read)
 
 
-def run(module, paths):
+def run(module, host):
     """The whole canary; (result, failure message or None)."""
     params = module.params
-    workdir, servers, result = prepare(module, paths)
+    workdir, servers, result = prepare(module, host)
     if module.check_mode:
         return result, None
     if params["barrier_dir"] is not None:
@@ -302,7 +292,7 @@ def run(module, paths):
         raise Refused(str(exc))
     result["workdir"] = workdir.path()
     try:
-        supervised, written, read = run_phases(module, workdir, dir_fd, result["plan"], result["start_at"], servers, paths, result)
+        supervised, written, read = run_phases(module, workdir, dir_fd, result["plan"], result["start_at"], servers, host, result)
     except canary_ranks.RankStartError as exc:
         raise Refused(str(exc), cleaned_up=workdir.cleaned_after_failed_start())
     failure = settle(module, workdir, supervised, written, read, result)

@@ -101,15 +101,15 @@ def check_limits(params, real, parent_fd, meminfo_path, check_mode):
         raise Refused("; ".join(errors))
 
 
-def prepare(module, paths):
+def prepare(module, host):
     """Check the options, the target and the limits: (Workdir, NFS servers, the result before anything ran)."""
     params = module.params
     errors = options.option_errors(params)
     if errors:
         raise Refused("; ".join(errors))
     workdir = open_target(params["path"], params["keep"])
-    mount, servers = check_mount(params["path"], workdir.real, workdir.parent_fd, params["allow_local"], paths.mountinfo)
-    check_limits(params, workdir.real, workdir.parent_fd, paths.meminfo, module.check_mode)
+    mount, servers = check_mount(params["path"], workdir.real, workdir.parent_fd, params["allow_local"], host.mountinfo)
+    check_limits(params, workdir.real, workdir.parent_fd, host.meminfo, module.check_mode)
     rank_plan = canary.plan_ranks(params["ranks"], params["bytes_per_rank"], params["block_size"],
                                   params["layout"], params["files_per_rank"])
     now = time.time()

@@ -23,7 +23,6 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 
-PROC = "/proc"
 # /proc/PID/stat is one line well under a page; wchan is a symbol name; the first frames of a
 # stack (all a wait site needs) fit in a page too.
 READ_LIMIT = 4096
@@ -60,8 +59,8 @@ def wait_site(proc, pid):
     return dstate.stack_wait_site(_text(_read("%s/%s/stack" % (proc, pid)))) or ((wchan_text or "").strip() or None)
 
 
-def scan(proc=PROC):
-    """([{pid, wchan}] sorted by pid, CPU seconds the pass took) for every task in D state."""
+def scan(proc):
+    """([{pid, wchan}] sorted by pid, CPU seconds the pass took) for every task in D state under proc (host_root.HostRoot.proc)."""
     started = time.process_time()
     tasks = []
     try:

@@ -30,8 +30,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 SAMPLE_FORMAT = 1
 NET_TABLES = ("route", "fib_trie", "if_inet6", "ipv6_route")
 NET_TABLE_LIMIT = 262144
-PROC = "/proc"
-SYS_CLASS_NET = "/sys/class/net"
 # The counters utilisation and loss are computed from (Documentation/ABI/testing/sysfs-class-net-statistics).
 NET_STATISTICS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors",
                   # Where the driver keeps them (virtio has no CRC counter): a bad cable or optic
@@ -67,7 +65,7 @@ def _interface_kind(directory, uevent):
     return "virtual"
 
 
-def read_interface(name, root=SYS_CLASS_NET):
+def read_interface(name, root):
     directory = os.path.join(root, name)
     # speed: Mb/s; -1 (virtio, no carrier) or EINVAL (link down) is unknown, never zero.
     speed = _number(atomic_file.read_optional(os.path.join(directory, "speed")))
@@ -108,12 +106,13 @@ def _own_cpu_seconds():
     return round(usage.ru_utime + usage.ru_stime + children.ru_utime + children.ru_stime, 3)
 
 
-def read_host_sample(route_addresses=(), root=SYS_CLASS_NET, proc=PROC):
-    """One sample of this host, from /proc and /sys only (no command: it is safe in check mode).
+def read_host_sample(host, route_addresses=()):
+    """One sample of host (a host_root.HostRoot), from /proc and /sys only (no command: it is safe in check mode).
 
     route_addresses: the NFS server addresses this host talks to (a client passes mountinfo
     `addr=`); the routing tables kept in the sample tell later which interface carries them.
     """
+    root, proc = host.sys_class_net, host.proc
     errors = []
     sample = {"format": SAMPLE_FORMAT, "time": round(time.time(), 3), "uptime": None,
               "proc_stat": "", "diskstats": "", "interfaces": {},

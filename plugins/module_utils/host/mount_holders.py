@@ -72,20 +72,7 @@ def find_holders(mount_point, processes, mounts=()):
     return holders
 
 
-def describe_holders(holders, limit=10):
-    """One sentence naming the holders (pid, command, how) for a message."""
-    parts = []
-    for holder in holders[:limit]:
-        if holder["pid"] is None:
-            parts.append(holder["how"])
-        else:
-            parts.append("pid %s (%s) %s" % (holder["pid"], holder["command"], holder["how"]))
-    if len(holders) > limit:
-        parts.append("and %d more" % (len(holders) - limit))
-    return "; ".join(parts)
-
-
-def read_processes(proc_root="/proc"):
+def read_processes(proc_root):
     """The processes find_holders() takes, read from proc_root; unreadable items are None or missing.
 
     Processes that exit during the scan, or whose files this user may not read, simply hold less:

@@ -27,9 +27,11 @@ import time
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 
-PROC = "/proc"
+# Our own children run on the live host: their /proc is the real one, never a test's fake host root.
+PROC = host_root.HostRoot().proc
 # prctl(2) option: the kernel sends a signal to the child when the process that forked it dies.
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.1

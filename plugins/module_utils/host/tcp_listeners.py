@@ -45,18 +45,12 @@ class ProbeError(Exception):
         self.result = result
 
 
-class Host:
-    """Where this host's /proc and its TCP tables are (a test passes a fake tree)."""
-
-    def __init__(self, proc, proc_net_tcp):
-        self.proc = proc
-        self.proc_net_tcp = proc_net_tcp
-
-    def listening_now(self):
-        sockets = set()
-        for path in self.proc_net_tcp:
-            sockets |= probe.listening_sockets(atomic_file.read_optional(path), sys.byteorder)
-        return sockets
+def listening_now(host):
+    """The (address, port) pairs listening on host (a host_root.HostRoot), from its TCP tables."""
+    sockets = set()
+    for path in host.net_tcp:
+        sockets |= probe.listening_sockets(host.read(path), sys.byteorder)
+    return sockets
 
 
 def find_programs(get_bin_path):
@@ -165,7 +159,7 @@ def wait_not_listening(host, pairs, seconds):
     """Pairs still LISTENing after up to `seconds` (a closed listener leaves the table at once)."""
     deadline = time.monotonic() + seconds
     while True:
-        sockets = host.listening_now()
+        sockets = listening_now(host)
         still = [pair for pair in pairs if pair in sockets]
         if not still or time.monotonic() >= deadline:
             return still
@@ -201,7 +195,7 @@ def wait_listening(host, started):
     pairs = [(record["address"], record["port"]) for _name, record in started]
     deadline = time.monotonic() + LISTEN_WAIT_SECONDS
     while True:
-        missing = probe.not_listening(host.listening_now(), pairs)
+        missing = probe.not_listening(listening_now(host), pairs)
         dead = [(record["address"], record["port"]) for _name, record in started
                 if not processes.alive(record["pid"], host.proc)]
         if not missing or time.monotonic() >= deadline or set(missing) <= set(dead):

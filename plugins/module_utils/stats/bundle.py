@@ -1,28 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The capture bundle's files, and the one reader that loads a bundle directory.
+"""The capture bundle's files: their names, the context document, the checks of an in-memory bundle. Pure.
 
-docs/capture-bundle.md describes every file. The reader turns a directory into the in-memory
-shape diagnosis.diagnose() takes; diagnose_bundle and checkpoint_report both use it, so a file
-added here is seen by both. The role that writes bundles (roles/canary_validation) takes the
+docs/capture-bundle.md describes every file. The one reader that loads a bundle directory is
+module_utils/host/bundle_reader.py (load_bundle, saved_diagnosis): it turns a directory into the
+in-memory shape diagnosis.diagnose() takes, from the tables here; diagnose_bundle and
+checkpoint_report both use it, so a file added here is seen by both. The role that writes bundles (roles/canary_validation) takes the
 file names from the same table (filter ckptio.nfs.bundle_files) and its context.yml from
 context_document() (filter ckptio.nfs.canary_context).
 
-Files are read through atomic_file.read_input (a missing or unreadable optional file is
-absent) and parsed by bundle_values (the one YAML/JSON parser of a bundle and its schema): a value
+Files are parsed by bundle_values (the one YAML/JSON parser of a bundle and its schema): a value
 that breaks the schema (a list where a mapping belongs, words or .nan where a number belongs, a
 400-digit number, YAML aliases) is a BundleError naming the file and the key; an optional JSON
 file that does not parse at all is listed in bundle["problems"] instead of stopping the diagnosis.
-Every file of a bundle is read here, diagnosis.json too (saved_diagnosis).
 """
 
 from __future__ import annotations
 
 import json
-import os
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
@@ -59,55 +56,6 @@ BARRIER_FILES = {"ready": barrier.READY_FILE, "go": barrier.GO_FILE, "abort": ba
 FILE_TABLES = {"clients": CLIENT_FILES, "servers": SERVER_FILES, "barrier": BARRIER_FILES}
 
 
-def _hosts(directory):
-    try:
-        return sorted(name for name in os.listdir(directory) if os.path.isdir(os.path.join(directory, name)))
-    except OSError:
-        return []
-
-
-def _read(path):
-    """A bundle file's text through the one bounded reader (atomic_file.read_input: never through a
-    link, regular files only, at most INPUT_LIMIT); None when missing or unreadable; BundleError
-    naming the file and why (a link, a FIFO, over the cap) otherwise."""
-    try:
-        return atomic_file.read_input(path)
-    except atomic_file.FileRefused as exc:
-        raise BundleError(str(exc))
-    except OSError:
-        return None
-
-
-def _read_host(directory, names, where, problems):
-    files = {}
-    for key, name in names.items():
-        text = _read(os.path.join(directory, name))
-        if text is None:
-            continue
-        if name.endswith(JSON_SUFFIX):
-            try:
-                files[key] = bundle_values.parse_json(text, "%s/%s" % (where, name))
-            except bundle_values.NotParsed as exc:
-                problems.append("%s: not used" % exc)
-            continue
-        files[key] = text
-    return files
-
-
-def load_bundle(directory):
-    """{"context", "clients": {HOST: {key: text or parsed JSON}}, "servers": {...}, "problems": [...]}."""
-    context_text = _read(os.path.join(directory, CONTEXT_FILE))
-    if context_text is None:
-        raise BundleError("%s/%s is missing" % (directory, CONTEXT_FILE))
-    context = bundle_values.parse_yaml(context_text, CONTEXT_FILE) or {}
-    problems = []
-    bundle = {"context": context, "clients": {}, "servers": {}, "problems": problems}
-    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
-        for host in _hosts(os.path.join(directory, kind)):
-            bundle[kind][host] = _read_host(os.path.join(directory, kind, host), names, "%s/%s" % (kind, host), problems)
-    return bundle
-
-
 def check_values(bundle):
     """BundleError naming the file and key unless an in-memory bundle (the filter ckptio.nfs.nfs_diagnosis
     takes one) fits the schema load_bundle() checks files against: context.yml and every JSON file."""
@@ -122,19 +70,6 @@ def check_values(bundle):
                 if name.endswith(JSON_SUFFIX):
                     bundle_values.checked(value, "%s/%s/%s" % (kind, host, name))
     return bundle
-
-
-def saved_diagnosis(directory):
-    """diagnosis.json in directory (diagnose_bundle's result: the bundle or its output directory), None
-    when there is none; BundleError naming the file (and the key) when it is no JSON, is refused by the
-    bounded reader, or its values break the schema."""
-    text = _read(os.path.join(directory, DIAGNOSIS_FILE))
-    if not text:
-        return None
-    try:
-        return bundle_values.parse_json(text, DIAGNOSIS_FILE)
-    except BundleError as exc:
-        raise BundleError("%s: run ckptio.nfs.diagnose_bundle again, or remove it" % exc)
 
 
 def canary_ranks(bundle):
@@ -213,3 +148,15 @@ def stats_files(kind, before, after, dstate_text=None):
                  (names["host_before"], _json_line(before["host_sample"])), (names["host_after"], _json_line(after["host_sample"])),
                  (names["threads"], None if threads is None else "%s\n" % threads)]
     return [{"name": name, "content": content} for name, content in files if content is not None]
+
+
+def __getattr__(name):
+    """load_bundle and saved_diagnosis, still importable from here while callers move to host/bundle_reader.
+
+    Transitional (issue 27 item 5): stats/ does no I/O, so the reader lives in host/ and is looked up
+    only when asked for, never imported at load (host/bundle_reader imports this module's tables).
+    """
+    if name in ("load_bundle", "saved_diagnosis"):
+        from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
+        return getattr(bundle_reader, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

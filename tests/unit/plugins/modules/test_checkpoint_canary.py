@@ -18,6 +18,14 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_mod
 KIB = 1024
 
 
+@pytest.fixture(autouse=True)
+def live_host(fake_root):
+    """The fake host shows the live host's figures the ranks' window samples; a test replaces one file."""
+    fake_root.link_live("/proc/self/mountinfo", "/proc/meminfo", "/proc/stat", "/proc/uptime", "/proc/diskstats",
+                        "/proc/net", "/proc/sys/kernel/osrelease", "/sys/class/net")
+    return fake_root
+
+
 @pytest.fixture
 def target(tmp_path):
     path = tmp_path / "target"
@@ -104,21 +112,17 @@ def test_non_nfs_path_is_refused_unless_allowed(target):
     assert _workdirs(target) == []
 
 
-def test_nfs_mount_is_accepted_without_allow_local(tmp_path, target, monkeypatch):
-    mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 %s / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % (_device(target), target))
-    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+def test_nfs_mount_is_accepted_without_allow_local(fake_root, tmp_path, target):
+    fake_root.write("/proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                                            "40 22 %s / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % (_device(target), target))
     result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
     assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv"}
 
 
-def test_host_samples_at_start_and_end_name_the_nfs_server(tmp_path, target, monkeypatch):
+def test_host_samples_at_start_and_end_name_the_nfs_server(fake_root, tmp_path, target):
     """The canary samples CPU, disks and links over the ranks' own window, routed to the mount's server."""
-    mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 %s / %s rw - nfs4 nfs1:/srv rw,vers=4.1,addr=10.0.0.1\n" % (_device(target), target))
-    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+    fake_root.write("/proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                                            "40 22 %s / %s rw - nfs4 nfs1:/srv rw,vers=4.1,addr=10.0.0.1\n" % (_device(target), target))
     result = run_module(checkpoint_canary, {"path": str(target), "ranks": 2, "bytes_per_rank": 65536, "block_size": 65536})
     samples = result["host_samples"]
     assert sorted(samples) == ["end", "start"]
@@ -128,13 +132,12 @@ def test_host_samples_at_start_and_end_name_the_nfs_server(tmp_path, target, mon
     assert samples["end"]["proc_stat"].startswith("cpu ")
 
 
-def test_nfs_path_is_accepted_with_a_non_utf8_mount_point_elsewhere(tmp_path, target, monkeypatch):
+def test_nfs_path_is_accepted_with_a_non_utf8_mount_point_elsewhere(fake_root, tmp_path, target):
     # Another mount of the host at /data/caf\xe9 (byte 0xE9): mountinfo is bytes, not UTF-8 text.
-    mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_bytes(b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                          b"31 22 8:17 / /data/caf\xe9 rw - ext4 /dev/sdb1 rw\n"
-                          b"40 22 " + _device(target).encode() + b" / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
-    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+    fake_root.write("/proc/self/mountinfo",
+                    b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                    b"31 22 8:17 / /data/caf\xe9 rw - ext4 /dev/sdb1 rw\n"
+                    b"40 22 " + _device(target).encode() + b" / " + os.fsencode(str(target)) + b" rw - nfs4 10.0.0.1:/srv/caf\xe9 rw,vers=4.1\n")
     result = run_module(checkpoint_canary, _args(target, allow_local=False), check_mode=True)
     # The export's name is shown with the kernel's octal escape: results must be valid UTF-8.
     assert result["mount"] == {"mount_point": str(target), "fstype": "nfs4", "source": "10.0.0.1:/srv/caf\\351"}
@@ -274,13 +277,9 @@ def test_cleanup_waits_out_a_silly_renamed_file(tmp_path, monkeypatch):
     assert attempts["rmdir"] == 4  # three refusals (ENOTEMPTY), then the file was gone
 
 
-def test_dstate_samples_use_the_bundle_format(target, monkeypatch, tmp_path):
-    fake_proc = tmp_path / "proc"
-    (fake_proc / "77").mkdir(parents=True)
-    (fake_proc / "77" / "stat").write_text("77 (writer) D 1 77 77 0 -1 0 " + "0 " * 12 + "5\n")
-    (fake_proc / "77" / "wchan").write_text("rpc_wait_bit_killable")
-    (fake_proc / "self").mkdir()
-    monkeypatch.setattr(checkpoint_canary, "PROC", str(fake_proc))
+def test_dstate_samples_use_the_bundle_format(fake_root, target):
+    fake_root.write("/proc/77/stat", "77 (writer) D 1 77 77 0 -1 0 " + "0 " * 12 + "5\n")
+    fake_root.write("/proc/77/wchan", "rpc_wait_bit_killable")
     result = run_module(checkpoint_canary, _args(target, ranks=1))
     assert result["dstate_peak"] == 1
     first = result["dstate_text"].splitlines()[0].split(" ")
@@ -319,10 +318,8 @@ def test_block_size_above_the_bound_is_refused(tmp_path, target):
     assert tree_checksums(str(tmp_path)) == before
 
 
-def test_ranks_times_memory_above_mem_available_is_refused(tmp_path, target, monkeypatch):
-    meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemTotal: 2097152 kB\nMemAvailable: 65536 kB\n")
-    monkeypatch.setattr(checkpoint_canary, "PROC_MEMINFO", str(meminfo))
+def test_ranks_times_memory_above_mem_available_is_refused(fake_root, tmp_path, target):
+    fake_root.write("/proc/meminfo", "MemTotal: 2097152 kB\nMemAvailable: 65536 kB\n")
     before = tree_checksums(str(tmp_path))
     result = fail_module(checkpoint_canary, _args(target, ranks=8, block_size=MIB, bytes_per_rank=MIB))
     assert result["msg"].startswith("ranks x block_size needs %d bytes (8 ranks" % (8 * 9 * MIB))
@@ -468,11 +465,9 @@ def test_path_swapped_after_it_was_opened_writes_into_the_opened_directory(tmp_p
     assert _workdirs(tmp_path / "opened") == [os.path.basename(result["workdir"])]
 
 
-def test_nfs_path_whose_opened_directory_is_on_another_device_is_refused(tmp_path, target, monkeypatch):
-    mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                         "40 22 0:4095 / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % target)
-    monkeypatch.setattr(checkpoint_canary, "PROC_MOUNTINFO", str(mountinfo))
+def test_nfs_path_whose_opened_directory_is_on_another_device_is_refused(fake_root, tmp_path, target):
+    fake_root.write("/proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                                            "40 22 0:4095 / %s rw - nfs4 10.0.0.1:/srv rw,vers=4.1\n" % target)
     result = fail_module(checkpoint_canary, _args(target, allow_local=False))
     assert "the path changed while it was checked" in result["msg"] and "0:4095" in result["msg"]
     assert _workdirs(target) == []
@@ -904,11 +899,9 @@ def test_restore_bad_input_fails_naming_the_option_before_writing(tmp_path, targ
     assert tree_checksums(str(tmp_path)) == before
 
 
-def test_restore_counts_a_second_block_per_rank_in_the_memory_bound(tmp_path, target, monkeypatch):
-    meminfo = tmp_path / "meminfo"
+def test_restore_counts_a_second_block_per_rank_in_the_memory_bound(fake_root, tmp_path, target):
     # Half of 150 MiB is 75 MiB: 8 ranks x (1 MiB + 8 MiB overhead) = 72 MiB fit, 8 x (2 x 1 MiB + 8 MiB) = 80 MiB do not.
-    meminfo.write_text("MemTotal: 2097152 kB\nMemAvailable: %d kB\n" % (150 * 1024))
-    monkeypatch.setattr(checkpoint_canary, "PROC_MEMINFO", str(meminfo))
+    fake_root.write("/proc/meminfo", "MemTotal: 2097152 kB\nMemAvailable: %d kB\n" % (150 * 1024))
     run_module(checkpoint_canary, _args(target, ranks=8, block_size=MIB, bytes_per_rank=MIB), check_mode=True)
     result = fail_module(checkpoint_canary, _args(target, ranks=8, block_size=MIB, bytes_per_rank=MIB, restore=True))
     assert result["msg"].startswith("ranks x block_size needs %d bytes (8 ranks x (2 x %d + %d overhead))"

@@ -20,8 +20,8 @@ def write(path, text):
 
 
 @pytest.fixture
-def fake_host(tmp_path, monkeypatch):
-    proc = tmp_path / "proc"
+def fake_host(fake_root):
+    proc = fake_root.path("/proc")
     write(str(proc / "self" / "mountstats"), read_sample(NCONNECT4))
     write(str(proc / "101" / "stat"), "101 (python3 rank) D 1 101 101 0 -1 0")
     write(str(proc / "101" / "wchan"), "rpc_wait_bit_killable")
@@ -31,12 +31,8 @@ def fake_host(tmp_path, monkeypatch):
     write(str(proc / "103" / "wchan"), "nfs_start_io_write")
     write(str(proc / "sys" / "sunrpc" / "tcp_slot_table_entries"), "2\n")
     write(str(proc / "sys" / "sunrpc" / "tcp_max_slot_table_entries"), "65536\n")
-    write(str(tmp_path / "sys" / "module" / "nfs" / "parameters" / "max_session_slots"), "64\n")
-    monkeypatch.setattr(nfs_client_stats, "PROC", str(proc))
-    monkeypatch.setattr(nfs_client_stats, "PROC_MOUNTSTATS", str(proc / "self" / "mountstats"))
-    monkeypatch.setattr(nfs_client_stats, "PROC_SUNRPC", str(proc / "sys" / "sunrpc"))
-    monkeypatch.setattr(nfs_client_stats, "SYS_MODULE", str(tmp_path / "sys" / "module"))
-    return tmp_path
+    write(str(fake_root.path("/sys/module") / "nfs" / "parameters" / "max_session_slots"), "64\n")
+    return fake_root.root
 
 
 def test_reads_everything_and_changes_nothing(fake_host):
@@ -61,10 +57,10 @@ def test_mount_point_filter_warns_about_missing(fake_host):
     assert result["missing_mount_points"] == ["/mnt/other place"]
 
 
-def test_host_without_nfs(fake_host, monkeypatch):
+def test_host_without_nfs(fake_host):
     write(str(fake_host / "proc" / "self" / "mountstats"), "device proc mounted on /proc with fstype proc\n")
-    monkeypatch.setattr(nfs_client_stats, "PROC_SUNRPC", str(fake_host / "absent"))
-    monkeypatch.setattr(nfs_client_stats, "SYS_MODULE", str(fake_host / "absent"))
+    shutil.rmtree(str(fake_host / "proc" / "sys" / "sunrpc"))
+    shutil.rmtree(str(fake_host / "sys" / "module"))
     result = run_module(nfs_client_stats, {"dstate_samples": 0})
     assert result["mounts"] == [] and result["sunrpc"] == {} and result["sunrpc_text"] == ""
 
@@ -80,8 +76,8 @@ def test_relative_mount_point_is_refused_not_reported_missing(fake_host):
     assert message.startswith("mount_points:") and "'mnt/nfs'" in message and "'/mnt/nfs'" not in message
 
 
-def test_unreadable_mountstats_fails_clearly(fake_host, monkeypatch):
-    monkeypatch.setattr(nfs_client_stats, "PROC_MOUNTSTATS", str(fake_host / "nothing"))
+def test_unreadable_mountstats_fails_clearly(fake_host):
+    os.remove(str(fake_host / "proc" / "self" / "mountstats"))
     assert "cannot read" in fail_module(nfs_client_stats, {"dstate_samples": 0})["msg"]
 
 

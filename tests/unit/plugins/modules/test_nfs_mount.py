@@ -120,16 +120,13 @@ class FakeKernel:
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    kernel = FakeKernel(tmp_path)
+def env(tmp_path, fake_root, monkeypatch):
+    kernel = FakeKernel(fake_root.root)
     etc = tmp_path / "etc"
     etc.mkdir()
     (etc / "fstab").write_text(FSTAB)
     mount_point = tmp_path / "mnt" / "nfs"
     mount_point.mkdir(parents=True)
-    monkeypatch.setattr(nfs_mount, "PROC_ROOT", str(kernel.proc))
-    monkeypatch.setattr(nfs_mount, "PROC_MOUNTINFO", str(kernel.proc / "self" / "mountinfo"))
-    monkeypatch.setattr(nfs_mount, "PROC_MOUNTSTATS", str(kernel.proc / "self" / "mountstats"))
 
     def run_command(module, argv, **kwargs):
         # Looked up on each call so a test can wrap kernel.run_command.
@@ -140,6 +137,8 @@ def env(tmp_path, monkeypatch):
     kernel.warnings = warnings
     kernel.fstab = etc / "fstab"
     kernel.path = str(mount_point)
+    # Checksums cover the whole tree: the fake host's /proc, the fstab and the mount points.
+    kernel.root = tmp_path
     return kernel
 
 

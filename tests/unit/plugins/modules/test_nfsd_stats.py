@@ -16,17 +16,16 @@ def write(path, text):
         handle.write(text)
 
 
-def test_reads_server_stats_in_bundle_formats(tmp_path, monkeypatch):
-    write(str(tmp_path / "net" / "rpc" / "nfsd"), read_sample(*SERVER, "nfsd_after.txt"))
-    write(str(tmp_path / "fs" / "nfsd" / "pool_stats"), read_sample(*SERVER, "pool_stats_after.txt"))
-    write(str(tmp_path / "fs" / "nfsd" / "threads"), "8\n")
-    write(str(tmp_path / "fs" / "nfsd" / "pool_threads"), "8\n")
-    write(str(tmp_path / "fs" / "nfsd" / "max_block_size"), "1048576\n")
-    monkeypatch.setattr(nfsd_stats, "PROC_NFSD_STATS", str(tmp_path / "net" / "rpc" / "nfsd"))
-    monkeypatch.setattr(nfsd_stats, "PROC_FS_NFSD", str(tmp_path / "fs" / "nfsd"))
-    before = tree_checksums(str(tmp_path))
+def test_reads_server_stats_in_bundle_formats(fake_root):
+    proc = fake_root.path("/proc")
+    write(str(proc / "net" / "rpc" / "nfsd"), read_sample(*SERVER, "nfsd_after.txt"))
+    write(str(proc / "fs" / "nfsd" / "pool_stats"), read_sample(*SERVER, "pool_stats_after.txt"))
+    write(str(proc / "fs" / "nfsd" / "threads"), "8\n")
+    write(str(proc / "fs" / "nfsd" / "pool_threads"), "8\n")
+    write(str(proc / "fs" / "nfsd" / "max_block_size"), "1048576\n")
+    before = tree_checksums(str(fake_root.root))
     result = run_module(nfsd_stats, {}, check_mode=True)
-    assert tree_checksums(str(tmp_path)) == before
+    assert tree_checksums(str(fake_root.root)) == before
     assert result["changed"] is False and result["available"] is True
     assert result["raw_nfsd"] == read_sample(*SERVER, "nfsd_after.txt")
     assert result["raw_pool_stats"] == read_sample(*SERVER, "pool_stats_after.txt")
@@ -37,25 +36,22 @@ def test_reads_server_stats_in_bundle_formats(tmp_path, monkeypatch):
     assert result["min_threads"] is None
 
 
-def test_host_without_nfsd(tmp_path, monkeypatch):
-    monkeypatch.setattr(nfsd_stats, "PROC_NFSD_STATS", str(tmp_path / "nope"))
-    monkeypatch.setattr(nfsd_stats, "PROC_FS_NFSD", str(tmp_path / "nope-either"))
+def test_host_without_nfsd(fake_root):
     result = run_module(nfsd_stats, {})
     assert result["available"] is False and result["raw_nfsd"] == "" and result["threads"] is None
     assert result["pool_stats"] == {"columns": [], "pools": []}
 
 
-def test_binary_garbage_does_not_crash_and_the_result_is_valid_utf8(tmp_path, monkeypatch):
-    os.makedirs(str(tmp_path / "net" / "rpc"))
-    with open(str(tmp_path / "net" / "rpc" / "nfsd"), "wb") as handle:
+def test_binary_garbage_does_not_crash_and_the_result_is_valid_utf8(fake_root):
+    proc = fake_root.path("/proc")
+    os.makedirs(str(proc / "net" / "rpc"))
+    with open(str(proc / "net" / "rpc" / "nfsd"), "wb") as handle:
         handle.write(broken_capture("nfsd_after_with_binary_garbage.escaped.txt"))
-    os.makedirs(str(tmp_path / "fs" / "nfsd"))
-    with open(str(tmp_path / "fs" / "nfsd" / "pool_stats"), "wb") as handle:
+    os.makedirs(str(proc / "fs" / "nfsd"))
+    with open(str(proc / "fs" / "nfsd" / "pool_stats"), "wb") as handle:
         handle.write(broken_capture("pool_stats_after_with_binary_garbage.escaped.txt"))
-    with open(str(tmp_path / "fs" / "nfsd" / "threads"), "wb") as handle:
+    with open(str(proc / "fs" / "nfsd" / "threads"), "wb") as handle:
         handle.write(b"\xff\xfe\n")
-    monkeypatch.setattr(nfsd_stats, "PROC_NFSD_STATS", str(tmp_path / "net" / "rpc" / "nfsd"))
-    monkeypatch.setattr(nfsd_stats, "PROC_FS_NFSD", str(tmp_path / "fs" / "nfsd"))
     result = run_module(nfsd_stats, {})
     # What Ansible's controller does with the result: UTF-8 without lone surrogates.
     json.dumps(result, ensure_ascii=False).encode("utf-8")
@@ -66,9 +62,7 @@ def test_binary_garbage_does_not_crash_and_the_result_is_valid_utf8(tmp_path, mo
     assert "\\377\\376" in result["raw_nfsd"] and result["raw_nfsd"].startswith("rc 0 0 4527\n")
 
 
-def test_wait_until_samples_at_that_moment(tmp_path, monkeypatch):
-    monkeypatch.setattr(nfsd_stats, "PROC_NFSD_STATS", str(tmp_path / "nope"))
-    monkeypatch.setattr(nfsd_stats, "PROC_FS_NFSD", str(tmp_path / "nope-either"))
+def test_wait_until_samples_at_that_moment(fake_root, monkeypatch):
     slept = []
     monkeypatch.setattr(nfsd_stats.time, "sleep", slept.append)
     monkeypatch.setattr(nfsd_stats.time, "time", lambda: 1000.0)

@@ -6,6 +6,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
 
@@ -46,7 +47,7 @@ def build_tree(tmp_path, monkeypatch):
     write(str(root / "proc/fs/nfsd/max_block_size"), "262144\n")
     write(str(root / "etc/nfs.conf"), DEBIAN_NFS_CONF)
     os.makedirs(str(root / "etc/nfs.conf.d"))
-    monkeypatch.setattr(module, "PROC_NFSD", str(root / "proc/fs/nfsd"))
+    monkeypatch.setattr(host_root, "ROOT", str(root))
     monkeypatch.setattr(module, "NFS_CONF", str(root / "etc/nfs.conf"))
     monkeypatch.setattr(module, "NFS_CONF_D", str(root / "etc/nfs.conf.d"))
     monkeypatch.setattr(module, "USR_NFS_CONF", str(root / "usr/etc/nfs.conf"))

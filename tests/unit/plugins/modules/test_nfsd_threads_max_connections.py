@@ -7,6 +7,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import point_start_paths
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
@@ -73,7 +74,7 @@ def tree(tmp_path, monkeypatch):
     write(world.path("proc/fs/nfsd/max_block_size"), "262144\n")
     write(world.path("etc/nfs.conf"), "[nfsd]\n# threads=8\n")
     os.makedirs(world.path("etc/nfs.conf.d"))
-    monkeypatch.setattr(module, "PROC_NFSD", world.proc)
+    monkeypatch.setattr(host_root, "ROOT", str(world.root))
     monkeypatch.setattr(module, "NFS_CONF", world.path("etc/nfs.conf"))
     monkeypatch.setattr(module, "NFS_CONF_D", world.path("etc/nfs.conf.d"))
     monkeypatch.setattr(module, "USR_NFS_CONF", world.path("usr/etc/nfs.conf"))

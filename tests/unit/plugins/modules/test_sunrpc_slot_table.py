@@ -37,8 +37,8 @@ def read(path):
 
 
 @pytest.fixture
-def tree(tmp_path, monkeypatch):
-    root = tmp_path / "root"
+def tree(fake_root, monkeypatch):
+    root = fake_root.root
     for name, value in GUEST_SUNRPC.items():
         write(str(root / "proc/sys/sunrpc" / name), value + "\n")
         write(str(root / "sys/module/sunrpc/parameters" / name), value + "\n")
@@ -46,9 +46,6 @@ def tree(tmp_path, monkeypatch):
     write(str(root / "proc/self/mountinfo"), MOUNTINFO)
     write(str(root / "etc/modprobe.d/site.conf"), SITE_CONF)
     os.makedirs(str(root / "etc/modules-load.d"))
-    monkeypatch.setattr(module, "PROC_SUNRPC", str(root / "proc/sys/sunrpc"))
-    monkeypatch.setattr(module, "SYS_MODULE", str(root / "sys/module"))
-    monkeypatch.setattr(module, "MOUNTINFO", str(root / "proc/self/mountinfo"))
     monkeypatch.setattr(module, "MODPROBE_DIRS", (str(root / "etc/modprobe.d"), str(root / "lib/modprobe.d")))
     monkeypatch.setattr(module, "MODULES_LOAD_DIRS", (str(root / "etc/modules-load.d"),))
 

@@ -23,6 +23,7 @@ from ansible.module_utils import basic
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe as probe_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import tcp_listeners
 from ansible_collections.ckptio.nfs.plugins.modules import tcp_probe as module
 from ansible_collections.ckptio.nfs.plugins.modules import tcp_probe_listener as listener
@@ -72,11 +73,11 @@ class FakeRun:
 
 
 @pytest.fixture
-def fake_host(tmp_path, monkeypatch):
-    """mountinfo and programs of a client; run_command answers with iperf3 3.12's real result."""
-    mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_text(MOUNTINFO)
-    monkeypatch.setattr(module, "PROC_MOUNTINFO", str(mountinfo))
+def fake_host(fake_root, tmp_path, monkeypatch):
+    """mountinfo, TCP tables and programs of a client; run_command answers with iperf3 3.12's real result."""
+    fake_root.write("/proc/self/mountinfo", MOUNTINFO)
+    # The live TCP tables: the listener's tests bind real sockets on loopback.
+    fake_root.link_live("/proc/net")
     programs = {"iperf3": "/usr/bin/iperf3", "timeout": "/usr/bin/timeout"}
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: programs.get(name))
     run = FakeRun(out=read_sample("iperf3", "iperf3-3.12-client-P2-t1-loopback.json"))
@@ -336,7 +337,7 @@ def our_processes(ports):
 
 
 def listening(ports):
-    sockets = tcp_listeners.Host(listener.PROC, listener.PROC_NET_TCP).listening_now()
+    sockets = tcp_listeners.listening_now(host_root.HostRoot("/"))
     return sorted((address, port) for address, port in sockets if port in ports)
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.config import mount_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import mount_holders
 
 MAPS = (
@@ -34,7 +35,7 @@ def test_find_holders_names_pid_command_and_how():
         {"pid": 77, "command": "chrooted", "how": "root /mnt/nfs/jail"},
         {"pid": None, "command": None, "how": "mount /mnt/nfs/sub below it"},
     ]
-    text = mount_holders.describe_holders(holders, limit=2)
+    text = mount_plan.describe_holders(holders, limit=2)
     assert text == "pid 4242 (python3) cwd /mnt/nfs/run; pid 4242 (python3) open fd 10 /mnt/nfs/ckpt/shard 00.pt; and 3 more"
 
 

@@ -19,6 +19,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_pool_stats, parse_pool_threads, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
@@ -78,14 +79,15 @@ def test_mountstats_of_this_kernel_parse_with_every_transport(suite):
 
 
 @pytest.mark.parametrize("suite", SUITES)
-def test_min_threads_is_refused_where_this_kernel_has_no_file(suite, tmp_path, monkeypatch):
+def test_min_threads_is_refused_where_this_kernel_has_no_file(suite, tmp_path):
     listing = facts(suite, "server-baseline")["proc_fs_nfsd_files"]
+    nfsd = tmp_path / "proc" / "fs" / "nfsd"
+    nfsd.mkdir(parents=True)
     for name in listing:
-        (tmp_path / name).write_text("")
-    monkeypatch.setattr(nfsd_threads, "PROC_NFSD", str(tmp_path))
+        (nfsd / name).write_text("")
     params = {"threads": 16, "min_threads": 4, "max_connections": None, "state": "present",
               "conf_file": "/etc/nfs.conf.d/ckptio-nfsd.conf"}
-    errors = nfsd_threads.validate(params)
+    errors = nfsd_threads.validate(params, host_root.HostRoot(str(tmp_path)))
     if "min_threads" in listing:
         assert not any("min_threads is not supported" in error for error in errors)
     else:

@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one reader of a capture bundle directory: load_bundle() and saved_diagnosis().
+
+The file names, the context document and the schema checks are pure (module_utils/stats/bundle.py,
+bundle_values.py); only the reading is here, beside the other host I/O. Files are read through
+atomic_file.read_input (never through a link, regular files only, bounded; a missing or unreadable
+optional file is absent) and parsed by bundle_values: a value that breaks the schema is a
+BundleError naming the file and the key; an optional JSON file that does not parse at all is listed
+in bundle["problems"] instead of stopping the diagnosis. Every file of a bundle is read here,
+diagnosis.json too (saved_diagnosis).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, CONTEXT_FILE, DIAGNOSIS_FILE, JSON_SUFFIX, SERVER_FILES
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+
+
+def _hosts(directory):
+    try:
+        return sorted(name for name in os.listdir(directory) if os.path.isdir(os.path.join(directory, name)))
+    except OSError:
+        return []
+
+
+def _read(path):
+    """A bundle file's text through the one bounded reader (atomic_file.read_input: never through a
+    link, regular files only, at most INPUT_LIMIT); None when missing or unreadable; BundleError
+    naming the file and why (a link, a FIFO, over the cap) otherwise."""
+    try:
+        return atomic_file.read_input(path)
+    except atomic_file.FileRefused as exc:
+        raise BundleError(str(exc))
+    except OSError:
+        return None
+
+
+def _read_host(directory, names, where, problems):
+    files = {}
+    for key, name in names.items():
+        text = _read(os.path.join(directory, name))
+        if text is None:
+            continue
+        if name.endswith(JSON_SUFFIX):
+            try:
+                files[key] = bundle_values.parse_json(text, "%s/%s" % (where, name))
+            except bundle_values.NotParsed as exc:
+                problems.append("%s: not used" % exc)
+            continue
+        files[key] = text
+    return files
+
+
+def load_bundle(directory):
+    """{"context", "clients": {HOST: {key: text or parsed JSON}}, "servers": {...}, "problems": [...]}."""
+    context_text = _read(os.path.join(directory, CONTEXT_FILE))
+    if context_text is None:
+        raise BundleError("%s/%s is missing" % (directory, CONTEXT_FILE))
+    context = bundle_values.parse_yaml(context_text, CONTEXT_FILE) or {}
+    problems = []
+    bundle = {"context": context, "clients": {}, "servers": {}, "problems": problems}
+    for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
+        for host in _hosts(os.path.join(directory, kind)):
+            bundle[kind][host] = _read_host(os.path.join(directory, kind, host), names, "%s/%s" % (kind, host), problems)
+    return bundle
+
+
+def saved_diagnosis(directory):
+    """diagnosis.json in directory (diagnose_bundle's result: the bundle or its output directory), None
+    when there is none; BundleError naming the file (and the key) when it is no JSON, is refused by the
+    bounded reader, or its values break the schema."""
+    text = _read(os.path.join(directory, DIAGNOSIS_FILE))
+    if not text:
+        return None
+    try:
+        return bundle_values.parse_json(text, DIAGNOSIS_FILE)
+    except BundleError as exc:
+        raise BundleError("%s: run ckptio.nfs.diagnose_bundle again, or remove it" % exc)
