@@ -17,7 +17,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, bundle_part
 
 
 def _results(value, name):
@@ -111,10 +111,12 @@ def canary_server_samples(start_results, end_results, write_end_results=None):
     # async_status over the start jobs: each result's item is the job, whose item is the host.
     for result in _results(start_results, "canary_server_samples"):
         if result and "host_sample" in result:
-            files.append({"host": result["item"]["item"], "name": names["host_start"], "sample": result["host_sample"]})
+            files.append({"host": result["item"]["item"], "name": names["host_start"], "sample": result["host_sample"],
+                          "content": bundle_part.sample_line(result["host_sample"])})
     for result in _results(end_results, "canary_server_samples"):
         if result and "host_sample" in result:
-            files.append({"host": result["item"], "name": names["host_end"], "sample": result["host_sample"]})
+            files.append({"host": result["item"], "name": names["host_end"], "sample": result["host_sample"],
+                          "content": bundle_part.sample_line(result["host_sample"])})
     hosts = []
     for item in files:
         if item["host"] not in hosts:
