@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, probe, restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, bundle_part
 
@@ -124,6 +124,16 @@ def canary_server_samples(start_results, end_results, write_end_results=None):
     return {"hosts": hosts, "files": files}
 
 
+def canary_probe_errors(groups, hostvars, group_names):
+    """Every failed probe step of the hosts of the named groups (probe.probe_errors)."""
+    if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("canary_probe_errors: give groups and hostvars (the play's magic variables)")
+    hosts = []
+    for name in group_names:
+        hosts.extend(host for host in groups.get(name) or [] if host not in hosts)
+    return probe.probe_errors(hosts, lambda host: hostvars[host] if host in hostvars else None)
+
+
 def bundle_files(kind):
     try:
         return bundle.file_names(kind)
@@ -140,5 +150,6 @@ class FilterModule:
             "canary_failures": canary_failures,
             "canary_barrier": canary_barrier,
             "canary_server_samples": canary_server_samples,
+            "canary_probe_errors": canary_probe_errors,
             "bundle_files": bundle_files,
         }

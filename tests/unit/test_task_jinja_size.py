@@ -33,7 +33,6 @@ STILL_OVER = {
     "roles/canary_validation/tasks/prepare.yml": 1,
     "roles/canary_validation/tasks/probe_clients.yml": 1,
     "roles/canary_validation/tasks/probe_servers.yml": 2,
-    "roles/canary_validation/tasks/probe_verdict.yml": 1,
     "roles/canary_validation/tasks/report.yml": 5,
     "roles/checkpoint_capture/tasks/clients.yml": 3,
     "roles/checkpoint_capture/tasks/prepare.yml": 3,

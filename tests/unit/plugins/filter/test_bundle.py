@@ -130,3 +130,10 @@ def test_server_part_is_the_statistics_files():
 def test_bad_input_is_refused_naming_it(call, message):
     with pytest.raises(AnsibleFilterError, match=message):
         call()
+
+
+def test_the_servers_samples_at_go_and_end_are_written_as_to_json_wrote_them():
+    from ansible_collections.ckptio.nfs.plugins.filter.canary import canary_server_samples
+    sample = {"format": 1, "time": 2.5, "cpu": {"idle": 0.9}, "name": "s\u00e9"}
+    files = canary_server_samples({"results": [{"item": {"item": "s1"}, "host_sample": sample}]}, {})["files"]
+    assert [item["content"] for item in files] == [render("{{ sample | to_json }}", sample=sample)]
