@@ -124,6 +124,13 @@ def canary_server_samples(start_results, end_results, write_end_results=None):
     return {"hosts": hosts, "files": files}
 
 
+def canary_waits(barrier_timeout, timeout, kill_grace, restore=False):
+    """The role's waits from its options (barrier.waits)."""
+    values = [_number(value, "canary_waits", option) for value, option in
+              ((barrier_timeout, "barrier_timeout"), (timeout, "timeout"), (kill_grace, "kill_grace"))]
+    return barrier.waits(*values, restore=bool(restore))
+
+
 def canary_probe_errors(groups, hostvars, group_names):
     """Every failed probe step of the hosts of the named groups (probe.probe_errors)."""
     if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
@@ -151,5 +158,6 @@ class FilterModule:
             "canary_barrier": canary_barrier,
             "canary_server_samples": canary_server_samples,
             "canary_probe_errors": canary_probe_errors,
+            "canary_waits": canary_waits,
             "bundle_files": bundle_files,
         }
