@@ -15,9 +15,9 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, probe, restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, bundle_part
 
 
 def _results(value, name):
@@ -111,15 +111,34 @@ def canary_server_samples(start_results, end_results, write_end_results=None):
     # async_status over the start jobs: each result's item is the job, whose item is the host.
     for result in _results(start_results, "canary_server_samples"):
         if result and "host_sample" in result:
-            files.append({"host": result["item"]["item"], "name": names["host_start"], "sample": result["host_sample"]})
+            files.append({"host": result["item"]["item"], "name": names["host_start"], "sample": result["host_sample"],
+                          "content": bundle_part.sample_line(result["host_sample"])})
     for result in _results(end_results, "canary_server_samples"):
         if result and "host_sample" in result:
-            files.append({"host": result["item"], "name": names["host_end"], "sample": result["host_sample"]})
+            files.append({"host": result["item"], "name": names["host_end"], "sample": result["host_sample"],
+                          "content": bundle_part.sample_line(result["host_sample"])})
     hosts = []
     for item in files:
         if item["host"] not in hosts:
             hosts.append(item["host"])
     return {"hosts": hosts, "files": files}
+
+
+def canary_waits(barrier_timeout, timeout, kill_grace, restore=False):
+    """The role's waits from its options (barrier.waits)."""
+    values = [_number(value, "canary_waits", option) for value, option in
+              ((barrier_timeout, "barrier_timeout"), (timeout, "timeout"), (kill_grace, "kill_grace"))]
+    return barrier.waits(*values, restore=bool(restore))
+
+
+def canary_probe_errors(groups, hostvars, group_names):
+    """Every failed probe step of the hosts of the named groups (probe.probe_errors)."""
+    if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("canary_probe_errors: give groups and hostvars (the play's magic variables)")
+    hosts = []
+    for name in group_names:
+        hosts.extend(host for host in groups.get(name) or [] if host not in hosts)
+    return probe.probe_errors(hosts, lambda host: hostvars[host] if host in hostvars else None)
 
 
 def bundle_files(kind):
@@ -138,5 +157,7 @@ class FilterModule:
             "canary_failures": canary_failures,
             "canary_barrier": canary_barrier,
             "canary_server_samples": canary_server_samples,
+            "canary_probe_errors": canary_probe_errors,
+            "canary_waits": canary_waits,
             "bundle_files": bundle_files,
         }

@@ -278,3 +278,29 @@ def harness_cost(canary_cpu_seconds, ranks_cpu_seconds, start_sample, end_sample
         other = round(max(0.0, host - ranks_cpu_seconds - canary_cpu_seconds), 3)
     return {"canary_cpu_seconds": round(canary_cpu_seconds, 3), "ranks_cpu_seconds": round(ranks_cpu_seconds, 3),
             "host_busy_cpu_seconds": None if host is None else round(host, 3), "other_cpu_seconds": other}
+
+
+# After the barrier, the host's own bound covers the controller's wait for every ready.json and 2 min
+# for handing out go; Ansible's async job outlives the writes and the reads (each up to the
+# timeout, each killed after kill_grace) by 10 min (roles/canary_validation/tasks/clients.yml).
+HOST_BARRIER_EXTRA_SECONDS = 120
+READ_WAIT_EXTRA_SECONDS = 30
+JOB_EXTRA_SECONDS = 600
+
+
+def waits(barrier_timeout, timeout, kill_grace, restore):
+    """The role's waits, in seconds, from its options.
+
+    read_wait: with restore, how long the controller waits after go for every written.json: the
+    write's timeout, the kill grace twice (a stalled write is killed, then written.json says it will
+    not read) and 30 s for the module to get there; 0 without restore.
+    host_barrier_timeout: the host's own bound on its wait for go (and, with restore, read go: the
+    read wait plus the largest read go margin, GO_MARGIN_FACTOR x a fan-out of at most barrier_timeout).
+    job_seconds: the async bound of the canary's job and of the wait for its done.json.
+    Whole seconds are taken of timeout and kill_grace, as the role always did (Jinja's int)."""
+    timeout, kill_grace = int(float(timeout)), int(float(kill_grace))
+    read_wait = timeout + 2 * kill_grace + READ_WAIT_EXTRA_SECONDS if restore else 0
+    host_barrier_timeout = float(barrier_timeout) + HOST_BARRIER_EXTRA_SECONDS + (
+        read_wait + GO_MARGIN_FACTOR * float(barrier_timeout) if restore else 0)
+    return {"read_wait": read_wait, "host_barrier_timeout": host_barrier_timeout,
+            "job_seconds": int(host_barrier_timeout) + 2 * timeout + 2 * kill_grace + JOB_EXTRA_SECONDS}

@@ -13,6 +13,7 @@ Pure functions: the module reads /proc and runs the commands, then passes text a
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 import os
 import re
 
@@ -285,3 +286,39 @@ def is_state_file(name):
 
 def log_file_name(address, port):
     return "listener-%s-%d.log" % (address.replace(":", "_"), int(port))
+
+
+# The probe's steps in the order they run on a host (roles/canary_validation/tasks/probe_*.yml);
+# each failed step leaves its message in the host's fact PROBE_ERROR_FACT % step, the send's is
+# its result's own (a summary with an error, or none).
+PROBE_STEPS = ("targets", "listen", "launch", "send", "collect")
+PROBE_ERROR_FACT = "canary_validation__probe_error_%s"
+
+
+def _send_error(facts):
+    """Why this client's send failed, from its async_status result; None when it did not launch or sent."""
+    job, target = facts.get("canary_validation__probe_job") or {}, facts.get("canary_validation__probe_target") or {}
+    probe = facts.get("canary_validation__probe")
+    if "ansible_job_id" not in job or "server" not in target or not isinstance(probe, Mapping):
+        return None
+    summary = probe.get("summary")
+    if summary is None or summary.get("error") is not None:
+        return probe.get("msg", "no result")
+    return None
+
+
+def probe_errors(hosts, facts_of):
+    """["host: message"] of every failed probe step, hosts in order, each host's steps in order.
+
+    facts_of(host) gives the host's variables (a mapping read key by key: Ansible's hostvars
+    templates a variable only when it is read), or None for a host not in the play."""
+    errors = []
+    for host in hosts:
+        facts = facts_of(host)
+        if facts is None:
+            continue
+        for step in PROBE_STEPS:
+            message = _send_error(facts) if step == "send" else facts.get(PROBE_ERROR_FACT % step)
+            if message is not None:
+                errors.append("%s: %s" % (host, message))
+    return errors

@@ -120,7 +120,8 @@ def context_document(mount_point, label, target_checkpoint_bytes, target_window_
     return dict((key, value) for key, value in document.items() if value is not None and value != {})
 
 
-def _json_line(value):
+def json_line(value):
+    """A host sample's text: one JSON line (ansible.builtin.to_json's rendering) and a newline."""
     return json.dumps(value) + "\n"
 
 
@@ -139,13 +140,13 @@ def stats_files(kind, before, after, dstate_text=None):
     if kind == "clients":
         files = [(names["mountstats_before"], before["raw_mountstats"]), (names["mountstats_after"], after["raw_mountstats"]),
                  (names["sunrpc"], before["sunrpc_text"]),
-                 (names["host_before"], _json_line(before["host_sample"])), (names["host_after"], _json_line(after["host_sample"])),
+                 (names["host_before"], json_line(before["host_sample"])), (names["host_after"], json_line(after["host_sample"])),
                  (names["dstate"], dstate_text)]
     else:
         threads = after.get("threads")
         files = [(names["nfsd_before"], before["raw_nfsd"]), (names["nfsd_after"], after["raw_nfsd"]),
                  (names["pool_stats_before"], before["raw_pool_stats"]), (names["pool_stats_after"], after["raw_pool_stats"]),
-                 (names["host_before"], _json_line(before["host_sample"])), (names["host_after"], _json_line(after["host_sample"])),
+                 (names["host_before"], json_line(before["host_sample"])), (names["host_after"], json_line(after["host_sample"])),
                  (names["threads"], None if threads is None else "%s\n" % threads)]
     return [{"name": name, "content": content} for name, content in files if content is not None]
 

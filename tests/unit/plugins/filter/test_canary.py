@@ -31,7 +31,8 @@ def client_results(loaded):
 
 
 def test_all_filters_exposed():
-    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_server_samples"]
+    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_probe_errors",
+                               "canary_server_samples", "canary_waits"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -232,3 +233,39 @@ def test_server_samples_take_the_write_end_sample_when_the_restore_took_one():
     skipped = {"results": [{"item": "s1", "skipped": True}], "skipped": True}
     assert [f["sample"]["time"] for f in pick(start, end, skipped)["files"]] == [2.0]
     assert [f["sample"]["time"] for f in pick(start, end, None)["files"]] == [2.0]
+
+
+def test_probe_errors_name_each_failed_step_host_by_host_in_the_order_they_ran():
+    groups = {"nfs_clients": ["c1", "c2", "c3"], "nfs_servers": ["s1", "c1"]}
+    launched = {"canary_validation__probe_job": {"ansible_job_id": "j"}, "canary_validation__probe_target": {"server": "10.0.0.1"}}
+    hostvars = {
+        "c1": dict(launched, canary_validation__probe={"summary": {"error": None}, "msg": ""}),
+        # a send without a summary (its module failed) and the write of probe.json that failed after it
+        "c2": dict(launched, canary_validation__probe={"msg": "iperf3: connection refused"},
+                   canary_validation__probe_error_collect="copy failed"),
+        "c3": {"canary_validation__probe_error_targets": "no NFS mount on /mnt/c"},
+        "s1": {"canary_validation__probe_error_listen": "iperf3 not found"},
+    }
+    assert FILTERS["canary_probe_errors"](groups, hostvars, ["nfs_clients", "nfs_servers", "absent"]) == [
+        "c2: iperf3: connection refused", "c2: copy failed", "c3: no NFS mount on /mnt/c", "s1: iperf3 not found"]
+    # a summary with an error is a failed send; a client that never launched has no send to judge
+    hostvars["c1"]["canary_validation__probe"] = {"summary": {"error": "timed out"}}
+    hostvars["c3"] = dict(canary_validation__probe={"summary": None})
+    assert FILTERS["canary_probe_errors"](groups, hostvars, ["nfs_clients"]) == [
+        "c1: no result", "c2: iperf3: connection refused", "c2: copy failed"]
+    with pytest.raises(AnsibleFilterError, match="canary_probe_errors: give groups and hostvars"):
+        FILTERS["canary_probe_errors"]([], hostvars, [])
+
+
+@pytest.mark.parametrize("restore, expected", [
+    (False, {"read_wait": 0, "host_barrier_timeout": 720.0, "job_seconds": 720 + 1800 + 20 + 600}),
+    # read_wait 900 + 20 + 30; the host's bound adds it and 1.5 x 600
+    (True, {"read_wait": 950, "host_barrier_timeout": 600.0 + 120 + 950 + 900, "job_seconds": 2570 + 1800 + 20 + 600}),
+])
+def test_waits_are_the_roles_bounds(restore, expected):
+    assert FILTERS["canary_waits"]("600", "900.7", 10, restore) == expected
+
+
+def test_waits_refuse_a_non_number_naming_the_option():
+    with pytest.raises(AnsibleFilterError, match="canary_waits: kill_grace must be a number"):
+        FILTERS["canary_waits"](600, 900, "soon")

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The writer of a host's part of a bundle, for both roles that make bundles (checkpoint_capture,
+canary_validation): the files ([{name, content}], for one ansible.builtin.copy loop) and the canary's
+and the probe's records.
+
+The logic is in module_utils/stats/bundle_part.py; these wrappers only check their input.
+Documentation for each filter is in the YAML file of the same name next to this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
+
+
+def _mapping(value, name, what, optional=False):
+    if value is None and optional:
+        return None
+    if not isinstance(value, Mapping):
+        raise AnsibleFilterError("%s: %s must be a dict, got %s" % (name, what, type(value).__name__))
+    return dict(value)
+
+
+def _read(value, what):
+    """A statistics read, or None when there is none: not given, or a task skipped (registered
+    with skipped: true, as the canary's reads are when canary_validation_collect_stats is false)."""
+    value = _mapping(value, "bundle_host_files", what, optional=True)
+    return None if value is None or value.get("skipped") else value
+
+
+def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=None):
+    records = _mapping(records, "bundle_host_files", "records ({file key: record})", optional=True)
+    try:
+        return bundle_part.host_files(kind, _read(before, "before"), _read(after, "after"), dstate_text, records)
+    except (ValueError, KeyError) as exc:
+        raise AnsibleFilterError("bundle_host_files: %s" % exc)
+
+
+def canary_record(canary, host, start_at, clock, go_plan, read_plan=None):
+    try:
+        return bundle_part.canary_record(_mapping(canary, "canary_record", "the canary's result"), host, start_at,
+                                         _mapping(clock, "canary_record", "clock (clock_offset)"),
+                                         _mapping(go_plan, "canary_record", "the go plan (canary_barrier)"),
+                                         _mapping(read_plan, "canary_record", "the read go plan", optional=True))
+    except KeyError as exc:
+        raise AnsibleFilterError("canary_record: the clock or a go plan lacks %s" % exc)
+
+
+def probe_record(probe, target, seconds, clock=None):
+    try:
+        return bundle_part.probe_record(_mapping(target, "probe_record", "target (server, port, streams)"), seconds,
+                                        _mapping(probe, "probe_record", "the probe's result"),
+                                        _mapping(clock, "probe_record", "clock", optional=True))
+    except KeyError as exc:
+        raise AnsibleFilterError("probe_record: the target lacks %s" % exc)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("probe_record: port, streams and seconds must be integers (%s)" % exc)
+
+
+class FilterModule:
+    """ckptio.nfs bundle writer filters."""
+
+    def filters(self):
+        return {
+            "bundle_host_files": bundle_host_files,
+            "canary_record": canary_record,
+            "probe_record": probe_record,
+        }
