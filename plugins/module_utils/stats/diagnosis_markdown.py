@@ -232,6 +232,25 @@ def fold_evidence(diagnosis):
             for item in diagnosis["evidence"]]
 
 
+def returned_diagnosis(diagnosis):
+    """The diagnosis a module returns once diagnosis.json is written: above PER_HOST_LINES_MAX hosts
+    of a kind, without the folded hosts' entries in clients, servers, cpu, network.links and
+    evidence (every one is in diagnosis.json), and with per_host_left_out (how many hosts); None
+    there when nothing is left out. A 16,384-client result held in a registered variable cost
+    Ansible's controller 2.2 GB and minutes (tests/bench/bench_diagnose_scale.py, issue 27)."""
+    hosts = _folded_hosts(diagnosis)
+    if not hosts:
+        return dict(diagnosis, per_host_left_out=None)
+    returned = dict(diagnosis, per_host_left_out=len(hosts))
+    for key in ("clients", "servers", "cpu"):
+        returned[key] = dict((host, value) for host, value in (diagnosis.get(key) or {}).items() if host not in hosts)
+    network = diagnosis.get("network")
+    if isinstance(network, dict) and network.get("links"):
+        returned["network"] = dict(network, links=[row for row in network["links"] if row.get("host") not in hosts])
+    returned["evidence"] = [item for item in diagnosis["evidence"] if _host_match(item["signal"], hosts) is None]
+    return returned
+
+
 def _signal_groups(evidence, hosts):
     """(order, groups): the rows in order with, for a signal measured on folded hosts, its key
     (layer, signal with "<host>", threshold) in the place of its first host's row; groups {key: [(host, row)]}."""
