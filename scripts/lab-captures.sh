@@ -12,6 +12,15 @@
 #   slow_storage    tuned, 64 threads, the export on a dm-delay disk (40 ms per write, mounted
 #                   sync) so every WRITE waits on storage while threads sit idle
 #   shaped_link     tuned, each client's lab link shaped to 24 Mbit/s (tc tbf, egress)
+#   loss_2pct       tuned, netem loss 2 % on each client's lab egress (issue 26: a lossy path)
+#   loss_5pct       tuned, netem loss 5 % on each client's lab egress
+#   one_shaped      tuned, only nfs3's lab link shaped to 16 Mbit/s: one host sets the pace
+#   small_files     tuned, file per rank, 256 files x 4 KiB per rank: a metadata storm
+#   old_mount       tuned, then nfs3 remounted as before the tuning (nconnect=1, 64 KiB, a
+#                   2-slot v4.1 session) while its max_session_slots setting reads the tuned value
+# Incast (many clients into one server port) needs more senders and a switch buffer than the
+# lab's two clients on a software bridge have: no scenario makes it.
+# CKPTIO_CAPTURES_TUNED=1 skips the tuning playbooks when the lab is tuned already.
 # Every bundle lands in OUTDIR/<scenario>/ with NOTES.txt (commands, kernel, what was set).
 # Needs a running lab (scripts/lab up) and the collection's environment (scripts/setup.sh).
 set -euo pipefail
@@ -30,12 +39,14 @@ log() { printf '[captures %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 SLOW_DISK=/var/tmp/ckptio-slow.img
 TBF_RATE=24mbit
+ONE_SHAPED_RATE=16mbit
 
 validate() {
   local name=$1 tmp
+  shift
   tmp=$(mktemp -d)
   ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e "label=$name" \
-    -e "canary_validation_reports_dir=$tmp" -e canary_validation_probe=true >"$out/$name.log" 2>&1 || true
+    -e "canary_validation_reports_dir=$tmp" -e canary_validation_probe=true "$@" >"$out/$name.log" 2>&1 || true
   rm -rf "${out:?}/$name"
   mv "$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)" "$out/$name"
   rmdir "$tmp"
@@ -58,6 +69,9 @@ notes() {
 }
 
 tuned() {
+  # CKPTIO_CAPTURES_TUNED=1: the lab is already tuned (an earlier scenario of the same session) -
+  # the playbooks are idempotent but take minutes on TCG.
+  [ -z "${CKPTIO_CAPTURES_TUNED:-}" ] || return 0
   ansible-playbook -i "$inventory" playbooks/tune-servers.yml >"$out/tune-servers.log" 2>&1
   ansible-playbook -i "$inventory" playbooks/tune-clients.yml >"$out/tune-clients.log" 2>&1
 }
@@ -110,6 +124,37 @@ for scenario in "${scenarios[@]}"; do
       validate "$scenario"
       notes "$scenario" "tuned; tc qdisc replace dev lab0 root tbf rate $TBF_RATE burst 32kb latency 400ms on nfs2 and nfs3"
       for client in nfs2 nfs3; do lab "$client" tc qdisc del dev lab0 root; done ;;
+    loss_2pct|loss_5pct)
+      rate=${scenario#loss_}; rate=${rate%pct}%
+      tuned
+      for client in nfs2 nfs3; do lab "$client" tc qdisc replace dev lab0 root netem loss "$rate"; done
+      validate "$scenario"
+      notes "$scenario" "tuned; tc qdisc replace dev lab0 root netem loss $rate on nfs2 and nfs3"
+      for client in nfs2 nfs3; do lab "$client" tc qdisc del dev lab0 root; done ;;
+    one_shaped)
+      tuned
+      lab nfs3 tc qdisc replace dev lab0 root tbf rate "$ONE_SHAPED_RATE" burst 32kb latency 400ms
+      validate "$scenario"
+      notes "$scenario" "tuned; tc qdisc replace dev lab0 root tbf rate $ONE_SHAPED_RATE burst 32kb latency 400ms on nfs3 only"
+      lab nfs3 tc qdisc del dev lab0 root ;;
+    small_files)
+      tuned
+      # 4 ranks x 256 files x 4 KiB = 1 MiB per rank; the target keeps the lab's 10 s window.
+      validate "$scenario" -e canary_validation_layout=file_per_rank -e canary_validation_files_per_rank=256 \
+        -e canary_validation_bytes_per_rank=1048576 -e canary_validation_block_size=4096 -e ckptio_checkpoint_bytes=8388608
+      notes "$scenario" "tuned; canary layout file_per_rank, 256 files x 4 KiB per rank (4 ranks per client), target 8 MiB in 10 s" ;;
+    old_mount)
+      tuned
+      # The session's slots are asked at CREATE_SESSION (mount time): 2 then, the setting back to
+      # the tuned value after, as on a node whose mount predates the tuning.
+      slots=$(lab nfs3 cat /sys/module/nfs/parameters/max_session_slots)
+      lab nfs3 "umount /mnt/nfs && echo 2 > /sys/module/nfs/parameters/max_session_slots && \
+        mount -t nfs4 -o vers=4.1,nconnect=1,rsize=65536,wsize=65536,hard,proto=tcp nfs1:/srv/nfs /mnt/nfs && \
+        echo $slots > /sys/module/nfs/parameters/max_session_slots"
+      validate "$scenario"
+      notes "$scenario" "tuned; then on nfs3 only: umount, max_session_slots=2, mount -o vers=4.1,nconnect=1,rsize=65536,wsize=65536, max_session_slots=$slots again"
+      echo "nfs3 mount: $(lab nfs3 grep ' /mnt/nfs ' /proc/mounts)" >> "$out/$scenario/NOTES.txt"
+      lab nfs3 "umount /mnt/nfs && mount /mnt/nfs" ;;
     *) echo "unknown scenario: $scenario" >&2; exit 2 ;;
   esac
   log "scenario $scenario done: $out/$scenario"

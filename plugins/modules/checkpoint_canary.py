@@ -52,18 +52,17 @@ description:
     controller's wait for it ends at once; it then writes C(done.json) and fails.
 author:
   - ckptio.nfs maintainers (@ckptio)
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
+  - ckptio.nfs.attributes.platform
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Validates the options and the target and returns the plan; creates and writes nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: partial
     details: With O(keep=true) the diff lists the files left behind.
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 options:
   path:

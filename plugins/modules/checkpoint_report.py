@@ -40,18 +40,17 @@ author:
 requirements:
   - PyYAML (to read C(context.yml))
   - matplotlib (optional, for C(report.png))
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
+  - ckptio.nfs.attributes.platform
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Computes the report and says which files would change; writes nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the old and new C(report.md).
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: posix
 options:
   bundle:

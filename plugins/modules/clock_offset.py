@@ -31,16 +31,19 @@ options:
         does not keep the host's clock.
     type: float
     default: 0.1
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
+  - ckptio.nfs.attributes.action
 attributes:
   action:
     support: full
-    description: The readings are taken by an action plugin on the controller
+    details: The readings are taken by an action plugin on the controller
   check_mode:
     support: full
-    description: The module only reads the host's clock; check mode behaves exactly like a normal run.
+    details: The module only reads the host's clock; check mode behaves exactly like a normal run.
   diff_mode:
     support: none
-    description: Nothing is ever changed.
+    details: Nothing is ever changed.
 notes:
   - Run chrony (or ntpd) on every host the canary runs on; the correction by the measured offset is a fallback, good to
     RV(uncertainty_seconds) only.

@@ -59,13 +59,15 @@ options:
       - C(playbooks/diagnose.yml) sets it to C(reports/<bundle name>-diagnosis) under the directory C(ansible-playbook)
         was started from. Without it nothing is written there and a warning names O(output_dir).
     type: path
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
     support: full
-    description: Computes and returns the diagnosis but writes no file.
+    details: Computes and returns the diagnosis but writes no file.
   diff_mode:
     support: full
-    description: Shows the old and new C(diagnosis.md).
+    details: Shows the old and new C(diagnosis.md).
 seealso:
   - module: ckptio.nfs.nfs_client_stats
   - module: ckptio.nfs.nfsd_stats

@@ -50,13 +50,15 @@ options:
         checkpoint hook touches, so one call samples D state for the whole window and ends when the checkpoint does.
       - A path that exists already at the call takes no sample. Nothing is created, removed or opened.
     type: path
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
     support: full
-    description: The module only reads; check mode behaves exactly like a normal run.
+    details: The module only reads; check mode behaves exactly like a normal run.
   diff_mode:
     support: none
-    description: Nothing is ever changed, so there is nothing to diff.
+    details: Nothing is ever changed, so there is nothing to diff.
 notes:
   - For NFSv4.1 and later the transport slot cap (C(tcp_max_slot_table_entries)) does not apply
     (the client sets C(NFS_CS_INFINITE_SLOTS)); the session slot count (nfs C(max_session_slots)) does.
@@ -163,7 +165,8 @@ host_sample:
       C(host_after.json), format in C(docs/capture-bundle.md)) - C(/proc/stat) cpu lines, C(/proc/diskstats), every
       interface's speed, MTU, state, members (C(lower_*)) and C(statistics/{tx,rx}_*) counters, the routing and
       address tables of C(/proc/net) (C(route), C(fib_trie), C(if_inet6), C(ipv6_route)), and the NFS server
-      addresses of the selected mounts (mountinfo C(addr=)). No command is run.
+      addresses of the selected mounts (mountinfo C(addr=)), and the TCP loss counters (C(tcp) - the C(Tcp:) lines of
+      C(/proc/net/snmp) and the C(TcpExt:) lines of C(/proc/net/netstat)). No command is run.
     - A speed of -1 or an unreadable one (virtio, no carrier) is null (unknown), never 0. Reasons for missing parts
       (unreadable files) are listed in C(errors).
   returned: always

@@ -131,13 +131,15 @@ notes:
     C(umount) fail with "target is busy"; the module then reports the change as pending and
     does not force it.
   - The module never reads files under the mount point. A C(stat) on a hung NFS mount would block.
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports what would change; writes nothing, runs no mount or umount.
+    details: Reports what would change; writes nothing, runs no mount or umount.
   diff_mode:
     support: full
-    description: Shows the fstab file and the live mount options before and after.
+    details: Shows the fstab file and the live mount options before and after.
 seealso:
   - name: nfs(5)
     description: NFS mount options.

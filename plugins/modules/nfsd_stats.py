@@ -28,13 +28,15 @@ options:
         just before the ranks start. Nothing is read until then; a time in the past reads at once and warns.
       - At most C(MAX_WAIT_SECONDS) (3600) ahead.
     type: float
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
     support: full
-    description: The module only reads; check mode behaves exactly like a normal run.
+    details: The module only reads; check mode behaves exactly like a normal run.
   diff_mode:
     support: none
-    description: Nothing is ever changed, so there is nothing to diff.
+    details: Nothing is ever changed, so there is nothing to diff.
 notes:
   - On kernel 6.1 C(sockets-enqueued) in C(pool_stats) always equals C(packets-arrived); the starvation signal is
     C(threads-woken) lagging C(packets-arrived) (measured). C(pool_stats) resets when nfsd restarts; the counters in
@@ -112,7 +114,8 @@ host_sample:
   description:
     - CPU, disk and network evidence of this host at the time of the call (bundle file C(host_before.json) /
       C(host_after.json), format in C(docs/capture-bundle.md)) - C(/proc/stat) cpu lines, C(/proc/diskstats), every
-      interface's speed, MTU, state, members, addresses and C(statistics/{tx,rx}_*) counters.
+      interface's speed, MTU, state, members, addresses and C(statistics/{tx,rx}_*) counters, and the TCP loss
+      counters (C(tcp) - the C(Tcp:) lines of C(/proc/net/snmp) and the C(TcpExt:) lines of C(/proc/net/netstat)).
     - A speed of -1 or an unreadable one (virtio, no carrier) is null (unknown), never 0.
   returned: always
   type: dict

@@ -100,13 +100,15 @@ options:
       - A count in C(RPCNFSDOPTS) or in C(ExecStart) itself is never edited, only reported.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
-    description: Reports what would change; writes no file and no live value, loads no kernel module.
     support: full
+    details: Reports what would change; writes no file and no live value, loads no kernel module.
   diff_mode:
-    description: Shows each file before and after, and the live values before and after.
     support: full
+    details: Shows each file before and after, and the live values before and after.
 notes:
   - Raising threads can shrink the session slots a new NFSv4.1 session gets on kernels ~5.4-6.13 (slots
     granted = min(request, 160, DRC memory / threads)).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: saved_stats_bundle
-short_description: Build a capture bundle from NFS statistics files saved by hand
+short_description: Build a capture bundle, or a partial diagnosis, from NFS statistics files saved or pasted by hand
 version_added: 0.2.0
 description:
   - Reads a directory of files an operator saved during an incident and writes a capture bundle (C(docs/capture-bundle.md))
@@ -25,7 +25,19 @@ description:
     a sample cut short. Files that cannot be used (C(nfsiostat) output is rates and makes no delta; C(nfsstat -c),
     C(mountstats) command output, a single server snapshot, unknown or empty files) fail the module unless
     O(skip_unusable=true).
-  - Only the regular files directly in O(src) are read; subdirectories and names starting with a dot are left alone.
+  - Only the regular files directly in O(src) are read (or O(src) itself when it is a file); subdirectories and names
+    starting with a dot are left alone.
+  - A paste's layout is undone before a file is told apart - CRLF, no-break spaces, every line (or every line below a
+    label line) indented by spaces, no newline after the last line - and the repairs are noted; a clean file is used
+    byte for byte.
+  - With O(partial=true) every file is read for what it can show (C(docs/capture-bundle.md), What a paste can show) -
+    nfsiostat and C(mountstats) command output, C(nfsstat -c)/C(-s), a lone C(/proc/net/rpc/nfsd) (its C(th) line
+    on old kernels), C(pool_stats), C(opts:)/C(xprt:) lines cut out of mountstats, kernel logs (hung tasks and their
+    stacks, server outages). Where the files make a bundle it is written as without O(partial); otherwise O(dest) gets
+    C(diagnosis.json) and C(diagnosis.md) of a partial diagnosis in the bundle diagnosis' shape - the layers the paste
+    speaks for, those it cannot see, a suspected limiting layer with a confidence, and the commands to capture next -
+    and a C(context.yml) marking it as this module's. Only when no file tells anything does the module fail, naming
+    each file, what it was taken for and why.
   - Runs on the controller (C(localhost)). Every file is written atomically and only when its content changes, so a
     second run with the same inputs reports no change. A file a previous run wrote and this run does not (another
     O(client) name) is removed.
@@ -36,7 +48,7 @@ requirements:
 options:
   src:
     description:
-      - The directory of saved files.
+      - The directory of saved files, or one saved file.
       - Each is read only if it is a regular file (not a symbolic link) of at most 16 MiB; any other is
         listed as unusable, naming why and the cap.
     type: path
@@ -56,13 +68,21 @@ options:
       - Default is the one NFS mount point the snapshots hold; required when they hold several.
     type: str
   checkpoint_bytes:
-    description: The checkpoint's size for the target (C(context.yml) C(target.checkpoint_bytes)).
+    description:
+      - The checkpoint's size for the target (C(context.yml) C(target.checkpoint_bytes)).
+      - Required unless O(partial=true); without it (and O(window_seconds)) the diagnosis gives no verdict against a target.
     type: int
-    required: true
   window_seconds:
-    description: The time the checkpoint must fit in (C(context.yml) C(target.window_seconds)).
+    description:
+      - The time the checkpoint must fit in (C(context.yml) C(target.window_seconds)).
+      - Required unless O(partial=true).
     type: float
-    required: true
+  partial:
+    description:
+      - Read every file for what it can show and, when the files make no bundle, write a partial diagnosis instead of failing.
+      - Files that cannot go into a bundle are then listed in RV(unusable) without failing, as with O(skip_unusable=true).
+    type: bool
+    default: false
   client:
     description: The client's name in the bundle (C(clients/CLIENT/)); one directory name.
     type: str
@@ -86,13 +106,15 @@ options:
       - When false, any such file fails the module, naming each file and why.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads and checks everything and returns what would be written (RV(changed_files), RV(removed)); writes nothing.
+    details: Reads and checks everything and returns what would be written (RV(changed_files), RV(removed)); writes nothing.
   diff_mode:
     support: full
-    description: Shows the old and new content of every file that changes.
+    details: Shows the old and new content of every file that changes.
 seealso:
   - module: ckptio.nfs.diagnose_bundle
   - module: ckptio.nfs.nfs_client_stats
@@ -169,6 +191,28 @@ context:
   description: The content of C(context.yml).
   returned: always
   type: dict
+readings:
+  description:
+    - With O(partial=true), per file C({file, kind, taken_for, can_show, window, layers, repairs, tells_nothing, signals});
+      otherwise empty.
+  returned: always
+  type: list
+  elements: dict
+diagnosis:
+  description:
+    - The partial diagnosis written to C(diagnosis.json) (O(partial=true) and no bundle could be built), else null.
+    - Its C(first_screen) is what C(ckptio.nfs.paste) prints; C(partial.capture_next) the commands to capture next.
+  returned: always
+  type: dict
+readings_text:
+  description: One line per file read with O(partial=true) - what it was taken for and what it showed, or why it tells nothing.
+  returned: always
+  type: list
+  elements: str
+no_bundle_reason:
+  description: Why the files make no bundle (O(partial=true)), or null when a bundle was built.
+  returned: always
+  type: str
 """
 
 import os
@@ -177,27 +221,34 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import partial as paste_partial
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import readings as paste_readings
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CONTEXT_FILE
 
 ARGUMENT_SPEC = dict(
     src=dict(type="path", required=True),
     dest=dict(type="path", required=True),
     mount_point=dict(type="str"),
-    checkpoint_bytes=dict(type="int", required=True),
-    window_seconds=dict(type="float", required=True),
+    checkpoint_bytes=dict(type="int"),
+    window_seconds=dict(type="float"),
     client=dict(type="str", default="client"),
     server=dict(type="str", default="server"),
     label=dict(type="str"),
     server_link_gbps=dict(type="float"),
     client_link_gbps=dict(type="float"),
     skip_unusable=dict(type="bool", default=False),
+    partial=dict(type="bool", default=False),
 )
 
 
 def _validate(module):
     """Every option checked before anything is read or written; the message names the option."""
     params = module.params
+    for name in ("checkpoint_bytes", "window_seconds"):
+        if params[name] is None and not params["partial"]:
+            module.fail_json(msg="%s: required unless partial=true (the target the diagnosis judges against)" % name)
     for name in ("checkpoint_bytes", "window_seconds", "server_link_gbps", "client_link_gbps"):
         if params[name] is not None and not params[name] > 0:
             module.fail_json(msg="%s: must be a number above 0, got %s" % (name, params[name]))
@@ -206,8 +257,8 @@ def _validate(module):
             module.fail_json(msg="%s: %r must be one directory name (no '/', not '.' or '..')" % (name, params[name]))
     if params["mount_point"] is not None and not params["mount_point"].startswith("/"):
         module.fail_json(msg="mount_point: must be an absolute path, got %r" % params["mount_point"])
-    if not os.path.isdir(params["src"]):
-        module.fail_json(msg="src: %s is not a directory" % params["src"])
+    if not os.path.isdir(params["src"]) and not os.path.isfile(params["src"]):
+        module.fail_json(msg="src: %s is neither a directory nor a file" % params["src"])
     if os.path.lexists(params["dest"]) and not os.path.isdir(params["dest"]):
         module.fail_json(msg="dest: %s exists and is not a directory" % params["dest"])
     if os.path.realpath(params["src"]) == os.path.realpath(params["dest"]):
@@ -216,8 +267,12 @@ def _validate(module):
 
 def _read_saved(module, src):
     """[(name, text)] of the saved files, and the unusable rows of those that cannot be read."""
+    if not os.path.isdir(src):
+        src, names = os.path.dirname(src) or ".", [os.path.basename(src)]
+    else:
+        names = None
     try:
-        names = atomic_file.regular_files(src)
+        names = names if names is not None else atomic_file.regular_files(src)
     except OSError as exc:
         module.fail_json(msg="src: %s cannot be listed (%s)" % (src, atomic_file.describe_error(exc)))
     files, unreadable = [], []
@@ -237,16 +292,39 @@ def _read_saved(module, src):
     return files, unreadable
 
 
+def _target(params):
+    return {"checkpoint_bytes": params["checkpoint_bytes"], "window_seconds": params["window_seconds"]}
+
+
+def _network(params):
+    return dict((key, params[key]) for key in ("server_link_gbps", "client_link_gbps") if params[key] is not None) or None
+
+
 def _plan(module, files):
+    """The bundle plan; with partial=true (None, why) when the files make no bundle, else it fails naming why."""
     params = module.params
-    network = dict((key, params[key]) for key in ("server_link_gbps", "client_link_gbps") if params[key] is not None)
     try:
-        return saved_files.plan_bundle(
-            files, {"checkpoint_bytes": params["checkpoint_bytes"], "window_seconds": params["window_seconds"]},
-            mount_point=params["mount_point"], client=params["client"], server=params["server"], label=params["label"],
-            network=network or None)
+        return saved_files.plan_bundle(files, _target(params), mount_point=params["mount_point"], client=params["client"],
+                                       server=params["server"], label=params["label"], network=_network(params)), None
     except saved_files.SavedFilesError as exc:
+        if params["partial"]:
+            return None, str(exc)
         module.fail_json(msg=show_undecodable("src %s: %s; nothing was written" % (params["src"], exc)))
+
+
+def _partial_plan(module, readings, why):
+    """The partial diagnosis's files (context.yml, diagnosis.json, diagnosis.md); fails naming each file when none tells anything."""
+    params = module.params
+    diagnosis = paste_partial.partial_diagnosis(readings, _target(params), params["mount_point"])
+    if diagnosis is None:
+        module.fail_json(msg=show_undecodable("src %s: %s; nothing was written" % (params["src"], paste_partial.refusal(readings))),
+                         readings=json_safe(paste_partial.files_table(readings)))
+    diagnosis = json_safe(diagnosis)
+    context = saved_files.partial_context(diagnosis, _target(params), params["label"], _network(params), why)
+    files = {"diagnosis.json": dump_json(diagnosis, "diagnosis.json", indent=2, sort_keys=True) + "\n",
+             "diagnosis.md": paste_partial.render_markdown(diagnosis)}
+    return {"files": files, "context": context, "window": None, "interval_seconds": None, "mount_point": diagnosis["mount_point"],
+            "sources": [], "unusable": [], "notes": context["saved"]["notes"], "diagnosis": diagnosis}
 
 
 def _dest_context(module, dest):
@@ -322,9 +400,16 @@ def main():
     _validate(module)
     dest = os.path.abspath(module.params["dest"])
     files, unreadable = _read_saved(module, module.params["src"])
-    plan = _plan(module, files)
+    plan, why = _plan(module, files)
+    readings = []
+    if module.params["partial"]:
+        readings = [paste_readings.read_file(name, text) for name, text in files] + [
+            paste_readings.unread(row["file"], row["kind"], row["reason"]) for row in unreadable]
+        readings += paste_readings.pair_readings(readings)
+        if plan is None:
+            plan = _partial_plan(module, readings, why)
     unusable = sorted(plan["unusable"] + unreadable, key=lambda row: row["file"])
-    if unusable and not module.params["skip_unusable"]:
+    if unusable and not (module.params["skip_unusable"] or module.params["partial"]):
         module.fail_json(msg=show_undecodable("src %s: %d file(s) cannot be used (skip_unusable=true builds the bundle without "
                                               "them); nothing was written: %s" % (
                                                   module.params["src"], len(unusable),
@@ -343,7 +428,9 @@ def main():
                   mount_point=plan["mount_point"], sources=plan["sources"], unusable=unusable, notes=plan["notes"],
                   files=[os.path.join(dest, relative) for relative, _text in contents],
                   changed_files=[path for path, _old, _text in writes], removed=[path for path, _old in removes],
-                  context=plan["context"])
+                  context=plan["context"], readings=paste_partial.files_table(readings), diagnosis=plan.get("diagnosis"),
+                  readings_text=paste_partial.file_lines(readings),
+                  no_bundle_reason=why)
     if module._diff:
         result["diff"] = _diff(writes, removes)
     module.exit_json(**json_safe(result))

@@ -91,13 +91,15 @@ options:
       - V(true) removes the values (and the file when nothing else is left in it) anyway.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
 attributes:
   check_mode:
-    description: Reports what would change; writes no file and no live value, loads no kernel module.
     support: full
+    details: Reports what would change; writes no file and no live value, loads no kernel module.
   diff_mode:
-    description: Shows each file before and after, and the live values before and after.
     support: full
+    details: Shows each file before and after, and the live values before and after.
 notes:
   - An C(install sunrpc ...) or C(install nfs ...) line in any modprobe.d file makes modprobe run that
     command instead of loading the module. The module warns, naming the file and line, and counts

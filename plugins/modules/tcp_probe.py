@@ -25,17 +25,16 @@ description:
     C(canary_validation_probe_install=true).
 author:
   - ckptio.nfs maintainers (@ckptio)
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
+  - ckptio.nfs.attributes.platform
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Nothing is sent and no barrier file is written; the result says what would run (argv).
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 options:
   mode:

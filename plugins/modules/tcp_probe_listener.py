@@ -23,17 +23,16 @@ description:
   - Up to 0.2.0 this was M(ckptio.nfs.tcp_probe) with C(mode=listen) and C(mode=stop).
 author:
   - ckptio.nfs maintainers (@ckptio)
+extends_documentation_fragment:
+  - ckptio.nfs.attributes
+  - ckptio.nfs.attributes.platform
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Nothing is started or killed; the result says what would be (listeners, pids).
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
     platforms: linux
 options:
   state:

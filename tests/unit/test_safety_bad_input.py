@@ -685,6 +685,7 @@ for _option in ("client", "server"):
 for _case, _value in (("relative", "mnt/nfs"), ("not-in-files", "/mnt/other")):
     row("saved_stats_bundle", "mount_point", _case, {"mount_point": _value})
 bool_rows("saved_stats_bundle", "skip_unusable")
+bool_rows("saved_stats_bundle", "partial")
 unknown_row("saved_stats_bundle", "source")
 
 for _option in ("bundle", "compare_to"):

@@ -14,7 +14,9 @@ Sample format (docs/capture-bundle.md, host_before.json / host_after.json):
      "interfaces": {IF: {"operstate", "speed_mbps", "mtu", "kind", "lower": [IF...],
                          "statistics": {NAME: INT}}},
      "net": {"route", "fib_trie", "if_inet6", "ipv6_route": TEXT}, "nfs_server_addresses": [ADDRESS...],
-     "errors": [TEXT...]}
+     "tcp": {"snmp": TEXT, "netstat": TEXT}, "errors": [TEXT...]}
+"tcp" holds only the Tcp: / TcpExt: line pairs of /proc/net/snmp and /proc/net/netstat (the
+loss counters module_utils/stats/network_loss.py reads); samples from before it have no "tcp".
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ NET_TABLE_LIMIT = 262144
 PROC = "/proc"
 SYS_CLASS_NET = "/sys/class/net"
 # The counters utilisation and loss are computed from (Documentation/ABI/testing/sysfs-class-net-statistics).
-NET_STATISTICS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors")
+NET_STATISTICS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors",
+                  # Where the driver keeps them (virtio has no CRC counter): a bad cable or optic
+                  # (crc), a NIC ring the host did not drain (missed, fifo).
+                  "rx_crc_errors", "rx_missed_errors", "rx_fifo_errors")
+# /proc/net/snmp and /proc/net/netstat print "Prefix: names" then "Prefix: values" (proc(5));
+# the TCP loss counters are on the Tcp: and TcpExt: pairs, the rest (Ip, Icmp, Udp...) is not kept.
+TCP_FILES = (("snmp", "Tcp:"), ("netstat", "TcpExt:"))
+TCP_FILE_LIMIT = 65536
 
 
 def _number(text):
@@ -140,4 +149,14 @@ def read_host_sample(route_addresses=(), root=SYS_CLASS_NET, proc=PROC):
     # (longest prefix in route / ipv6_route; policy routing rules are not followed).
     for name in NET_TABLES:
         sample["net"][name] = _read_capped(os.path.join(proc, "net", name), errors, NET_TABLE_LIMIT)
+    sample["tcp"] = read_tcp_counters(proc, errors)
     return sample
+
+
+def read_tcp_counters(proc, errors):
+    """{"snmp": TEXT, "netstat": TEXT}: the Tcp: and TcpExt: lines of /proc/net/snmp and /proc/net/netstat."""
+    counters = {}
+    for name, prefix in TCP_FILES:
+        text = _read_capped(os.path.join(proc, "net", name), errors, TCP_FILE_LIMIT)
+        counters[name] = "".join(line + "\n" for line in text.splitlines() if line.startswith(prefix))
+    return counters

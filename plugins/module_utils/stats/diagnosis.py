@@ -27,6 +27,11 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import render_markdown  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import network_loss
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mount_state
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import metadata_storm
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import pace_host
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import canary_ranks
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
@@ -515,6 +520,9 @@ def _probe_shares(evidence, links, probe, achieved, seen):
     """NFS throughput against the probe's TCP capacity: summed over the clients, and per path.
     Returns the share the network verdict uses (the worst path when there is one), or None."""
     probe_share = None
+    if probe and probe.get("lossy"):
+        seen["measured"].append("the probe ran through a lossy path (%s retransmitted): no ceiling" % ", ".join(probe["lossy"]))
+        return None
     if probe and probe["bytes_per_second"]:
         probe_share = achieved / probe["bytes_per_second"]
         evidence.add("network", "NFS throughput / TCP capacity of the path (probe)", probe_share, ">= %.2f" % PROBE_FULL_SHARE,
@@ -682,15 +690,19 @@ def diagnose(bundle):
     figures = _client_figures(run["context"], run["clients"])
     # How this server's kernel sizes a v4.1 session (fixed cap up to 6.13, on demand from 6.14).
     figures["session_grant"] = kernels.session_slot_grant(kernels.server_kernel(run["servers"]))
-    net, links = _network_evidence(evidence, run)
+    net, links = _network_evidence(evidence, run, figures)
     send = _send_side_evidence(evidence, run["clients"], figures, net)
     cpu = _cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
     reconnects = _reconnect_evidence(evidence, run["clients"])
     slots = _client_rpc_slots_layer(evidence, run["clients"], figures, send)
+    mounts = mount_state.assess(evidence, run["clients"], run["checkpoint_seconds"])
     threads = _server_threads_layer(evidence, run["servers"])
     storage = _server_storage_layer(evidence, run, figures, send, net, cpu, threads)
     access = _access_pattern_layer(evidence, run, figures, send)
-    found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send}
+    storm = metadata_storm.assess(evidence, run["clients"], METADATA_OPS, storage["disk_busy"], cpu["server_saturated"])
+    access["signal"] = access["signal"] or storm["storm"]
+    found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts, "storm": storm}
+    found["pace"] = pace_host.assess(canary_ranks(bundle), _pace_facts(run, links, found))
     decision = _decide(run, figures, found)
     facts = {
         "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],
@@ -698,14 +710,49 @@ def diagnose(bundle):
         "servers": run["servers"], "clients": run["clients"], "layout": access["layout"],
         "send_backed_up": send["backed_up"], "network": net, "reconnects": reconnects,
         "shared_file": access["shared_file"], "lock_waits": access["lock_waits"],
-        "session_grant": figures["session_grant"],
+        "session_grant": figures["session_grant"], "mounts": mounts, "storm": storm,
+        "canary": run["canary"],
     }
     recommendations = _recommendations(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
+    result["pace"] = found["pace"]
     result["headline"] = diagnosis_headline.headline(result, figures)
     result["first_screen"] = diagnosis_headline.first_screen(result)
     result["evidence"] = diagnosis_markdown.fold_evidence(result)
     return result
+
+
+def _pace_facts(run, links, found):
+    """What pace_host compares between hosts: mount options, live slots, loss, CPU, link traffic, D-state site."""
+    facts = {}
+    for client in run["clients"]:
+        state = found["mounts"]["hosts"][client["host"]]
+        wchans = (client["dstate"] or {}).get("wchan_counts") or {}
+        facts[client["host"]] = {"nconnect": state["nconnect"], "wsize": state["wsize"],
+                                 "requests_in_flight": state["requests_in_flight"], "write_queue_ms": state["write_queue_ms"],
+                                 "cpu_busy": (found["cpu"]["hosts"].get(client["host"]) or {}).get("busy"),
+                                 "dstate_site": max(sorted(wchans), key=wchans.get) if wchans else None}
+    for row in found["net"]["loss"]["hosts"]:
+        if row["side"] == "client" and row["host"] in facts and row.get("measured"):
+            facts[row["host"]]["retrans_share"] = row["retrans_share"]
+    for row in links:
+        if row["side"] == "client" and row["host"] in facts and row.get("bytes_per_second") is not None:
+            facts[row["host"]]["link_bytes_per_second"] = facts[row["host"]].get("link_bytes_per_second", 0) + row["bytes_per_second"]
+    return facts
+
+
+def _remount_headroom(found):
+    """(factor, why) of remounting the mounts that missed the tuning: the aggregate gains what the
+    slowest of them loses against the other hosts' median end; without canary ranks, that host's
+    WRITEs no longer waiting for a slot (exe / (exe - queue)), at most MAX_TUNING_GAIN."""
+    missed = found["mounts"]["missed"]
+    pace = [item for item in found["pace"]["pace"] if item["host"] in missed]
+    if pace and found["pace"]["median_seconds"]:
+        return pace[0]["seconds"] / found["pace"]["median_seconds"], "remounting %s: it ends with the other hosts (%.1f s -> %.1f s)" % (
+            pace[0]["host"], pace[0]["seconds"], found["pace"]["median_seconds"])
+    host = max(missed, key=lambda name: found["mounts"]["hosts"][name]["headroom"])
+    return min(MAX_TUNING_GAIN, found["mounts"]["hosts"][host]["headroom"]), \
+        "remounting %s: its WRITEs no longer waiting for a slot (exe / (exe - queue), at most %.0fx)" % (host, MAX_TUNING_GAIN)
 
 
 def _read_run(bundle):
@@ -863,12 +910,41 @@ def _client_figures(context, clients):
     }
 
 
-def _network_evidence(evidence, run):
-    """network: a measured layer (links, probe, declared speeds); symptoms alone never name it.
+def _network_evidence(evidence, run, figures):
+    """network: a measured layer (links, probe, declared speeds, loss); symptoms alone never name it.
     Returns (the network layer's result, the link rows)."""
     links = _link_rows(run["client_files"], run["servers"], run["checkpoint_seconds"])
     probe = _probe_capacity(run["client_files"], evidence)
-    return _network_layer(evidence, run["capacity"], run["achieved"], run["target_bps"], links, probe), links
+    loss = network_loss.assess(evidence, _host_windows(run["client_files"], run["servers"], run["checkpoint_seconds"]), links,
+                               dict((host, files.get("probe")) for host, files in run["client_files"].items()),
+                               figures["idle_rtt"], dict((client["host"], client["delta"]["nconnect"]) for client in run["clients"]))
+    if probe and loss["probe_lossy"]:
+        # iperf3 through a lossy path measures the damage: no ceiling, and never a reason to rule the network out.
+        probe = dict(probe, lossy=loss["probe_lossy"])
+    net = _network_layer(evidence, run["capacity"], run["achieved"], run["target_bps"], links, probe)
+    net["loss"] = loss
+    net["lossy"] = loss["lossy"]
+    if loss["lossy"]:
+        # Lossy is not full: the fix is the path, not more bandwidth (network_loss.py).
+        net.update(state="lossy", summary=net["summary"] + "; " + loss["summary"], headline="network lossy: " + loss["summary"][len("loss: lossy - "):])
+    elif loss["state"] != "unmeasured":
+        net["summary"] += "; " + loss["summary"]
+    return net, links
+
+
+def _host_windows(client_files, servers, checkpoint_seconds):
+    """Each host's pair of samples over the checkpoint (the canary's own when taken), as network_loss.assess reads them."""
+    hosts = []
+    for host, files in sorted(client_files.items()):
+        before, after, start, end = _client_samples(files)
+        if start and end:
+            hosts.append({"host": host, "side": "client", "before": start, "after": end, "how": "the canary's own samples"})
+        else:
+            hosts.append({"host": host, "side": "client", "before": before, "after": after, "how": "the statistics window"})
+    for server in servers:
+        before, after, _busy, how = _server_samples(server, checkpoint_seconds)
+        hosts.append({"host": server["host"], "side": "server", "before": before, "after": after, "how": how})
+    return hosts
 
 
 def _send_side_evidence(evidence, clients, figures, net):
@@ -993,7 +1069,7 @@ def _server_storage_layer(evidence, run, figures, send, net, cpu, threads):
         evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
                      "%d COMMITs, avg exe %.1f ms" % (commit["ops"], commit["avg_exe_ms"]))
-    return {"limit": storage_limit, "commit_slow": commit_slow,
+    return {"limit": storage_limit, "commit_slow": commit_slow, "disk_busy": disk_busy,
             "disk_saturated": disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"]}
 
 
@@ -1045,8 +1121,20 @@ def _rank_layers(found):
     """The layers whose signals crossed, most limiting first."""
     net, cpu, storage = found["net"], found["cpu"], found["storage"]
     candidates = []
-    if net["full"]:
+    # A mount that missed the tuning on the host that sets the pace limits the aggregate (the
+    # last host's end is MLPerf's denominator), whatever the others' links do.
+    missed = found["mounts"]["missed"]
+    pace = [item["host"] for item in found["pace"]["pace"]]
+    if missed and set(missed) & set(pace):
+        candidates.append("client_rpc_slots")
+    if net["full"] or net.get("lossy"):
         candidates.append("network")
+    if missed and "client_rpc_slots" not in candidates:
+        candidates.append("client_rpc_slots")
+    # Metadata round trips took most of the request time while the disk idled: the shape of the
+    # checkpoint (file count and size) sets the pace, not the server (metadata_storm.py).
+    if found["storm"]["storm"]:
+        candidates.append("access_pattern")
     # A server without idle CPU cannot run more nfsd work, whatever the thread count; a starved
     # server holds every request (and its session slot) longer, so the client's queue time
     # follows from it: the server signals go first.
@@ -1060,11 +1148,11 @@ def _rank_layers(found):
         candidates.append("server_storage")
     if cpu["server_saturated"] and cpu["server_weak"]:
         candidates.append("server_cpu")
-    if found["slots"]["limit"]:
+    if found["slots"]["limit"] and "client_rpc_slots" not in candidates:
         candidates.append("client_rpc_slots")
     if storage["limit"] and "server_storage" not in candidates:
         candidates.append("server_storage")
-    if found["access"]["signal"]:
+    if found["access"]["signal"] and "access_pattern" not in candidates:
         candidates.append("access_pattern")
     if storage["commit_slow"] and "server_storage" not in candidates:
         candidates.append("server_storage")
@@ -1091,6 +1179,8 @@ def _unmeasured(net, cpu, servers):
         unmeasured.append("client_cpu")
     if not servers:
         unmeasured += ["server_threads", "server_storage"]
+    if (net.get("loss") or {}).get("state", "unmeasured") == "unmeasured":
+        unmeasured.append("network_loss")
     return unmeasured
 
 
@@ -1111,7 +1201,8 @@ def _decide(run, figures, found):
         limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
         contributing = []
     net, cpu = found["net"], found["cpu"]
-    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"], found["access"]["lock_waits"],
+    confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"],
+                                                 found["access"]["lock_waits"] or found["storm"]["storm"],
                                                  found["send"]["backed_up"], met)
     if run["window"] and run["window"]["kind"] == SAVED_SINCE_MOUNT:
         # Averages over the mount's life can show a bottleneck, never prove the checkpoint's: at most medium.
@@ -1127,6 +1218,14 @@ def _decide(run, figures, found):
         verdict = "no_target"
     elif met:
         verdict = "meets_target"
+    elif limiting == "network" and net.get("lossy"):
+        # Throughput lost to loss comes back when the path is repaired: never a new architecture.
+        verdict = "tune"
+        headroom_why = "what the loss took comes back once the path is repaired (Mathis et al.: TCP's rate ~ 1/sqrt(loss))"
+    elif limiting == "client_rpc_slots" and found["mounts"]["missed"]:
+        # The settings are tuned, a mount is not: a remount, never a new architecture (issue 26).
+        verdict = "tune"
+        headroom, headroom_why = _remount_headroom(found)
     elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
     elif run["capacity"].get("network_can_carry_target") is False:
@@ -1155,9 +1254,11 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "confidence_reasons": decision["confidence_reasons"],
         "unmeasured": decision["unmeasured"],
         "network": {"state": net["state"], "summary": net["summary"], "headline": net["headline"],
-                    "probe_share": _round(net["probe_share"]),
+                    "probe_share": _round(net["probe_share"]), "loss": _loss_result(net["loss"]),
                     "links": [dict((key, _round(value)) for key, value in row.items()) for row in links]},
         "cpu": found["cpu"]["hosts"],
+        "mounts": dict((host, dict((key, _round(value)) for key, value in state.items()))
+                       for host, state in found["mounts"]["hosts"].items()),
         "verdict": verdict,
         "tuning_headroom_factor": decision["headroom"],
         "tuning_headroom_why": decision["headroom_why"],
@@ -1165,7 +1266,7 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "recommendations": recommendations,
         "capacity": run["capacity"],
         "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"])
-        + _start_note(run["canary"]) + _window_note(run["window"]) + _capture_note(run["capture"]),
+        + _loss_note(net, limiting) + _start_note(run["canary"]) + _window_note(run["window"]) + _capture_note(run["capture"]),
         "start": _start_block(run["canary"]),
         "window": run["window"],
         "capture": _capture_result(run["capture"]),
@@ -1174,6 +1275,21 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
         "restore": restore_verdict(run["context"], run["clients"]),
     }
+
+
+def _loss_result(loss):
+    """diagnosis.json's network.loss: the state, the per-host rows (rounded), the probe's own retransmits."""
+    rows = [dict((key, _round(value)) for key, value in row.items()) for row in loss["hosts"]]
+    probe = dict((host, dict((key, _round(value)) for key, value in item.items())) for host, item in loss["probe"].items())
+    return dict(loss, hosts=rows, probe=probe)
+
+
+def _loss_note(net, limiting):
+    """The summary says what a lossy path means for the fix, and that loss was unmeasured in an old bundle."""
+    if limiting == "network" and net.get("lossy"):
+        return "; the path is lossy: repair it (%s) - no slot, thread or architecture change wins back what loss takes" % (
+            ", ".join(net["loss"]["lossy_hosts"][:5]))
+    return ""
 
 
 RESTORE_RULE = "canary reads: total bytes / (latest end - earliest start), MLPerf rule"
@@ -1461,9 +1577,12 @@ def _recommendations(limiting, contributing, verdict, facts):
     """Every recommendation, ordered by the layer it acts on: the limiting layer's first (CONTRACT 3's actions)."""
     layers = [limiting] + list(contributing)
     recs = _frame_recs(verdict, facts)
-    if "network" in layers and facts["network"]["full"]:
+    if "network" in layers and facts["network"].get("lossy"):
+        recs += network_loss.recommendations(facts["network"]["loss"])
+    elif "network" in layers and facts["network"]["full"]:
         recs += _network_recs(facts)
-    if "client_rpc_slots" in layers:
+    recs += mount_state.remount_recs(facts["mounts"])
+    if "client_rpc_slots" in layers and not _slots_already_set(facts):
         recs.append(_slots_rec(facts))
     recs += _mount_recs(layers, limiting, facts)
     if "server_threads" in layers:
@@ -1478,6 +1597,14 @@ def _recommendations(limiting, contributing, verdict, facts):
                             "path, streams = nconnect), or give network.server_link_gbps / client_link_gbps in context.yml",
                      "reason": "%s; without it the network can be neither named nor ruled out" % facts["network"]["summary"]})
     recs += _architecture_recs(limiting, verdict, facts)
+    if facts["storm"]["storm"] and "access_pattern" in layers:
+        recs.append(metadata_storm.shape_rec(facts["storm"], facts["canary"]))
+        if limiting == "access_pattern":
+            # The shape is the fix; a parallel file system or more servers would meet the same round trips.
+            recs = [rec for rec in recs if rec["layer"] != "architecture"]
+    if limiting == "network" and facts["network"].get("lossy"):
+        # Throughput lost to loss: no slot or thread tuning is offered beside the repair (issue 26).
+        recs = [rec for rec in recs if rec["layer"] not in ("client_rpc_slots", "server_threads", "architecture")]
     order = list(_FIRST_RECS) + layers
     return sorted(recs, key=lambda rec: order.index(rec["layer"]) if rec["layer"] in order else
                   len(order) + (_LAST_RECS.index(rec["layer"]) if rec["layer"] in _LAST_RECS else -1))
@@ -1540,13 +1667,23 @@ def _slots_rec(facts):
                       % (human.number(facts["slot_cap"]), slots)}
 
 
+def _slots_already_set(facts):
+    """Every client already has the profile's slot setting: only a remount (mount_state) is left to do."""
+    name = "max_session_slots" if facts["sessions"] else "tcp_max_slot_table_entries"
+    wanted = profiles.recommended("client", "sunrpc", "nfs_max_session_slots" if facts["sessions"] else "tcp_max_slot_table_entries")
+    values = [_int_setting(client["sunrpc"], name) for client in facts["clients"]]
+    return bool(facts["mounts"]["missed"]) and all(value is not None and value >= wanted for value in values)
+
+
 def _mount_recs(layers, limiting, facts):
-    """nconnect and wsize per client, at the checkpoint profile's values."""
+    """nconnect and wsize per client, at the checkpoint profile's values (a mount that missed the tuning is remounted instead)."""
     recs = []
     nconnect = profiles.recommended("client", "mount_options", "nconnect")
     wsize = profiles.recommended("client", "mount_options", "wsize")
     for client in facts["clients"]:
         delta = client["delta"]
+        if client["host"] in facts["mounts"]["missed"]:
+            continue
         if ("client_rpc_slots" in layers or "network" in layers) and delta["nconnect"] < nconnect and delta["proto"] != "udp":
             recs.append({"layer": "client_rpc_slots", "setting": "nconnect", "value": nconnect, "host": client["host"],
                          "action": "nconnect = %d (ckptio.nfs.tune_clients, profile checkpoint), at the next mount" % nconnect,

@@ -46,6 +46,12 @@ VERDICT_WORDS = {"meets_target": "meets the target", "tune": "tune", "rearchitec
                  "no_target": "no verdict against a target", "no_window": "no verdict on throughput"}
 
 
+def pace_text(result):
+    """The pace-setting host(s) in one sentence (pace_host.py), or None when the ranks ended together or were not timed."""
+    pace = result.get("pace") or {}
+    return pace.get("text") if pace.get("pace") else None
+
+
 def headline(result, figures=None):
     """diagnosis.json `headline` (CONTRACT 3) from diagnose()'s result; figures: the client totals (snapshot line)."""
     links = _links(result)
@@ -73,6 +79,11 @@ def _layer(layer, glossed=False):
     return "%s (%s)" % (words, GLOSS[layer]) if glossed and layer in GLOSS else words
 
 
+def layer_text(layer):
+    """A layer in words with its gloss (a partial diagnosis from a paste words its suspected layer so)."""
+    return _layer(layer, True)
+
+
 def _headroom_clause(result):
     return "tuning alone can give up to %s (%s)" % (
         human.factor(result["tuning_headroom_factor"]), result.get("tuning_headroom_why") or "what one tuned layer buys")
@@ -89,6 +100,9 @@ def _verdict_text(result, actions):
                 _layer(result["limiting_layer"]), gap)
         # A full network: its own actions come first; no "still tune" that reads like nfsd or client tuning first.
         return text + ("; still tune: %s" % tune[0] if tune and result["limiting_layer"] != "network" else "")
+    if verdict == "tune" and (result.get("network") or {}).get("state") == "lossy" and result["limiting_layer"] == "network":
+        return "tune: the gap is %s and the path is lossy: repair it, %s; no slot, thread or architecture change wins back what loss takes" % (
+            gap, result.get("tuning_headroom_why") or "what the loss took comes back once the path is repaired")
     if verdict == "tune":
         return "tune: the gap is %s and %s" % (gap, _headroom_clause(result).replace("tuning alone", "tuning " + _layer(
             result["limiting_layer"])))
@@ -129,13 +143,26 @@ def _links(result):
         share = network["probe_share"]
         found = {"share": share, "capacity": result["achieved_bytes_per_second"] / share,
                  "text": "links: NFS at %s of the path's TCP capacity (iperf3 probe)" % human.share(share)}
+    elif network.get("state") == "lossy":
+        return {"share": None, "capacity": None,
+                "text": "links not measured as a capacity (no interface speed; a probe through a lossy path is none)" + _loss_text(network)}
     else:
         return {"share": None, "capacity": None,
                 "text": "links not measured: no interface speed, probe or declared link speed (run "
                         "ckptio.nfs.validate_checkpoint with -e canary_validation_probe=true, or give "
-                        "network.server_link_gbps in context.yml)"}
-    found["text"] += _paradox(result, found["share"], network)
+                        "network.server_link_gbps in context.yml)" + _loss_text(network)}
+    found["text"] += _paradox(result, found["share"], network) + _loss_text(network)
     return found
+
+
+def _loss_text(network):
+    """Loss beside the links' share: a lossy path looks half empty (network_loss.py)."""
+    loss = network.get("loss") or {}
+    if network.get("state") == "lossy":
+        return "; but the path is lossy (%s)" % loss.get("summary", "loss: lossy")[len("loss: lossy - "):]
+    if loss.get("state") == "unmeasured" and network.get("links") is not None:
+        return "; loss unmeasured"
+    return ""
 
 
 def _busiest_link(rows):
@@ -152,6 +179,8 @@ def _busiest_link(rows):
 def _paradox(result, share, network):
     if network.get("state") == "full":
         return ": full, the network is the limit"
+    if network.get("state") == "lossy":
+        return ""
     if share is not None and share < PARADOX_SHARE and result["verdict"] in ("tune", "rearchitect"):
         return "; the bandwidth paradox: the links are far from full while throughput is %s short of the target" % (
             human.factor(result["gap_factor"]))
@@ -232,16 +261,26 @@ def first_screen(result):
     head = result["headline"]
     lines = _wrap("Checkpoint diagnosis of %s" % result["mount_point"])
     lines += _wrap(_capital(head["verdict_text"]))
-    if result["verdict"] == "no_window":
+    if result.get("partial"):
+        # A paste (module_utils/paste/partial.py): no window, so no throughput at all.
+        lines += _wrap("Suspected from what was pasted, no throughput measured%s" % (
+            "; target %s" % head["target_text"] if result.get("target_bytes_per_second") else ""))
+    elif result["verdict"] == "no_window":
         lines += _wrap("Averaged since the mount: %s (no checkpoint's rate); target: %s" % (
             head["achieved_text"], head["target_text"]))
     elif result.get("target_bytes_per_second"):
         lines += _wrap("Achieved %s of the %s target" % (head["achieved_text"], head["target_text"]))
     else:
         lines += _wrap("Achieved %s; %s" % (head["achieved_text"], head["target_text"]))
-    lines += _wrap("  measured as " + head["rests_on"])
+    if head.get("suspected_because"):
+        # A paste's suspicion leads with the figure it rests on (evidence before verdicts).
+        lines += _wrap("  because " + head["suspected_because"])
+    else:
+        lines += _wrap("  measured as " + head["rests_on"])
     lines += _wrap(_capital(head["links_text"]))
     lines += _wrap(_capital(head["limiting_text"]))
+    if pace_text(result):
+        lines += _wrap(_capital(pace_text(result)))[:3]
     if head.get("snapshot_text"):
         lines += _wrap(_capital(head["snapshot_text"]))
     lines += _wrap("Confidence: %s - %s" % (head["confidence"], head["confidence_reason"]))

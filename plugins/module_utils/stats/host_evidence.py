@@ -24,6 +24,9 @@ import socket
 import struct
 
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+# The interface counters that count loss (sysfs-class-net-statistics): rx_crc_errors, missed and
+# fifo exist only where the driver keeps them (virtio has none).
+LOSS_STATISTICS = ("rx_dropped", "tx_dropped", "rx_errors", "tx_errors", "rx_crc_errors", "rx_missed_errors", "rx_fifo_errors")
 # Devices that never hold an export: their busy share is noise for the storage layer.
 _IGNORED_DISK_PREFIXES = ("loop", "ram", "zram", "sr", "fd")
 
@@ -296,6 +299,8 @@ def link_rows(before, after, server_addresses, side, busy_seconds=None):
                "tx_bytes": None if reset else delta.get("tx_bytes"), "rx_bytes": None if reset else delta.get("rx_bytes"),
                "dropped": None if reset else delta.get("tx_dropped", 0) + delta.get("rx_dropped", 0),
                "errors": None if reset else delta.get("tx_errors", 0) + delta.get("rx_errors", 0),
+               # Each drop and error counter the driver keeps (crc, missed, fifo where present).
+               "loss_counters": None if reset else dict((key, delta[key]) for key in LOSS_STATISTICS if key in delta),
                "utilisation": None, "utilisation_during": None, "busy_seconds": None}
         if not reset and seconds > 0 and "tx_bytes" in delta and "rx_bytes" in delta:
             moved = max(delta["tx_bytes"], delta["rx_bytes"])

@@ -593,6 +593,29 @@ def iter_mountstats(lines, nfs_only=True):
             yield mount
 
 
+_OP_LINE = re.compile(r"^\s*[A-Z][A-Z0-9_]*:(\s+\d+){8,}\s*$")
+
+
+def parse_mount_lines(text):
+    """A MountStats of lines cut out of one mount block without its device line (a paste of its
+    `opts:`, `age:`, `xprt:` or op lines), or None when they hold none of those.
+
+    The same readers as a whole block; device, mount point and fstype are None, and `truncated`
+    says the block is a fragment, so nothing reads it as a whole mount. Op lines are taken with
+    or without their "per-op statistics" line (one with at least 8 counters: iostats 1.0).
+    """
+    mount = MountStats(None, None, None, None)
+    head, ops = [], []
+    for line in text.split("\n"):
+        (ops if _OP_LINE.match(line) else head).append(line)
+    _parse_head_lines(mount, [line for line in head if line.strip() != "per-op statistics"])
+    mount.ops_text = "".join(line.strip() + "\n" for line in ops)
+    if not (mount.opts_text or mount.xprt_lines or mount.ops_text or mount.age is not None):
+        return None
+    mount.truncated = "lines cut out of a mount block (no device line)"
+    return mount
+
+
 def parse_mountstats(lines, nfs_only=True):
     """List of as_dict() views of every (NFS) mount: the module's `mounts` result."""
     return [mount.as_dict() for mount in iter_mountstats(lines, nfs_only=nfs_only)]

@@ -9,7 +9,8 @@ net/sunrpc/stats.c svc_seq_show; nfs-utils nfsstat reads the same lines):
     net packets udp tcp tcpconn | rpc calls badcalls badfmt badauth badclnt
     proc3 COUNT n0 n1 ... | proc4 COUNT ... | proc4ops COUNT n0 n1 ...  (index = op number)
 Only the first number of `th` still means anything (the thread count); the histogram after it
-has been zero since kernel 2.6.x. Unknown lines are kept by label under `other`; a line that
+has been zero since kernel 2.6.29 (parse_nfsd_stats keeps it as `th` for older kernels' pastes,
+_thread_line). Unknown lines are kept by label under `other`; a line that
 is not what its label says (binary garbage) yields what it holds and never stops the parse.
 """
 
@@ -86,6 +87,7 @@ def parse_nfsd_stats(text):
             result[label] = entry
         elif label == "th":
             result["threads"] = int(values[0]) if values else None
+            result["th"] = _thread_line(values)
         elif label in _PROC_LINES:
             # First number is how many counters follow; newer kernels add ops at the end.
             counters = values[1:] if values else []
@@ -96,6 +98,23 @@ def parse_nfsd_stats(text):
         else:
             result["other"][label] = values
     return result
+
+
+def _thread_line(values):
+    """The `th` line: {"threads", "all_busy_count", "busy_seconds"} (busy_seconds None when not kept).
+
+    Kernels before 2.6.29 (fs/nfsd/stats.c nfsd_proc_show, nfsd_svc.c nfsd()) printed "th THREADS
+    FULLCNT" then ten "SEC.MSEC" figures: th_fullcnt counted the times every thread was busy, and
+    th_usage[i] the seconds during which i*10 to (i+1)*10 % of the threads were busy. 2.6.29 stopped
+    keeping them and later kernels print "th THREADS 0 0.000 ... 0.000" (the lab's 5.10 / 6.1 / 6.12):
+    all zero means "not counted", never "never busy".
+    """
+    if not values:
+        return None
+    histogram = [float(value) for value in values[2:12]]
+    kept = len(values) >= 12 and (values[1] or any(histogram))
+    return {"threads": int(values[0]), "all_busy_count": int(values[1]) if kept else None,
+            "busy_seconds": histogram if kept else None}
 
 
 def parse_pool_stats(text):
@@ -180,6 +199,11 @@ def _nfsstat_tables(text):
         else:
             names = words
     return tables
+
+
+def nfsstat_tables(text):
+    """{title: [(name, count), ...]} of every table of nfsstat output ("Server ...:" or "Client ...:"; -c, -s, -v alike)."""
+    return _nfsstat_tables(text)
 
 
 def nfsd_text_from_nfsstat(text):

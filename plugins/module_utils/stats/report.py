@@ -306,7 +306,14 @@ def _link_and_cpu_metrics(diagnosis):
         values = [row["busy"] for row in cpu.values() if row.get("side") == side and row.get("busy") is not None]
         return max(values) if values else None
 
+    loss = network.get("loss") or {}
+    shares = [row["retrans_share"] for row in loss.get("hosts") or [] if row.get("measured") and row.get("retrans_share") is not None]
+    pace = diagnosis.get("pace") or {}
     return {
+        # Loss beside the links' share (issue 26): a lossy path looks half empty; None = unmeasured.
+        "retrans_share_max": max(shares) if shares else None,
+        "loss_state": loss.get("state") or "unmeasured",
+        "pace_text": pace.get("text") if pace.get("pace") else None,
         "network_state": network.get("state"),
         "network_summary": network.get("summary") or "links: unmeasured (no link evidence in this bundle)",
         "network_headline": network.get("headline") or "network unmeasured: no link evidence in this bundle",
@@ -498,6 +505,7 @@ COMPARISON = (
     ("sockets_enqueued", "sockets-enqueued", "", None),
     ("packets_without_idle_thread", "packets without idle thread", "share", "lower"),
     ("link_utilisation_max", "busiest NFS link, share of nominal", "share", None),
+    ("retrans_share_max", "TCP segments retransmitted, worst host", "share", "lower"),
     ("probe_share", "NFS / TCP capacity of the path (probe)", "share", None),
     ("server_cpu_busy", "server CPU busy during the checkpoint", "share", None),
     ("client_cpu_busy", "client CPU busy during the checkpoint", "share", None),
@@ -646,11 +654,19 @@ def _figure_rows(metrics):
         ["sockets-enqueued", metrics.get("sockets_enqueued")],
         ["packets without idle thread (busiest server)", _cell(metrics.get("packets_without_idle_thread"), "share")],
         ["busiest NFS link (share of nominal)", _cell(metrics.get("link_utilisation_max"), "share")],
+        ["TCP segments retransmitted, worst host (loss)", _loss_cell(metrics)],
+        ["pace-setting host", metrics.get("pace_text") or "-"],
         ["NFS / TCP capacity of the path (probe, summed over clients)", _cell(metrics.get("probe_share"), "share")],
         ["CPU busy during the checkpoint, server / client", "%s / %s" % (
             _cell(metrics.get("server_cpu_busy"), "share"), _cell(metrics.get("client_cpu_busy"), "share"))],
         ["unmeasured", metrics.get("unmeasured")],
     ]
+
+
+def _loss_cell(metrics):
+    if metrics.get("retrans_share_max") is None:
+        return "unmeasured (no TCP counters in the host samples)"
+    return "%s (%s)" % (_cell(metrics["retrans_share_max"], "share"), metrics.get("loss_state"))
 
 
 def _slots_cell(metrics):
@@ -737,7 +753,10 @@ def figure_series(metrics, before=None):
 def _links_line(run):
     """One run's links in one line: the headline's links_text, else the network's headline."""
     text = (run.get("headline") or {}).get("links_text") or run.get("network_headline") or "network unmeasured"
-    return "%s: %s" % (run.get("label") or "run", text)
+    loss = "TCP retransmitted %s (worst host, %s)" % (human.share(run["retrans_share_max"]), run.get("loss_state")) \
+        if run.get("retrans_share_max") is not None else "TCP loss unmeasured"
+    pace = "; %s" % run["pace_text"] if run.get("pace_text") else ""
+    return "%s: %s; %s%s" % (run.get("label") or "run", text, loss, pace)
 
 
 def _restore_bars(runs):

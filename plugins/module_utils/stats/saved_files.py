@@ -20,8 +20,8 @@ from nfsd_stats.py.
 from __future__ import annotations
 
 import posixpath
-import re
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import layout as paste_layout, recognise
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, since_mount_sample
@@ -42,18 +42,8 @@ WRITER = "ckptio.nfs.saved_stats_bundle"
 WINDOW_SNAPSHOTS = "snapshots"
 WINDOW_SINCE_MOUNT = "since_mount"
 
-# What each kind is, as messages and the `saved.files` block name it.
-KINDS = {
-    "mountstats": "/proc/self/mountstats snapshot",
-    "nfsd": "/proc/net/rpc/nfsd snapshot",
-    "nfsstat_server": "nfsstat -s output",
-    "pool_stats": "/proc/fs/nfsd/pool_stats snapshot",
-    "nfsstat_client": "nfsstat -c output",
-    "nfsiostat": "nfsiostat output",
-    "mountstats_report": "output of the mountstats command",
-    "empty": "empty file",
-    "unknown": "unrecognised file",
-}
+# What each kind is, as messages and the `saved.files` block name it (the one recogniser's table).
+KINDS = recognise.KINDS
 # Kinds that never go into a bundle, and why (what the operator can do instead).
 UNUSABLE = {
     "nfsiostat": "per-mount rates (ops/s, kB/s, avg RTT, exe and queue ms) over nfsiostat's own interval, not counters: "
@@ -64,12 +54,17 @@ UNUSABLE = {
                       "save `cat /proc/self/mountstats` on the client instead",
     "mountstats_report": "averages the mountstats command already computed, without the raw counters: "
                          "save `cat /proc/self/mountstats` instead",
+    "mountstats_lines": "lines cut out of a mountstats block, without its device line and counters of a whole mount: "
+                        "save the whole `cat /proc/self/mountstats` instead (partial=true reads them)",
+    "nfsstat_mounts": "mount options only, no counters (partial=true reads them)",
+    "rpc_nfs": "the client's totals over every mount, without per-mount op times or transport counters: "
+               "save `cat /proc/self/mountstats` on the client instead",
+    "kernel_log": "a kernel log holds no counters (partial=true reads what blocked tasks waited on)",
     "empty": "the file is empty",
     "unknown": "not a kind this module recognises by content (it reads /proc/self/mountstats, /proc/net/rpc/nfsd, "
-               "nfsstat -s and /proc/fs/nfsd/pool_stats; nfsiostat, nfsstat -c and mountstats output are named and refused)",
+               "nfsstat -s and /proc/fs/nfsd/pool_stats; nfsiostat, nfsstat -c, mountstats output, mountstats lines and "
+               "kernel logs are named and refused, and read with partial=true)",
 }
-
-_NFSIOSTAT_HEAD = re.compile(r"^\S+ mounted on \S+:$", re.M)
 
 
 class SavedFilesError(ValueError):
@@ -77,29 +72,8 @@ class SavedFilesError(ValueError):
 
 
 def classify(text):
-    """The kind of one saved file, from its content (KINDS keys)."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return "empty"
-    first = lines[0]
-    # The parser skips lines before the first mount block (a note the operator typed on top).
-    if any(line.startswith("device ") and " mounted on " in line and " with fstype " in line for line in lines):
-        return "mountstats"
-    if first.startswith("# pool packets-arrived"):
-        return "pool_stats"
-    labels = set(line.split(None, 1)[0] for line in lines)
-    if "rc" in labels and ("proc4ops" in labels or "proc3" in labels or "rpc" in labels):
-        return "nfsd"
-    stripped = set(line.rstrip() for line in lines)
-    if "Server rpc stats:" in stripped or any(line.startswith("Server nfs v") for line in stripped):
-        return "nfsstat_server"
-    if "Client rpc stats:" in stripped or any(line.startswith("Client nfs v") for line in stripped):
-        return "nfsstat_client"
-    if "ops/s" in text and _NFSIOSTAT_HEAD.search(text):
-        return "nfsiostat"
-    if first.startswith("Stats for ") and " mounted on " in first:
-        return "mountstats_report"
-    return "unknown"
+    """The kind of one saved file, from its content (KINDS keys), its layout repaired first (paste/layout.py)."""
+    return recognise.kind_of(paste_layout.clean(text).text)
 
 
 def plan_bundle(files, target, mount_point=None, client="client", server="server", label=None, network=None):
@@ -113,14 +87,18 @@ def plan_bundle(files, target, mount_point=None, client="client", server="server
     """
     by_kind = {}
     unusable = []
+    notes = []
     for name, text in files:
-        kind = classify(text)
+        # A paste's layout (CRLF, no-break spaces, indentation, no final newline) undone; a clean file is kept verbatim.
+        cleaned = paste_layout.clean(text)
+        kind = recognise.kind_of(cleaned.text)
         if kind in UNUSABLE:
             unusable.append({"file": name, "kind": kind, "reason": UNUSABLE[kind]})
         else:
-            by_kind.setdefault(kind, []).append((name, text))
+            by_kind.setdefault(kind, []).append((name, cleaned.text))
+            if cleaned.repairs:
+                notes.append("%s: layout repaired (%s)" % (name, ", ".join(cleaned.repairs)))
     pair = client_pair(by_kind.get("mountstats", []), mount_point)
-    notes = []
     server_files = server_snapshots(by_kind, unusable)
     if pair["window"] == WINDOW_SINCE_MOUNT:
         reason = ("one mountstats snapshot gives averages since the mount; server counters cover another window and "
@@ -353,6 +331,20 @@ def _context(pair, server_part, layout, target, label, network, notes, client, s
         saved["server"] = server
     saved.update({"files": sources, "notes": list(notes)})
     context["saved"] = saved
+    return context
+
+
+def partial_context(diagnosis, target, label, network, why):
+    """context.yml of a partial diagnosis (no bundle): the target and this module's mark, so a later run may rewrite it.
+
+    `saved.window: paste` is no window the diagnosis reads (diagnosis._saved_window knows only
+    snapshots and since_mount); `saved.files` is empty, so nothing of a bundle is left to remove.
+    """
+    context = bundle.context_document(diagnosis["mount_point"], label, target.get("checkpoint_bytes"), target.get("window_seconds"),
+                                      network, None)
+    notes = ["no bundle: %s" % why] if why else []
+    notes.append("a partial diagnosis from pasted files: diagnosis.json and diagnosis.md beside this file")
+    context["saved"] = {"written_by": WRITER, "window": "paste", "files": {}, "notes": notes}
     return context
 
 

@@ -126,7 +126,9 @@ def test_the_title_states_the_verdict_and_the_axis_draws_the_links_capacity():
         assert [text.get_text() for text in throughput.get_legend().get_texts()] == ["target 8 GB/s", "links' capacity 25 GB/s"]
         assert throughput.get_xlim()[1] > 25.0
         assert [text.get_text() for text in throughput.texts] == ["1.1 GB/s = 0.14x of the target\nlimit: client_rpc_slots"]
-        assert figure.texts[-1].get_text() == "seed: " + cases.HEADLINE["links_text"]
+        # The links' share, then the retransmitted share beside it (issue 26: unmeasured in this diagnosis).
+        footer = " ".join(text.get_text() for text in figure.texts if text is not figure._suptitle)
+        assert footer == "seed: " + cases.HEADLINE["links_text"] + "; TCP loss unmeasured"
     finally:
         pyplot.close(figure)
 

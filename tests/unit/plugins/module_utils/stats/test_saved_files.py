@@ -142,6 +142,17 @@ def test_saved_two_snapshots_are_ordered_by_the_mounts_age_not_the_names():
     assert pair["window"] == "snapshots" and pair["seconds"] == 638 - 511 and pair["mount_point"] == "/mnt/nfs"
 
 
+def test_saved_pasted_snapshots_keep_their_mount_without_a_final_newline():
+    """A paste's last line has no newline (issue 25): the layout is repaired first, the mount is not taken as cut short."""
+    (after_name, after), (before_name, before) = seed_client_files()
+    pasted = "\r\n".join("    " + line for line in after.split("\n")).rstrip("\r\n ").replace(" ", "\u00a0")
+    plan = saved_files.plan_bundle([(after_name, pasted), (before_name, before)], {"checkpoint_bytes": 1, "window_seconds": 1})
+    assert plan["window"] == "snapshots" and plan["interval_seconds"] == 638 - 511
+    assert any(note.startswith("%s: layout repaired (CR/CRLF line ends" % after_name) and "no newline after the last line" in note
+               for note in plan["notes"])
+    assert saved_files.classify(after.rstrip("\n")) == "mountstats"
+
+
 def test_saved_snapshots_of_two_clients_are_refused_as_mixed_mounts():
     files = [("x.txt", fixture("captures/healthy/clients/nfs2/mountstats_before.txt")),
              ("y.txt", fixture("captures/healthy/clients/nfs3/mountstats_after.txt"))]

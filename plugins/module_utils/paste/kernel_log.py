@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kernel log pastes (dmesg, dmesg -T, journalctl -k, a serial console): the NFS client's messages. Pure.
+
+What is read, and where the kernel prints it:
+- hung-task reports (kernel/hung_task.c check_hung_task): "INFO: task NAME:PID blocked for more
+  than N seconds." then sched_show_task()'s "task:NAME state:D ..." line and the stack, one frame
+  a line ("nfs_wait_on_request+0x2c/0x60 [nfs]", "? schedule+0x..", or "[<ffff...>] frame+0x../0x.."
+  on old kernels). N is the hung_task_timeout_secs the task exceeded (default 120): a lower bound.
+- "nfs: server X not responding, still trying" / "..., timed out" and "nfs: server X OK"
+  (fs/nfs/... via rpc_task's major timeout, net/sunrpc/clnt.c call_timeout / call_decode): the time
+  between a "not responding" and the next "OK" of that server is how long it was away.
+- "RPC: ... timed out" lines (net/sunrpc), NFSv4 state manager and lease messages
+  (fs/nfs/nfs4state.c: "state manager", "lease", "reclaim"), and stale file handles (ESTALE).
+The line prefixes (dmesg's "[ 1234.567890]", dmesg -T's "[Wed Dec  2 10:00:00 2026]", journalctl's
+"Dec 02 10:00:00 host kernel:" or ISO time) are read for the time where there is one.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+
+_HUNG = re.compile(r"\btask\s+(?P<task>.+?):(?P<pid>\d+)\s+blocked for more than\s+(?P<seconds>\d+)\s+seconds")
+# A frame the unwinder is not sure of is printed with "? " (arch/x86/kernel/dumpstack.c): kept apart, never what a task waits on.
+_FRAME = re.compile(r"(?:^|[\s>\]])(?P<unsure>\?\s+)?(?P<name>[A-Za-z_][\w.]*)\+0x[0-9a-fA-F]+/0x[0-9a-fA-F]+")
+_NOT_RESPONDING = re.compile(r"\bnfs: server (?P<server>\S+) not responding, (?P<how>still trying|timed out)")
+_SERVER_OK = re.compile(r"\bnfs: server (?P<server>\S+) OK\b")
+_RPC_TIMEOUT = re.compile(r"\bRPC:.*\btimed out\b|\brpc.*\btimed out\b", re.I)
+_STATE = re.compile(r"state manager|lease (?:expired|renewal)|check lease|reclaim|NFS4ERR_(?:EXPIRED|STALE_CLIENTID|BADSESSION)",
+                    re.I)
+_STALE = re.compile(r"stale (?:file|nfs file) handle|\bESTALE\b", re.I)
+# The end of one stack: another report starts, or the trace's closing line.
+_TRACE_END = re.compile(r"</TASK>|\bINFO:|\bWARNING:|\bBUG:|cut here|Showing all locks")
+# Time prefixes: monotonic seconds, dmesg -T, journalctl short (no year), ISO 8601.
+_MONOTONIC = re.compile(r"^\s*\[\s*(\d+\.\d+)\]")
+_CTIME = re.compile(r"^\s*\[(?:\w{3}\s+)?(\w{3}\s+\d+\s+\d+:\d+:\d+\s+\d{4})\]")
+_SYSLOG = re.compile(r"^\s*(\w{3}\s+\d+\s+\d+:\d+:\d+)(?:\.\d+)?\s+\S+\s+kernel:")
+_ISO = re.compile(r"^\s*(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
+# Lines that say this is the kernel's log, for the recogniser.
+_KERNEL_MARKS = (_HUNG, _NOT_RESPONDING, _SERVER_OK, _RPC_TIMEOUT, _STALE, re.compile(r"\bCall Trace:"),
+                 re.compile(r"\bNFS: |\bnfs: |\bnfs4|\bsunrpc|\bRPC: "))
+
+# Where a stack says a task waits, innermost match first: (frame names, what it waits on, layer it points at).
+WAITS = (
+    (("xprt_reserve", "xprt_alloc_slot", "xprt_do_reserve", "xprt_lock_connect", "call_reserve"),
+     "a transport slot (the RPC slot table is full)", "client_rpc_slots"),
+    (("nfs41_sequence_process", "nfs4_setup_sequence", "nfs41_setup_sequence", "nfs41_wait_on_slot", "nfs4_alloc_slot",
+      "nfs41_sequence_done", "nfs4_slot_tbl_drain_complete", "nfs4_drain_slot_tbl"),
+     "an NFSv4.1 session slot", "client_rpc_slots"),
+    (("nfs_start_io_write", "nfs_start_io_direct"),
+     "another writer's hold on the same file (nfs_start_io_write: buffered and O_DIRECT writers of one inode exclude "
+     "each other)", "access_pattern"),
+    (("nfs_wait_on_request", "nfs_page_group_lock", "nfs_lock_and_join_requests", "nfs_page_group_lock_head"),
+     "a page request still in flight to the server (nfs_wait_on_request: the WRITE it belongs to has not been answered)",
+     "client_rpc_slots"),
+    (("rpc_wait_bit_killable", "__rpc_wait_for_completion_task", "rpc_wait_for_completion_task", "__rpc_execute"),
+     "an RPC's reply from the server", None),
+    (("nfs4_run_state_manager", "nfs4_wait_clnt_recover", "nfs4_begin_drain_session", "nfs4_state_manager"),
+     "NFSv4 state recovery (lease or session being re-established)", "network"),
+    (("folio_wait_writeback", "wait_on_page_writeback", "__filemap_fdatawait_range", "filemap_fdatawait_range",
+      "filemap_write_and_wait_range", "wb_wait_for_completion", "balance_dirty_pages", "folio_wait_bit_common",
+      "wait_on_page_bit_common"),
+     "writeback of its dirty pages", None),
+    (("nfs_file_fsync", "vfs_fsync_range", "do_fsync", "nfs_wb_all"), "fsync (all its dirty pages written and committed)", None),
+)
+
+
+def recognise(text):
+    """True when at least one line is a kernel message of the kinds read here (or a call trace)."""
+    return any(mark.search(text) for mark in _KERNEL_MARKS[:6]) or bool(
+        _KERNEL_MARKS[6].search(text) and (_MONOTONIC.search(text) or "kernel:" in text))
+
+
+def parse(text):
+    """{"hung_tasks": [...], "outages": [...], "not_responding": [...], "rpc_timeouts": [...],
+    "state_messages": [...], "stale_handles": [...]} (lines kept as text, times in seconds where printed)."""
+    result = {"hung_tasks": [], "outages": [], "not_responding": [], "rpc_timeouts": [], "state_messages": [], "stale_handles": []}
+    task = None
+    away = {}
+    for line in text.split("\n"):
+        hung = _HUNG.search(line)
+        if hung:
+            task = {"task": hung.group("task").strip(), "pid": int(hung.group("pid")), "seconds": int(hung.group("seconds")),
+                    "time": line_time(line), "frames": []}
+            result["hung_tasks"].append(task)
+            continue
+        if task is not None:
+            frame = _FRAME.search(line)
+            if frame:
+                if not frame.group("unsure"):
+                    task["frames"].append(frame.group("name"))
+                continue
+            if _TRACE_END.search(line):
+                task = None
+        _read_event(result, away, line)
+    for server, since in sorted(away.items()):
+        result["outages"].append({"server": server, "from": since, "to": None, "seconds": None, "ended": False})
+    for task in result["hung_tasks"]:
+        task["waits_on"], task["layer"] = waits_on(task["frames"])
+    result["hung_tasks"] = _longest_report(result["hung_tasks"])
+    return result
+
+
+def _longest_report(tasks):
+    """One report per task: khungtaskd reports a task again every hung_task_timeout_secs while it stays
+    blocked (10, 20, 30 s ...), so its last report says for how long; the order of first reports is kept."""
+    last = {}
+    for task in tasks:
+        key = (task["task"], task["pid"])
+        if key not in last or task["seconds"] >= last[key]["seconds"]:
+            last[key] = dict(task, reports=(last[key]["reports"] + 1) if key in last else 1)
+    order = []
+    for task in tasks:
+        if (task["task"], task["pid"]) not in order:
+            order.append((task["task"], task["pid"]))
+    return [last[key] for key in order]
+
+
+def _read_event(result, away, line):
+    down = _NOT_RESPONDING.search(line)
+    if down:
+        result["not_responding"].append(line.strip())
+        away.setdefault(down.group("server"), line_time(line))
+        return
+    up = _SERVER_OK.search(line)
+    if up and up.group("server") in away:
+        since, until = away.pop(up.group("server")), line_time(line)
+        seconds = until - since if since is not None and until is not None and until >= since else None
+        result["outages"].append({"server": up.group("server"), "from": since, "to": until, "seconds": seconds, "ended": True})
+        return
+    if _RPC_TIMEOUT.search(line) and "not responding" not in line:
+        result["rpc_timeouts"].append(line.strip())
+    elif _STALE.search(line):
+        result["stale_handles"].append(line.strip())
+    elif _STATE.search(line) and ("NFS" in line or "nfs" in line):
+        result["state_messages"].append(line.strip())
+
+
+def waits_on(frames):
+    """(what the stack waits on, the layer that points at) from its frames, innermost first; (None, None) when unknown."""
+    for frame in frames:
+        for names, what, layer in WAITS:
+            if frame in names:
+                return what, layer
+    return None, None
+
+
+def line_time(line):
+    """Seconds of the line's time prefix (monotonic, or epoch-like for wall clocks), or None."""
+    found = _MONOTONIC.match(line)
+    if found:
+        return float(found.group(1))
+    for pattern, layout in ((_CTIME, "%b %d %H:%M:%S %Y"), (_ISO, "%Y-%m-%dT%H:%M:%S"), (_SYSLOG, "%b %d %H:%M:%S")):
+        found = pattern.match(line)
+        if found:
+            try:
+                return float(calendar.timegm(time.strptime(" ".join(found.group(1).split()), layout)))
+            except (ValueError, OverflowError):
+                return None
+    return None

@@ -1,0 +1,229 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A partial diagnosis from the readings of pasted files, in diagnosis.json's shape. Pure.
+
+What a bundle's diagnosis (module_utils/stats/diagnosis.py) says from a measured window, this
+says as far as a paste allows: the layers the files speak for, the layers they cannot see
+(`unmeasured`), a `suspected` limiting layer weighed from the files' signals with a confidence
+(low from one kind of evidence, medium when two kinds agree; never high: no window of the whole
+checkpoint was measured), and the commands that capture what would confirm it. The verdict is
+never a throughput verdict: without a window (and a target) it is `no_window`. The keys
+checkpoint_report, the before/after comparison and diagnosis.md read are all there, so a
+partial diagnosis sits beside a bundle's in every report.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis_headline, diagnosis_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import LAYERS
+
+PARTIAL_SOURCE = "nothing: pasted statistics hold no checkpoint window, so no throughput is measured"
+# What to capture next, always: the window the paste lacks (docs/capture-bundle.md "From files saved by hand").
+WINDOW_COMMANDS = [
+    "on one client, during the next checkpoint: `cat /proc/self/mountstats > mountstats-1.txt`, then 60 s later "
+    "`cat /proc/self/mountstats > mountstats-2.txt`",
+    "on the server at the same two times: `cat /proc/net/rpc/nfsd > nfsd-N.txt` and `cat /proc/fs/nfsd/pool_stats > pool-N.txt`",
+    "or run ckptio.nfs.capture around the next checkpoint (all of the above, D-state samples and host figures): "
+    "`ansible-playbook -i inventory ckptio.nfs.capture -e checkpoint_capture_seconds=120`",
+]
+# What confirms each suspected layer, beyond the window.
+CONFIRM_COMMANDS = {
+    "client_rpc_slots": ["on the client: `cat /proc/sys/sunrpc/tcp_slot_table_entries /proc/sys/sunrpc/tcp_max_slot_table_entries "
+                         "/sys/module/nfs/parameters/max_session_slots` (the slot caps the queue waits for)"],
+    "server_threads": ["on the server: `cat /proc/fs/nfsd/threads` and `cat /proc/fs/nfsd/pool_stats` twice, 60 s apart, "
+                       "during the checkpoint (packets that found no idle thread)"],
+    "network": ["on the client: `nstat -az TcpRetransSegs TcpExtTCPLostRetransmit` twice during the checkpoint, or "
+                "`ansible-playbook -i inventory ckptio.nfs.validate_checkpoint -e canary_validation_probe=true` (the path's TCP capacity)"],
+    "server_storage": ["on the server: `cat /proc/diskstats` twice, 60 s apart, during the checkpoint (how busy its disks are)"],
+    "server_cpu": ["on the server: `head -1 /proc/stat` twice, 60 s apart, during the checkpoint"],
+    "access_pattern": ["on a client during the checkpoint: `ps -eo pid,stat,wchan:32,comm | awk '$2 ~ /D/'` a few times "
+                       "(who waits on the file's lock), and how the ranks lay out their files"],
+}
+
+
+def weigh(readings):
+    """{layer: {"weight", "kinds", "why", "alternatives"}} summed over the readings' suspects."""
+    layers = {}
+    for reading in readings:
+        for suspect in reading["suspects"]:
+            entry = layers.setdefault(suspect["layer"], {"weight": 0, "kinds": set(), "why": [], "alternatives": set()})
+            entry["weight"] += suspect["weight"]
+            entry["kinds"].add(suspect["kind"])
+            entry["why"].append(suspect["why"])
+            entry["alternatives"].update(suspect["alternatives"])
+    return layers
+
+
+def suspected(readings):
+    """{"layer", "confidence", "rests_on", "alternatives", "confidence_reasons"} or None when no file points anywhere."""
+    layers = weigh(readings)
+    if not layers:
+        return None
+    order = list(LAYERS)
+    layer = max(layers, key=lambda name: (layers[name]["weight"], len(layers[name]["kinds"]), -order.index(name)))
+    entry = layers[layer]
+    kinds = sorted(entry["kinds"])
+    medium = len(kinds) >= limits.MEDIUM_CONFIDENCE_KINDS and entry["weight"] >= 3
+    reasons = ["suspected from %d kind(s) of pasted evidence (%s); no checkpoint window was measured" % (len(kinds), ", ".join(kinds))]
+    if not medium:
+        reasons.append("one kind of evidence, or only signals consistent with the layer: low until a window confirms it")
+    others = [name for name in layers if name != layer and layers[name]["weight"] >= entry["weight"]]
+    if others:
+        reasons.append("as strong: %s" % ", ".join(sorted(others)))
+    alternatives = sorted(entry["alternatives"] - {layer})
+    return {"layer": layer, "confidence": "medium" if medium and not others else "low", "rests_on": entry["why"],
+            "alternatives": alternatives, "confidence_reasons": reasons,
+            "contributing": sorted((name for name in layers if name != layer), key=lambda name: -layers[name]["weight"])}
+
+
+def capture_next(suspect, target_given):
+    """The commands that would confirm the suspicion (or, with none, show where the time goes)."""
+    commands = list(WINDOW_COMMANDS)
+    for layer in ([suspect["layer"]] + suspect["alternatives"] if suspect else []):
+        commands += [command for command in CONFIRM_COMMANDS.get(layer, []) if command not in commands]
+    commands.append("then give the files to `ansible-playbook ckptio.nfs.paste -e ckptio_paste=DIR%s`" % (
+        "" if target_given else " -e ckptio_checkpoint_bytes=BYTES -e ckptio_checkpoint_window_seconds=SECONDS"))
+    return commands
+
+
+def partial_diagnosis(readings, target=None, mount_point=None):
+    """diagnosis.json's shape for readings that make no bundle; None when no file tells anything (a refusal)."""
+    told = [reading for reading in readings if reading["tells_nothing"] is None]
+    if not told:
+        return None
+    suspect = suspected(told)
+    spoken = sorted(set(layer for reading in told for layer in reading["layers"] if layer))
+    unmeasured = [layer for layer in LAYERS if layer not in spoken and layer != "none"]
+    target_given = bool(target and target.get("checkpoint_bytes") and target.get("window_seconds"))
+    commands = capture_next(suspect, target_given)
+    evidence = [row for reading in told for row in reading["evidence"]]
+    limiting = suspect["layer"] if suspect else "none"
+    result = {
+        "mount_point": mount_point or "the pasted mount(s)",
+        "target_bytes_per_second": (float(target["checkpoint_bytes"]) / float(target["window_seconds"])) if target_given else None,
+        "achieved_bytes_per_second": None,
+        "achieved_source": PARTIAL_SOURCE,
+        "gap_factor": None,
+        "limiting_layer": limiting,
+        "contributing": suspect["contributing"] if suspect else [],
+        "confidence": suspect["confidence"] if suspect else "low",
+        "confidence_reasons": suspect["confidence_reasons"] if suspect else ["no pasted signal points at a layer"],
+        "unmeasured": unmeasured,
+        "network": {"state": "unmeasured", "summary": "links: unmeasured (a paste holds no interface counters or probe)",
+                    "headline": "unmeasured", "probe_share": None, "links": []},
+        "cpu": {},
+        "verdict": "no_window",
+        "tuning_headroom_factor": None,
+        "tuning_headroom_why": "no window: what tuning buys is not estimated from a paste",
+        "evidence": evidence,
+        "recommendations": _recommendations(suspect, commands),
+        "capacity": {},
+        "summary": _summary(suspect, spoken, unmeasured),
+        "start": None,
+        "window": {"kind": "paste", "seconds": None,
+                   "covers": sorted(set("%s: %s" % (reading["file"], reading["window"]) for reading in told if reading["window"]))},
+        "capture": None,
+        "clients": {},
+        "excluded_clients": [],
+        "servers": {},
+        "restore": None,
+        "partial": {"suspected": suspect, "layers_seen": spoken, "capture_next": commands,
+                    "files": files_table(readings), "notes": [note for reading in told for note in reading["notes"]]},
+    }
+    result["headline"] = _headline(result)
+    result["first_screen"] = diagnosis_headline.first_screen(result)
+    return result
+
+
+def files_table(readings):
+    """Per file: what it was taken for, what it can show, what it showed or why it tells nothing."""
+    return [{"file": reading["file"], "kind": reading["kind"], "taken_for": reading["taken_for"], "can_show": reading["can_show"],
+             "window": reading["window"], "layers": reading["layers"], "repairs": reading["repairs"],
+             "tells_nothing": reading["tells_nothing"], "signals": len(reading["evidence"])} for reading in readings]
+
+
+def file_lines(readings):
+    """One line per file: what it was taken for and what it showed (its signals), or why it tells nothing."""
+    lines = []
+    for reading in readings:
+        if reading["tells_nothing"] is not None:
+            lines.append("%s: %s - tells nothing: %s" % (reading["file"], reading["taken_for"], reading["tells_nothing"]))
+            continue
+        crossed = [row["signal"] for row in reading["evidence"] if row["crossed"]]
+        lines.append("%s: %s - speaks for %s; %s" % (
+            reading["file"], reading["taken_for"], ", ".join(layer for layer in reading["layers"] if layer) or "no layer",
+            "signals: %s" % "; ".join(crossed[:3]) if crossed else "no signal crossed its threshold"))
+    return lines
+
+
+def refusal(readings):
+    """The message when nothing can be said: each file, what it was taken for and why it tells nothing."""
+    return "nothing in the paste can be read: %s" % "; ".join(
+        "%s: %s: %s" % (reading["file"], reading["taken_for"], reading["tells_nothing"]) for reading in readings)
+
+
+def _summary(suspect, spoken, unmeasured):
+    if not suspect:
+        return ("Partial diagnosis from a paste: no signal points at a layer; the paste speaks for %s; unmeasured: %s."
+                % (", ".join(spoken) or "no layer", ", ".join(unmeasured)))
+    return ("Partial diagnosis from a paste: %s suspected (confidence %s), no verdict on throughput (no checkpoint window); "
+            "the paste speaks for %s; unmeasured: %s." % (suspect["layer"], suspect["confidence"], ", ".join(spoken),
+                                                          ", ".join(unmeasured) or "-"))
+
+
+def _recommendations(suspect, commands):
+    """The capture that confirms comes first; tuning is not recommended on a suspicion alone."""
+    recs = [{"layer": "window", "setting": "capture a checkpoint window", "value": None,
+             "action": "capture a window: %s" % commands[0].split(": ", 1)[-1],
+             "how": "; ".join(commands[:3]),
+             "reason": "a paste has no window of the checkpoint: the suspicion is confirmed or ruled out by one"}]
+    if suspect:
+        confirm = list(commands[3:-1])
+        if confirm:
+            recs.append({"layer": suspect["layer"], "setting": "confirm %s" % suspect["layer"], "value": None,
+                         "action": "confirm: %s" % confirm[0], "how": "; ".join(confirm),
+                         "reason": "; ".join(suspect["rests_on"][:3])})
+    return recs
+
+
+def _headline(result):
+    head = diagnosis_headline.headline(result)
+    suspect = result["partial"]["suspected"]
+    head.update({
+        "verdict_text": ("no verdict on throughput: a paste holds no checkpoint window; suspected limit: %s (confidence %s)"
+                         % (diagnosis_headline.LAYER_WORDS.get(suspect["layer"], suspect["layer"]), suspect["confidence"])
+                         if suspect else "no verdict on throughput: a paste holds no checkpoint window, and no pasted signal "
+                                         "points at a layer"),
+        "achieved_text": "not measured (a paste)",
+        "limiting_text": ("suspected limiting layer: %s" % diagnosis_headline.layer_text(suspect["layer"])
+                          if suspect else "no suspected layer"),
+        "links_text": "links not measured: a paste holds no interface counters or probe",
+        "snapshot_text": "the paste speaks for %s; cannot see %s" % (
+            ", ".join(result["partial"]["layers_seen"]) or "no layer", ", ".join(result["unmeasured"]) or "-"),
+        "confidence_reason": result["confidence_reasons"][0],
+        # the strongest pasted figure behind the suspicion, on the first screen
+        "suspected_because": suspect["rests_on"][0] if suspect and suspect["rests_on"] else None,
+    })
+    return head
+
+
+def render_markdown(result):
+    """diagnosis.md of a partial diagnosis: the bundle's layout (diagnosis_markdown), then what each file was
+    taken for and showed, and the commands to capture next."""
+    lines = [diagnosis_markdown.render_markdown(result).rstrip("\n"), "", "## What the paste holds", "",
+             "| file | taken for | can show | covers | signals | tells nothing because |", "|---|---|---|---|---|---|"]
+    for row in result["partial"]["files"]:
+        lines.append("| %s | %s | %s | %s | %s | %s |" % tuple(_cell(value) for value in (
+            row["file"], row["taken_for"] + (" (repaired: %s)" % ", ".join(row["repairs"]) if row["repairs"] else ""),
+            row["can_show"], row["window"] or "-", row["signals"], row["tells_nothing"] or "-")))
+    lines += ["", "## Capture next", ""] + ["%d. %s" % (number, command) for number, command in
+                                            enumerate(result["partial"]["capture_next"], 1)]
+    if result["partial"]["notes"]:
+        lines += ["", "## Notes", ""] + ["- %s" % note for note in result["partial"]["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value):
+    return ("%s" % (value,)).replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A metadata storm: many small files, so the ranks' time goes to OPEN/CREATE/SETATTR/CLOSE
+round trips instead of WRITE. Pure logic on the clients' mountstats deltas and D-state samples.
+
+Each small file costs a fixed train of synchronous round trips (NFSv4: OPEN with create,
+SETATTR, the WRITEs, CLOSE; with fsync a COMMIT), so below some size the file count, not the
+bytes, sets the time, and the server's disk idles. Lab (kernel 6.1, tuned, 256 files x 4 KiB per
+rank, tests/fixtures/captures/small_files): OPEN + SETATTR + CLOSE took two thirds of the
+request time while the server's disk was 0.65 % busy.
+
+Thresholds:
+- METADATA_TIME_SHARE 0.5: metadata ops took at least half of the clients' request time
+  (ops x avg exe, RFC 8881's synchronous OPEN/CLOSE included): they, not the data, set the pace.
+- METADATA_OPS_PER_MIB 4: a checkpoint file of 64 MiB or more costs well under one metadata op
+  per MiB; 4 per MiB means files of about 1 MiB or less (3-4 metadata ops each).
+- STORAGE_IDLE_SHARE 0.5: the server's busiest disk had I/O in flight less than half the time.
+"""
+
+from __future__ import annotations
+
+METADATA_TIME_SHARE = 0.5
+METADATA_OPS_PER_MIB = 4.0
+STORAGE_IDLE_SHARE = 0.5
+MIB = 1048576.0
+# Wait sites of a task creating or opening a file on NFS (/proc/PID/wchan or the stack's first
+# frame): fs/nfs/nfs4proc.c and dir.c, fs/namei.c's open path.
+CREATE_OPEN_SITES = ("nfs4_do_open", "nfs4_run_open_task", "_nfs4_do_open", "nfs4_open", "nfs_atomic_open", "nfs4_atomic_open",
+                     "nfs4_proc_setattr", "nfs4_do_setattr", "_nfs4_do_setattr", "nfs4_do_close", "nfs4_close",
+                     "nfs_create", "nfs4_proc_create", "nfs_lookup", "nfs4_proc_lookup", "lookup_open", "path_openat",
+                     "do_filp_open", "nfs_mkdir", "nfs4_proc_mkdir")
+
+
+def _request_time(clients, names=None):
+    total = 0.0
+    for client in clients:
+        for name, op in client["delta"]["ops"].items():
+            if names is None or name in names:
+                total += op["ops"] * op["avg_exe_ms"]
+    return total
+
+
+def _dstate_sites(clients):
+    """(samples in create/open paths, D-state samples with a known site) over the clients."""
+    in_paths = known = 0
+    for client in clients:
+        counts = (client.get("dstate") or {}).get("wchan_counts") or {}
+        for site, count in counts.items():
+            known += count
+            if any(site == name or site.startswith(name + "+") for name in CREATE_OPEN_SITES):
+                in_paths += count
+    return in_paths, known
+
+
+def assess(evidence, clients, metadata_ops, disk_busy, server_cpu_saturated):
+    """{"storm": bool, "time_share", "ops_per_mib", "files", "bytes_per_file", "dstate_share"}; evidence rows for access_pattern."""
+    all_time = _request_time(clients)
+    metadata_time = _request_time(clients, metadata_ops)
+    written = sum(client["delta"]["write_bytes"] for client in clients)
+    count = sum(op["ops"] for client in clients for name, op in client["delta"]["ops"].items() if name in metadata_ops)
+    files = sum((client["delta"]["ops"].get("CLOSE") or {}).get("ops", 0) for client in clients)
+    share = metadata_time / all_time if all_time else None
+    per_mib = count / (written / MIB) if written else None
+    in_paths, known = _dstate_sites(clients)
+    result = {"storm": False, "time_share": share, "ops_per_mib": per_mib, "files": files,
+              "bytes_per_file": written / files if files else None, "dstate_share": in_paths / float(known) if known else None}
+    if share is None:
+        return result
+    storage_idle = disk_busy is None or disk_busy < STORAGE_IDLE_SHARE
+    storm = share >= METADATA_TIME_SHARE and (per_mib or 0) >= METADATA_OPS_PER_MIB and storage_idle
+    result["storm"] = evidence.add(
+        "access_pattern", "metadata ops' share of the request time (OPEN/CREATE/SETATTR/CLOSE/GETATTR/LOOKUP/...)", share,
+        ">= %.2f, with >= %.0f metadata ops per MiB written and the server's disk < %.2f busy" % (
+            METADATA_TIME_SHARE, METADATA_OPS_PER_MIB, STORAGE_IDLE_SHARE), storm,
+        "%d metadata ops for %.1f MiB written (%s per MiB), %d files closed (%s each); server disk %s busy%s%s" % (
+            count, written / MIB, "%.1f" % per_mib if per_mib is not None else "-", files,
+            "%.0f KiB" % (result["bytes_per_file"] / 1024) if result["bytes_per_file"] else "-",
+            "%.1f %%" % (100 * disk_busy) if disk_busy is not None else "unmeasured",
+            "; %d of %d D-state samples in create/open paths" % (in_paths, known) if known else "",
+            "; the server's CPUs were saturated too" if server_cpu_saturated else ""))
+    return result
+
+
+def shape_rec(storm, canary):
+    """Which part of the checkpoint's shape to change, from what the window shows."""
+    per_file = storm["bytes_per_file"]
+    ranks = (canary.get("ranks") or 0) * (canary.get("clients") or 1)
+    files_per_rank = storm["files"] / float(ranks) if ranks else None
+    return {"layer": "access_pattern", "setting": "checkpoint shape", "value": None,
+            "action": "fewer, larger files per rank: %s%s files of %s each now - aim for 64 MiB or more per file" % (
+                "%.0f " % files_per_rank if files_per_rank else "", "per rank," if files_per_rank else "",
+                "%.0f KiB" % (per_file / 1024) if per_file else "a few KiB"),
+            "how": "pack the rank's tensors into one file (or a few) per rank (PyTorch DCP FileSystemWriter writes one file "
+                   "per rank; torch.save of a dict instead of one file per tensor); give each rank its own directory rather "
+                   "than one shared directory, so creates do not serialise on the directory's lock on the server",
+            "reason": "metadata ops took %.0f %% of the request time (%.0f per MiB written) while the server's disk idled: "
+                      "each file costs OPEN, SETATTR and CLOSE round trips, so the file count, not the bytes, sets the time" % (
+                          100 * storm["time_share"], storm["ops_per_mib"] or 0)}

@@ -1,0 +1,77 @@
+"""Issue 26 on real lab bundles (tests/fixtures/captures/<case>/NOTES.txt says how each was made):
+a lossy path, a mount that missed the tuning, a metadata storm and the host that sets the pace."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import canary_ranks, load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+
+
+def capture(name):
+    return load_bundle(sample_path("..", "captures", name))
+
+
+def rows(result, prefix):
+    return [item for item in result["evidence"] if item["signal"].startswith(prefix)]
+
+
+def test_loss_2pct_is_a_lossy_network_to_repair_not_rearchitect():
+    result = diagnose(capture("loss_2pct"))
+    assert result["limiting_layer"] == "network" and result["network"]["state"] == "lossy"
+    assert result["verdict"] == "tune" and "rearchitect" not in result["summary"]
+    loss = result["network"]["loss"]
+    assert sorted(loss["lossy_hosts"]) == ["nfs2", "nfs3"] and not loss["incast"]
+    shares = dict((row["host"], row["retrans_share"]) for row in loss["hosts"])
+    assert 0.015 < shares["nfs2"] < 0.04 and 0.015 < shares["nfs3"] < 0.04 and shares["nfs1"] < 0.001
+    # The probe ran through the same lossy path: its retransmits are counted, it is no ceiling.
+    assert loss["probe_lossy"] == ["nfs2", "nfs3"] and result["network"]["probe_share"] is None
+    assert all(item["crossed"] for item in rows(result, "TCP probe retransmits"))
+    layers = [rec["layer"] for rec in result["recommendations"]]
+    assert layers[:3] == ["network"] * 3 and "client_rpc_slots" not in layers and "server_threads" not in layers
+    assert "architecture" not in layers
+    assert result["first_screen"][1].startswith("Tune: the gap is 3.7x and the path is lossy: repair it")
+
+
+def test_old_bundles_without_tcp_counters_still_diagnose_and_say_loss_was_unmeasured():
+    result = diagnose(capture("shaped_link"))
+    assert result["network"]["loss"]["state"] == "unmeasured" and "network_loss" in result["unmeasured"]
+    assert result["limiting_layer"] == "network" and result["network"]["state"] == "full"
+    assert "loss unmeasured" in rows(result, "TCP loss counters")[0]["explanation"]
+
+
+def test_the_report_shows_the_retransmitted_share_beside_the_link_share():
+    bundle = capture("loss_2pct")
+    diagnosis = diagnose(bundle)
+    metrics = report.bundle_metrics(bundle["context"], diagnosis, [], canary_ranks(bundle), label="loss_2pct")
+    assert metrics["loss_state"] == "lossy" and metrics["retrans_share_max"] == pytest.approx(0.0242, abs=0.001)
+    text = report.render_markdown(metrics)
+    assert "| TCP segments retransmitted, worst host (loss) | 2.4 % (lossy) |" in text
+    footer = report.figure_series(metrics)["links"][0]
+    assert "TCP retransmitted 2.4 % (worst host, lossy)" in footer
+    before = report.bundle_metrics(capture("shaped_link")["context"], diagnose(capture("shaped_link")), [], label="shaped")
+    compared = [row for row in report.comparison_rows(before, metrics) if row["metric"] == "TCP segments retransmitted, worst host"]
+    assert compared[0]["before"] is None and compared[0]["after"] == pytest.approx(0.0242, abs=0.001)
+
+
+def test_old_mount_is_tune_remount_that_host_not_rearchitect():
+    result = diagnose(capture("old_mount"))
+    assert result["limiting_layer"] == "client_rpc_slots" and result["verdict"] == "tune"
+    assert result["mounts"]["nfs3"]["missed_tuning"] and not result["mounts"]["nfs2"]["missed_tuning"]
+    assert result["mounts"]["nfs3"]["nconnect"] == 1 and result["mounts"]["nfs3"]["wsize"] == 65536
+    assert result["mounts"]["nfs3"]["slot_setting"] == 160 and result["mounts"]["nfs3"]["requests_in_flight"] < 2
+    first = result["recommendations"][0]
+    assert first["action"] == "remount nfs3: its mount predates the tuning" and "drain" in first["how"]
+    # The headroom is the slow host's, not the healthy one's link: it ends with the others.
+    assert 2.0 < result["tuning_headroom_factor"] < 2.6 and "nfs3" in result["tuning_headroom_why"]
+    assert "nfs max_session_slots" not in [rec["setting"] for rec in result["recommendations"]]
+
+
+def test_old_mount_names_the_pace_setting_host_and_what_differs():
+    result = diagnose(capture("old_mount"))
+    pace = result["pace"]["pace"]
+    assert [item["host"] for item in pace] == ["nfs3"] and pace[0]["lag_seconds"] > 20
+    assert "nconnect 1 vs 4" in pace[0]["differences"] and "wsize 64 KiB vs 1024 KiB" in pace[0]["differences"]
+    assert any(line.startswith("Pace set by nfs3 ended") for line in result["first_screen"])
