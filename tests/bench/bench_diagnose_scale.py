@@ -89,7 +89,7 @@ def profile(clients, root, link):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[512, 4096, 16384])
     parser.add_argument("--dir", default=None, help="where the bundles are built (default: a new temporary directory)")
     parser.add_argument("--link", action="store_true", help="hard-link the capture's files instead of copying them")

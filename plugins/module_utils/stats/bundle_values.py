@@ -224,6 +224,8 @@ def _fits_leaf(item, spec):
 
 def _fits_any(value, depth):
     """_fits for a container the schema names nothing in (iperf3's output: most of a bundle's values)."""
+    # Exact types: json.loads makes only these, and bool is an int to isinstance().
+    # pylint: disable=unidiomatic-typecheck
     if depth > MAX_DEPTH:
         return False
     for item in value.values() if type(value) is dict else value:
@@ -242,6 +244,8 @@ def _fits(value, spec, depth=0):
     value; a 16,384-client bundle holds ~18 million values (bench_diagnose_scale.py). A value
     that fails here is checked again by check(), which names the key, so messages do not change.
     """
+    # Exact types: json.loads makes only these, and bool is an int to isinstance().
+    # pylint: disable=unidiomatic-typecheck
     if depth > MAX_DEPTH:
         return False
     kind = _LEAF_KINDS.get(type(value)) or (MAPPING if type(value) is dict else LIST if type(value) is list else None)
