@@ -169,6 +169,12 @@ diagnosis:
           C(verify_error_count), C(synchronized), C(skipped), C(ops) (C(READ) and C(WRITE) per op from the mountstats
           deltas; latencies null when the op was not seen), C(read_ops_note), C(summary).
       type: dict
+    per_host_left_out:
+      description:
+        - Once C(diagnosis.json) is written (not in check mode), a bundle of more than 16 clients (or servers) returns
+          without their entries in C(clients), C(servers), C(cpu), C(network.links) and C(evidence); this many hosts are
+          left out here and every one is in C(diagnosis.json). Null when nothing is left out.
+      type: int
   sample: {"verdict": "tune", "limiting_layer": "client_rpc_slots", "gap_factor": 2.68}
 files:
   description: The files written (or that would be written in check mode); empty when nothing is written.
@@ -196,6 +202,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import returned_diagnosis
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 
@@ -250,7 +257,9 @@ def main():
             diff.append({"before": old_markdown or "", "after": markdown, "before_header": md_path, "after_header": md_path})
         files = [json_path, md_path]
         msg = "%s diagnosis.json and diagnosis.md in %s (%s)" % ("would write" if module.check_mode else "wrote", output_dir, why)
-    output = dict(changed=changed, diagnosis=result, files=files, output_dir=output_dir, msg=msg)
+    # Once diagnosis.json holds every host, a large bundle's per-host blocks are not returned too.
+    output = dict(changed=changed, diagnosis=returned_diagnosis(result) if files and not module.check_mode else result,
+                  files=files, output_dir=output_dir, msg=msg)
     if module._diff:
         output["diff"] = diff
     module.exit_json(**output)

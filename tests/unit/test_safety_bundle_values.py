@@ -118,6 +118,13 @@ CASES = [
      [PROBE, "summary.received_bits_per_second"]),
     ("probe-rate-infinity", _json_edit(PROBE, _set("summary", "received_bits_per_second", float("inf"))),
      [PROBE, "summary.received_bits_per_second"]),
+    # Deep in iperf3's output, where the schema names no key (bundle_values._fits_any's fast path).
+    ("probe-iperf3-interval-infinity", _json_edit(PROBE, lambda doc: doc["iperf3"]["intervals"][3]["streams"][1].update(bytes=1e400)),
+     [PROBE, "iperf3.intervals[3].streams[1].bytes"]),
+    ("probe-iperf3-interval-400-digits", _json_edit(PROBE, lambda doc: doc["iperf3"]["intervals"][0]["sum"].update(bytes=10 ** 400)),
+     [PROBE, "iperf3.intervals[0].sum.bytes", "401-digit"]),
+    ("probe-iperf3-deep", _json_edit(PROBE, lambda doc: doc["iperf3"].update(deep=json.loads("[" * 33 + "]" * 33))),
+     [PROBE, "iperf3.deep", "levels"]),
     ("canary-ranks-string", _json_edit(CANARY, _set("ranks", "all of them")), [CANARY, "ranks"]),
     ("canary-rank-start-words", _json_edit(CANARY, lambda doc: doc["ranks"][0].update(start="noon")), [CANARY, "ranks[0].start"]),
     ("canary-clock-list", _json_edit(CANARY, _set("clock", [1, 2])), [CANARY, "clock"]),

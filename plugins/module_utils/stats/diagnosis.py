@@ -19,6 +19,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import Bun
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis_headline
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
@@ -717,6 +718,7 @@ def diagnose(bundle):
     result["pace"] = found["pace"]
     result["headline"] = diagnosis_headline.headline(result, figures)
     result["first_screen"] = diagnosis_headline.first_screen(result)
+    result["evidence"] = diagnosis_markdown.fold_evidence(result)
     return result
 
 

@@ -216,16 +216,50 @@ def _cell(value):
     return "%s" % (value,)
 
 
-def _evidence_rows(evidence, hosts):
-    """The evidence table's rows: as diagnose() wrote them, or, for a signal measured on each of
-    the folded hosts, one row per signal in the order of its first host's row."""
+def fold_evidence(diagnosis):
+    """diagnosis["evidence"] for diagnosis.json: above PER_HOST_LINES_MAX hosts of a kind, every
+    host's row of a signal keeps its figures (layer, signal, value, threshold, crossed) but only the
+    row diagnosis.md quotes (the first host that crossed, else the first) keeps its explanation; the
+    others' is None (issue 27: 16,384 clients made a 45.7 MB diagnosis.json, most of it the same
+    sentence per host). Every row of a smaller bundle is kept as diagnose() wrote it."""
+    hosts = _folded_hosts(diagnosis)
+    if not hosts:
+        return diagnosis["evidence"]
+    quoted = set()
+    for _key, members in _signal_groups(diagnosis["evidence"], hosts)[1].items():
+        quoted.add(id(_example(members)[1]))
+    return [item if id(item) in quoted or _host_match(item["signal"], hosts) is None else dict(item, explanation=None)
+            for item in diagnosis["evidence"]]
+
+
+def returned_diagnosis(diagnosis):
+    """The diagnosis a module returns once diagnosis.json is written: above PER_HOST_LINES_MAX hosts
+    of a kind, without the folded hosts' entries in clients, servers, cpu, network.links and
+    evidence (every one is in diagnosis.json), and with per_host_left_out (how many hosts); None
+    there when nothing is left out. A 16,384-client result held in a registered variable cost
+    Ansible's controller 2.2 GB and minutes (tests/bench/bench_diagnose_scale.py, issue 27)."""
+    hosts = _folded_hosts(diagnosis)
+    if not hosts:
+        return dict(diagnosis, per_host_left_out=None)
+    returned = dict(diagnosis, per_host_left_out=len(hosts))
+    for key in ("clients", "servers", "cpu"):
+        returned[key] = dict((host, value) for host, value in (diagnosis.get(key) or {}).items() if host not in hosts)
+    network = diagnosis.get("network")
+    if isinstance(network, dict) and network.get("links"):
+        returned["network"] = dict(network, links=[row for row in network["links"] if row.get("host") not in hosts])
+    returned["evidence"] = [item for item in diagnosis["evidence"] if _host_match(item["signal"], hosts) is None]
+    return returned
+
+
+def _signal_groups(evidence, hosts):
+    """(order, groups): the rows in order with, for a signal measured on folded hosts, its key
+    (layer, signal with "<host>", threshold) in the place of its first host's row; groups {key: [(host, row)]}."""
     groups = {}
     order = []
     for item in evidence:
         match = _host_match(item["signal"], hosts)
         if match is None:
-            order.append({"layer": item["layer"], "signal": item["signal"], "value": item["value"], "threshold": item["threshold"],
-                          "crossed": "yes" if item["crossed"] else "no", "explanation": item["explanation"]})
+            order.append(item)
             continue
         host = match.group(0)
         signal = item["signal"][:match.start()] + "<host>" + item["signal"][match.end():]
@@ -234,13 +268,27 @@ def _evidence_rows(evidence, hosts):
             groups[key] = []
             order.append(key)
         groups[key].append((host, item))
-    return [row if isinstance(row, dict) else _folded_evidence_row(row, groups[row]) for row in order]
+    return order, groups
+
+
+def _example(members):
+    """The (host, row) a folded row quotes: the first that crossed, else the first."""
+    return next(((host, item) for host, item in members if item["crossed"]), members[0])
+
+
+def _evidence_rows(evidence, hosts):
+    """The evidence table's rows: as diagnose() wrote them, or, for a signal measured on each of
+    the folded hosts, one row per signal in the order of its first host's row."""
+    order, groups = _signal_groups(evidence, hosts)
+    return [_folded_evidence_row(row, groups[row]) if isinstance(row, tuple) else
+            {"layer": row["layer"], "signal": row["signal"], "value": row["value"], "threshold": row["threshold"],
+             "crossed": "yes" if row["crossed"] else "no", "explanation": row["explanation"]} for row in order]
 
 
 def _folded_evidence_row(key, members):
     layer, signal, threshold = key
     crossed = [host for host, item in members if item["crossed"]]
-    example_host, example = next(((host, item) for host, item in members if item["crossed"]), members[0])
+    example_host, example = _example(members)
     values = [item["value"] for _host, item in members]
     return {"layer": layer, "signal": "%s (%d hosts)" % (signal, len(members)), "value": _value_range(values),
             "threshold": threshold,

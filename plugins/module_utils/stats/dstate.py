@@ -132,8 +132,10 @@ def summarize_dstate(samples):
     for sample in samples:
         for wchan in sample["wchans"]:
             wchan_counts[wchan] = wchan_counts.get(wchan, 0) + 1
-            group = wchan_group(wchan)
-            group_counts[group] = group_counts.get(group, 0) + 1
+    # Grouped once per distinct site, not per sighting (a few sites, thousands of sightings).
+    for wchan, count in wchan_counts.items():
+        group = wchan_group(wchan)
+        group_counts[group] = group_counts.get(group, 0) + count
     with_d = [sample for sample in samples if sample["count"] > 0]
     # Longest run of consecutive samples with a task in D: "sustained" in the validation sense.
     longest = run = 0

@@ -176,3 +176,25 @@ def test_an_output_dir_that_is_a_file_is_refused_naming_the_option(tmp_path):
     (tmp_path / "file").write_text("x")
     assert fail_module(diagnose_bundle, {"bundle": bundle, "output_dir": str(tmp_path / "file")})["msg"] == (
         "output_dir: %s is not a directory" % (tmp_path / "file"))
+
+
+def test_a_large_bundle_returns_without_the_per_host_blocks_diagnosis_json_holds(tmp_path):
+    """Issue 27: above 16 clients the result leaves their per-host entries to diagnosis.json."""
+    root = str(tmp_path / "bundle")
+    shutil.copytree(sample_path("..", "captures", "healthy"), root)
+    clients = os.path.join(root, "clients")
+    for index in range(17):
+        shutil.copytree(os.path.join(clients, "nfs2"), os.path.join(clients, "c%02d" % index))
+    result = run_module(diagnose_bundle, {"bundle": root})
+    with open(os.path.join(root, "diagnosis.json")) as handle:
+        saved = json.load(handle)
+    returned = result["diagnosis"]
+    assert len(saved["clients"]) == 19 and returned["clients"] == {} and returned["per_host_left_out"] == 19
+    assert returned["servers"] == saved["servers"] and list(returned["cpu"]) == ["nfs1"]
+    assert [row["host"] for row in returned["network"]["links"]] == ["nfs1"]
+    assert not [item for item in returned["evidence"] if " on c0" in item["signal"] or " on nfs2" in item["signal"]]
+    assert returned["verdict"] == saved["verdict"] and returned["first_screen"] == saved["first_screen"]
+    small_root = str(tmp_path / "small")
+    shutil.copytree(sample_path("..", "captures", "healthy"), small_root)
+    small = run_module(diagnose_bundle, {"bundle": small_root})["diagnosis"]
+    assert small["per_host_left_out"] is None and set(small["clients"]) == {"nfs2", "nfs3"}

@@ -91,3 +91,20 @@ def test_excluded_clients_are_folded_too():
     text = render_markdown(result)
     assert "| capture | capture problem on <host> (2 hosts) |" in text
     assert "38 client(s) and 1 server(s)" in text
+
+
+def test_json_keeps_every_hosts_figures_and_one_hosts_text_and_the_markdown_is_unchanged():
+    """Issue 27: above PER_HOST_LINES_MAX hosts each per-host row keeps its figures; only the row
+    diagnosis.md quotes keeps its explanation, so the Markdown is what the full rows give."""
+    result = diagnose(scaled_bundle(64))
+    cpu = [item for item in result["evidence"] if item["signal"].startswith("CPU busy during the checkpoint on c")]
+    assert len(cpu) == 61 and all(item["value"] == 0.9815 and item["crossed"] for item in cpu)
+    assert cpu[0]["explanation"] and all(item["explanation"] is None for item in cpu[1:])
+    server = [item for item in result["evidence"] if item["signal"] == "CPU busy during the checkpoint on nfs1"]
+    assert server[0]["explanation"]
+    full = diagnose(scaled_bundle(PER_HOST_LINES_MAX))
+    assert all(item["explanation"] is not None for item in full["evidence"] if item["signal"].startswith("CPU busy"))
+    # The text the fold dropped is the text diagnosis.md never printed.
+    unfolded = dict(result, evidence=[dict(item, explanation=item["explanation"] or "never printed") for item in result["evidence"]])
+    assert render_markdown(result) == render_markdown(unfolded)
+    assert "never printed" not in render_markdown(unfolded)

@@ -1,0 +1,126 @@
+"""Benchmark (issue 27): `ansible-playbook ckptio.nfs.diagnose` on bundles of 512, 4,096 and 16,384
+clients, side by side in one run: wall time, the peak RSS of the largest process (the module or the
+controller holding its result) and the size of diagnosis.json.
+
+    source $(scripts/setup.sh)
+    python tests/bench/bench_diagnose_scale.py [--clients 512 4096 16384] [--dir /var/tmp/bench] [--link]
+    python tests/bench/bench_diagnose_scale.py --profile 4096      # cProfile of load + diagnose in-process
+
+Each bundle is built in a temporary directory from copies of one real capture
+(tests/fixtures/captures/healthy, two clients and one server): client I is a copy of the capture's
+client I mod 2 under the name cNNNNN, the server and context.yml are the capture's own (context.yml's
+`canary.clients` is set to the new count). --link hard-links instead of copying (the same bytes, built
+in a fraction of the time; the reader sees regular files either way). Built once, then each size is
+diagnosed in turn; the files are removed at the end.
+
+Peak RSS is getrusage(RUSAGE_CHILDREN).ru_maxrss of a fresh child per size: the largest reaped
+descendant (ansible-playbook, its worker, or the module's Python). Not a pytest test: timings never go
+in tests. The figures measured on this machine are in tests/bench/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CAPTURE = os.path.join(HERE, os.pardir, "fixtures", "captures", "healthy")
+
+
+def build(root, clients, link):
+    """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE; its path."""
+    bundle = os.path.join(root, "bundle-%d" % clients)
+    os.makedirs(os.path.join(bundle, "clients"))
+    shutil.copytree(os.path.join(CAPTURE, "servers"), os.path.join(bundle, "servers"))
+    with open(os.path.join(CAPTURE, "context.yml"), encoding="utf-8") as handle:
+        context = handle.read()
+    # context.yml says how many clients ran the canary; the copies did.
+    context = context.replace("  clients: 2\n", "  clients: %d\n" % clients)
+    with open(os.path.join(bundle, "context.yml"), "w", encoding="utf-8") as handle:
+        handle.write(context)
+    sources = sorted(os.listdir(os.path.join(CAPTURE, "clients")))
+    copy = os.link if link else shutil.copyfile
+    for index in range(clients):
+        source = os.path.join(CAPTURE, "clients", sources[index % len(sources)])
+        target = os.path.join(bundle, "clients", "c%05d" % index)
+        os.mkdir(target)
+        for name in os.listdir(source):
+            copy(os.path.join(source, name), os.path.join(target, name))
+    return bundle
+
+
+def run_playbook(bundle, output):
+    """(seconds, peak RSS MiB, return code) of one `ansible-playbook ckptio.nfs.diagnose` in a fresh child."""
+    argv = ["ansible-playbook", "ckptio.nfs.diagnose", "-e", "ckptio_bundle=%s" % bundle, "-e", "ckptio_output_dir=%s" % output]
+    # A fresh Python per size, so ru_maxrss of RUSAGE_CHILDREN is this size's peak only.
+    probe = ("import resource, subprocess, sys, time; t = time.monotonic(); "
+             "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
+             "print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)")
+    out = subprocess.run([sys.executable, "-c", probe] + argv, check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), int(out[1]) / 1024.0, int(out[2])
+
+
+def profile(clients, root, link):
+    """cProfile of load_bundle + diagnose + the JSON text, in this process, top 25 by cumulative time."""
+    import cProfile
+    import pstats
+    from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle  # noqa: F401 the module's imports
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe
+    bundle = build(root, clients, link)
+
+    def work():
+        result = json_safe(diagnose(load_bundle(bundle)))
+        text = dump_json(result, "diagnosis.json", indent=2, sort_keys=True)
+        render_markdown(result)
+        return len(text)
+
+    profiler = cProfile.Profile()
+    size = profiler.runcall(work)
+    print("diagnosis.json %.1f MB; peak RSS %.0f MiB" % (size / 1e6, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[512, 4096, 16384])
+    parser.add_argument("--dir", default=None, help="where the bundles are built (default: a new temporary directory)")
+    parser.add_argument("--link", action="store_true", help="hard-link the capture's files instead of copying them")
+    parser.add_argument("--profile", type=int, metavar="CLIENTS", help="profile load + diagnose in-process on one size")
+    args = parser.parse_args()
+    root = tempfile.mkdtemp(prefix="ckptio-scale-", dir=args.dir)
+    try:
+        if args.profile:
+            profile(args.profile, root, args.link)
+            return
+        bundles = []
+        for clients in args.clients:
+            started = time.monotonic()
+            bundles.append((clients, build(root, clients, args.link)))
+            print("built %d clients in %.1f s" % (clients, time.monotonic() - started), file=sys.stderr)
+        print("| clients | wall s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB |")
+        print("|--------:|-------:|-------------:|------------------:|----------------:|")
+        for clients, bundle in bundles:
+            output = os.path.join(root, "out-%d" % clients)
+            os.mkdir(output)
+            seconds, rss, code = run_playbook(bundle, output)
+            if code != 0:
+                print("| %d | failed (ansible-playbook exit %d) | | | |" % (clients, code))
+                continue
+            json_mb = os.path.getsize(os.path.join(output, "diagnosis.json")) / 1e6
+            md_kb = os.path.getsize(os.path.join(output, "diagnosis.md")) / 1e3
+            print("| %d | %.1f | %.0f | %.1f | %.1f |" % (clients, seconds, rss, json_mb, md_kb))
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
