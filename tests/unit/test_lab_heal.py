@@ -82,7 +82,7 @@ def test_units_a_slow_boot_failed_are_restarted_and_named(tmp_path):
 
 
 def test_a_healthy_boot_restarts_nothing(tmp_path):
-    result, calls, _ = run(tmp_path, "heal_units nfs2; echo rc=$?")
+    result, calls, _failed = run(tmp_path, "heal_units nfs2; echo rc=$?")
     assert "rc=0" in result.stdout
     assert "restart" not in calls
     assert result.stderr == ""
@@ -116,7 +116,7 @@ def test_a_wait_that_times_out_says_what_it_waited_for(tmp_path):
 
 @pytest.mark.parametrize("boot", [("starting", "starting", "degraded"), ("initializing", "running")])
 def test_the_boot_wait_reports_systemd_state_until_it_settles(tmp_path, boot):
-    result, calls, _ = run(tmp_path, "wait_for_boot nfs3; echo rc=$?", boot=boot)
+    result, calls, _failed = run(tmp_path, "wait_for_boot nfs3; echo rc=$?", boot=boot)
     assert "rc=0" in result.stdout
     assert f"waiting for nfs3 to finish booting: systemd '{boot[0]}'" in result.stderr
     assert calls.count("is-system-running") == len(boot)
