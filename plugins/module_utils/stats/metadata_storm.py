@@ -85,7 +85,8 @@ def assess(evidence, clients, metadata_ops, disk_busy, server_cpu_saturated):
 def shape_rec(storm, canary):
     """Which part of the checkpoint's shape to change, from what the window shows."""
     per_file = storm["bytes_per_file"]
-    ranks = (canary.get("ranks") or 0) * (canary.get("clients") or 1)
+    # context.yml's canary.ranks counts every rank of every client (canary/plan.py: len(ranks))
+    ranks = canary.get("ranks") or 0
     files_per_rank = storm["files"] / float(ranks) if ranks else None
     return {"layer": "access_pattern", "setting": "checkpoint shape", "value": None,
             "action": "fewer, larger files per rank: %s%s files of %s each now - aim for 64 MiB or more per file" % (

@@ -75,3 +75,15 @@ def test_old_mount_names_the_pace_setting_host_and_what_differs():
     assert [item["host"] for item in pace] == ["nfs3"] and pace[0]["lag_seconds"] > 20
     assert "nconnect 1 vs 4" in pace[0]["differences"] and "wsize 64 KiB vs 1024 KiB" in pace[0]["differences"]
     assert any(line.startswith("Pace set by nfs3 ended") for line in result["first_screen"])
+
+
+def test_small_files_is_the_access_pattern_with_the_shape_to_change_not_server_storage():
+    # 4 ranks per client x 256 files x 4 KiB on the tuned lab (tests/fixtures/captures/small_files/NOTES.txt)
+    result = diagnose(capture("small_files"))
+    assert result["limiting_layer"] == "access_pattern" and result["limiting_layer"] != "server_storage"
+    first = result["recommendations"][0]
+    assert first["layer"] == "access_pattern" and first["setting"] == "checkpoint shape"
+    # context.yml's canary.ranks counts every rank of every client: 2,048 files over 8 ranks
+    assert first["action"].startswith("fewer, larger files per rank: 256 per rank, files of 4 KiB each now")
+    assert "own directory" in first["how"]
+    assert "nfs max_session_slots" not in [rec["setting"] for rec in result["recommendations"]]
