@@ -423,7 +423,7 @@ def _probe_capacity(client_files, evidence):
     for host, files in sorted(client_files.items()):
         probe = files.get("probe")
         summary = probe.get("summary") if isinstance(probe, dict) else None
-        if not isinstance(summary, dict) or summary.get("error") or not summary.get("received_bits_per_second"):
+        if _probe_rate(probe) is None:
             if isinstance(probe, dict):
                 evidence.add("network", "TCP probe from %s" % host, None, "a result", True,
                              "no usable iperf3 result: %s" % ((summary or {}).get("error") or probe.get("msg") or "no summary"))
@@ -738,7 +738,19 @@ def _pace_facts(run, links, found):
     for row in links:
         if row["side"] == "client" and row["host"] in facts and row.get("bytes_per_second") is not None:
             facts[row["host"]]["link_bytes_per_second"] = facts[row["host"]].get("link_bytes_per_second", 0) + row["bytes_per_second"]
+    for host, files in run["client_files"].items():
+        if host in facts:
+            # each client's probe measured its own path: a slower path is what differs about a host
+            facts[host]["probe_bytes_per_second"] = _probe_rate(files.get("probe"))
     return facts
+
+
+def _probe_rate(probe):
+    """A client's iperf3 probe in bytes/s, or None when it has no usable result."""
+    summary = probe.get("summary") if isinstance(probe, dict) else None
+    if not isinstance(summary, dict) or summary.get("error") or not summary.get("received_bits_per_second"):
+        return None
+    return float(summary["received_bits_per_second"]) / 8.0
 
 
 def _remount_headroom(found):

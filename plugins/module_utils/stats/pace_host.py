@@ -69,6 +69,9 @@ def _differences(host, others, facts):
     queue, theirs = mine.get("write_queue_ms"), median_of("write_queue_ms")
     if queue and theirs and queue / theirs >= QUEUE_RATIO:
         found.append("WRITEs queued %.1f s vs %.1f s" % (queue / 1000.0, theirs / 1000.0))
+    path, theirs = mine.get("probe_bytes_per_second"), median_of("probe_bytes_per_second")
+    if path and theirs and theirs / path >= RATE_RATIO:
+        found.append("its path's TCP capacity (probe) %.2f MB/s vs %.2f" % (path / 1e6, theirs / 1e6))
     rate, theirs = mine.get("link_bytes_per_second"), median_of("link_bytes_per_second")
     if rate and theirs and theirs / rate >= RATE_RATIO:
         found.append("its link carried %.2f MB/s vs %.2f" % (rate / 1e6, theirs / 1e6))
@@ -86,7 +89,7 @@ def assess(ranks, facts):
     """{"measured", "hosts", "median_seconds", "pace": [{"host", "seconds", "lag_seconds", "differences"}], "lagging", "text"}.
 
     facts: {host: {"nconnect", "wsize", "retrans_share", "cpu_busy", "requests_in_flight", "write_queue_ms",
-    "link_bytes_per_second", "dstate_site"}} (any may be missing: it is not compared).
+    "link_bytes_per_second", "probe_bytes_per_second", "dstate_site"}} (any may be missing: it is not compared).
     """
     seconds = host_seconds(ranks)
     if len(seconds) < 2:

@@ -87,3 +87,14 @@ def test_small_files_is_the_access_pattern_with_the_shape_to_change_not_server_s
     assert first["action"].startswith("fewer, larger files per rank: 256 per rank, files of 4 KiB each now")
     assert "own directory" in first["how"]
     assert "nfs max_session_slots" not in [rec["setting"] for rec in result["recommendations"]]
+
+
+def test_one_shaped_client_is_named_as_the_pace_setter_with_its_slower_path():
+    # only nfs3's lab link shaped to 16 Mbit/s (tests/fixtures/captures/one_shaped/NOTES.txt)
+    result = diagnose(capture("one_shaped"))
+    assert result["limiting_layer"] == "network"
+    pace = result["pace"]["pace"]
+    assert [item["host"] for item in pace] == ["nfs3"] and pace[0]["lag_seconds"] > 2
+    assert any(text.startswith("its path's TCP capacity (probe)") for text in pace[0]["differences"])
+    screen = " ".join(line.strip() for line in result["first_screen"])
+    assert "Pace set by nfs3 ended" in screen and "nothing measured differs" not in screen
