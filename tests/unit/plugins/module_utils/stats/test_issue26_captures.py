@@ -98,3 +98,18 @@ def test_one_shaped_client_is_named_as_the_pace_setter_with_its_slower_path():
     assert any(text.startswith("its path's TCP capacity (probe)") for text in pace[0]["differences"])
     screen = " ".join(line.strip() for line in result["first_screen"])
     assert "Pace set by nfs3 ended" in screen and "nothing measured differs" not in screen
+
+
+def test_loss_5pct_is_lossy_not_a_full_link():
+    # netem loss 5 % on both clients' lab egress, tuned (tests/fixtures/captures/loss_5pct/NOTES.txt): once called
+    # a *full* network, NFS at 70-81 % of the (equally lossy) probe's capacity, with bandwidth advice
+    result = diagnose(capture("loss_5pct"))
+    assert result["limiting_layer"] == "network" and result["network"]["state"] == "lossy"
+    assert result["verdict"] == "tune"
+    loss = result["network"]["loss"]
+    shares = dict((row["host"], row["retrans_share"]) for row in loss["hosts"])
+    assert 0.04 < shares["nfs2"] < 0.07 and 0.04 < shares["nfs3"] < 0.07
+    assert loss["probe_lossy"] == ["nfs2", "nfs3"] and result["network"]["probe_share"] is None
+    layers = [rec["layer"] for rec in result["recommendations"]]
+    assert layers[:3] == ["network"] * 3 and "client_rpc_slots" not in layers and "architecture" not in layers
+    assert "faster or more links" not in " ".join(rec.get("action") or "" for rec in result["recommendations"])
