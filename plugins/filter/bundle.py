@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from jinja2 import Undefined
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
 
@@ -23,10 +22,12 @@ def _mapping(value, name, what, optional=False):
     # A variable a skipped task never set reaches a filter as an Undefined object on ansible-core before
     # 2.19 (2.19 stops before the call). Optional: "not given". Required: Jinja's own undefined error,
     # which Ansible defers until the task's `when` (per item with a loop) has had its say.
-    if isinstance(value, Undefined):
+    # (told by Jinja's Undefined method, so this file imports nothing beyond ansible-core's own API)
+    fail = getattr(type(value), "_fail_with_undefined_error", None)
+    if fail is not None:
         if optional:
             return None
-        value._fail_with_undefined_error()  # pylint: disable=protected-access
+        fail(value)
     if value is None and optional:
         return None
     if not isinstance(value, Mapping):

@@ -1611,6 +1611,7 @@ def _recommendations(limiting, contributing, verdict, facts):
     recs += _architecture_recs(limiting, verdict, facts)
     if facts["storm"]["storm"] and "access_pattern" in layers:
         recs.append(metadata_storm.shape_rec(facts["storm"], facts["canary"]))
+        recs.append(metadata_storm.drain_rec(facts["storm"]))
         if limiting == "access_pattern":
             # The shape is the fix; a parallel file system or more servers would meet the same round trips.
             recs = [rec for rec in recs if rec["layer"] != "architecture"]

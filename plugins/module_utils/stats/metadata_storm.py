@@ -98,3 +98,13 @@ def shape_rec(storm, canary):
             "reason": "metadata ops took %.0f %% of the request time (%.0f per MiB written) while the server's disk idled: "
                       "each file costs OPEN, SETATTR and CLOSE round trips, so the file count, not the bytes, sets the time" % (
                           100 * storm["time_share"], storm["ops_per_mib"] or 0)}
+
+
+def drain_rec(storm):
+    """The other way out of a storm the training waits on: the files' round trips off its critical path."""
+    return {"layer": "access_pattern", "setting": "checkpoint staging", "value": None,
+            "action": "write the checkpoint to node-local storage and drain it to NFS in the background (one archive per rank)",
+            "how": "a local NVMe burst buffer or an async checkpoint writer (PyTorch DCP async_save): the ranks block only "
+                   "for local writes; the drain pays the NFS round trips while training runs, packed into one file per rank",
+            "reason": "each of the %d files cost its own OPEN, SETATTR and CLOSE round trips, which the ranks waited for" % (
+                storm["files"] or 0)}
