@@ -423,14 +423,15 @@ def _probe_capacity(client_files, evidence):
     for host, files in sorted(client_files.items()):
         probe = files.get("probe")
         summary = probe.get("summary") if isinstance(probe, dict) else None
-        if _probe_rate(probe) is None:
+        rate = _probe_rate(probe)
+        if rate is None:
             if isinstance(probe, dict):
                 evidence.add("network", "TCP probe from %s" % host, None, "a result", True,
                              "no usable iperf3 result: %s" % ((summary or {}).get("error") or probe.get("msg") or "no summary"))
             continue
-        total += float(summary["received_bits_per_second"]) / 8.0
-        per_host[host] = float(summary["received_bits_per_second"]) / 8.0
-        hosts.append("%s %s (%s stream(s))" % (host, human.rate(float(summary["received_bits_per_second"]) / 8), probe.get("streams", "?")))
+        total += rate
+        per_host[host] = rate
+        hosts.append("%s %s (%s stream(s))" % (host, human.rate(rate), probe.get("streams", "?")))
         start = _probe_start(probe, summary)
         if start is not None:
             starts.append(start)
