@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Which hosts of a group have (or lack) a variable: the roles' one way to ask it, instead of a
-select/map/selectattr chain in each task. Documentation is in hosts_with.yml next to this one.
+"""Which hosts of a group have (or lack) a variable, and what each holds: the roles' one way to ask
+it, instead of a select/map/selectattr chain in each task. Documentation is in hosts_with.yml and
+host_values.yml next to this one.
 """
 
 from __future__ import annotations
@@ -49,8 +50,28 @@ def hosts_with(hosts, hostvars, defined=None, undefined=None):
     return found
 
 
+def host_values(hosts, hostvars, path, default=_ABSENT):
+    """The value at path (dotted: a key inside a variable) of each host, in the hosts' order.
+
+    Without a default a host that lacks it (or that hostvars does not know) gives nothing; with one
+    (null included) it gives the default, so the list stays aligned with the hosts.
+    """
+    if not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("host_values: give hostvars (the play's magic variable)")
+    if not isinstance(path, str) or not path:
+        raise AnsibleFilterError("host_values: path must be a variable name, got %r" % (path,))
+    values = []
+    for host in hosts or []:
+        value = _lookup(hostvars[host], path) if host in hostvars else _ABSENT
+        if value is _ABSENT:
+            value = default
+        if value is not _ABSENT:
+            values.append(value)
+    return values
+
+
 class FilterModule:
     """ckptio.nfs host selection filters."""
 
     def filters(self):
-        return {"hosts_with": hosts_with}
+        return {"hosts_with": hosts_with, "host_values": host_values}

@@ -32,3 +32,27 @@ def test_defined_undefined_and_dotted_names_keep_the_hosts_order():
 def test_bad_input_is_refused_naming_it(args, kwargs, message):
     with pytest.raises(AnsibleFilterError, match=message):
         HOSTS_WITH(*args, **kwargs)
+
+
+HOST_VALUES = FilterModule().filters()["host_values"]
+
+
+def test_host_values_in_the_hosts_order_skipping_or_defaulting_the_absent():
+    hosts = ["c3", "c2", "nowhere", "c1"]
+    # without a default, a host without the value (or unknown to hostvars) gives nothing
+    assert HOST_VALUES(hosts, HOSTVARS, "record") == [{"start": 1.0}, None]
+    assert HOST_VALUES(hosts, HOSTVARS, "record.start") == [1.0]
+    # with one (null included), every host gives one value: the lists stay aligned with the hosts
+    assert HOST_VALUES(hosts, HOSTVARS, "record.start", default=None) == [1.0, None, None, None]
+    assert HOST_VALUES(hosts, HOSTVARS, "job", default={}) == [{}, {"skipped": True}, {}, {"ansible_job_id": "1"}]
+    assert HOST_VALUES(None, HOSTVARS, "job") == []
+
+
+@pytest.mark.parametrize("args, message", [
+    ((["c1"], [], "job"), "give hostvars"),
+    ((["c1"], HOSTVARS, ""), "path must be a variable name"),
+    ((["c1"], HOSTVARS, None), "path must be a variable name"),
+])
+def test_host_values_refuses_bad_input_naming_it(args, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        HOST_VALUES(*args)
