@@ -11,6 +11,7 @@ name next to this one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
@@ -78,9 +79,10 @@ def _announced(result):
     return (result.get("match_groupdict") or {}).get("read_ready", "true") == "true"
 
 
-def canary_barrier(hosts, ready_results, clocks, launch_at, now, fanout_seconds=None, abort_reason=None):
+def canary_barrier(hosts, ready_results, clocks, launch_at, now=None, fanout_seconds=None, abort_reason=None):
     """The go plan (barrier.plan_go) from the wait for every client's ready.json (or written.json,
-    for the read go: fanout_seconds is then the write start's, abort_reason says why a host does not read)."""
+    for the read go: fanout_seconds is then the write start's, abort_reason says why a host does not read).
+    now defaults to this controller's clock (a filter runs on the controller, as now().timestamp() does)."""
     hosts = list(hosts or [])
     ready_results = _results(ready_results, "canary_barrier")
     clocks = list(clocks or [])
@@ -94,7 +96,7 @@ def canary_barrier(hosts, ready_results, clocks, launch_at, now, fanout_seconds=
     # echoed in its go file: the host obeys only a go of its own run.
     run_ids = dict((host, barrier.run_id_of(result.get("match_groupdict") if isinstance(result, Mapping) else None))
                    for host, result in zip(hosts, ready_results))
-    now = _number(now, "canary_barrier", "now")
+    now = time.time() if now is None else _number(now, "canary_barrier", "now")
     fanout = (now - _number(launch_at, "canary_barrier", "launch_at") if fanout_seconds is None
               else _number(fanout_seconds, "canary_barrier", "fanout_seconds"))
     return barrier.plan_go(ready, offsets, fanout, now, abort_reason, run_ids)

@@ -54,9 +54,22 @@ def capture_sampling(window, now):
         raise AnsibleFilterError("capture_sampling: the window lacks %s (give capture_window's result)" % exc)
 
 
-def capture_client(before, mount_point, after, clock=None, sampler=None, marker_seen=None):
+def _marker_seen(window, sampler):
+    """A marker window's marker_seen: the sampler's dstate_stop.seen (a failed sampler saw nothing);
+    None for other windows, and when no sampler ran (check mode skips it): nothing was watched."""
+    if not isinstance(window, Mapping) or window.get("kind") != "marker":
+        return None
+    if not isinstance(sampler, Mapping) or sampler.get("skipped"):
+        return None
+    stop = sampler.get("dstate_stop")
+    return stop.get("seen", False) if isinstance(stop, Mapping) else False
+
+
+def capture_client(before, mount_point, after, clock=None, sampler=None, marker_seen=None, window=None):
     before = _mapping(before, "capture_client", "the statistics before (nfs_client_stats)")
     after = _mapping(after, "capture_client", "the statistics after (nfs_client_stats)")
+    if marker_seen is None:
+        marker_seen = _marker_seen(window, sampler)
     return capture.client_record(mount_point, before, after, clock if isinstance(clock, Mapping) else None,
                                  dict(sampler) if isinstance(sampler, Mapping) else None,
                                  None if marker_seen is None else bool(marker_seen))

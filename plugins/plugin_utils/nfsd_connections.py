@@ -26,6 +26,14 @@ def _host_value(hostvars, host, name, default):
     return default if value is None else value
 
 
+def _whole_text(value):
+    """A whole number given as text ("25": ansible-core before 2.19 renders a role's `{{ x | int }}` option so)
+    as that number; anything else as given, for connection_need to judge."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
+
+
 def nfsd_connection_need(hosts, hostvars, server_names, profiles=None, margin_percent=nfsd_connections.DEFAULT_MARGIN_PERCENT,
                          extra=0):
     if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
@@ -48,7 +56,7 @@ def nfsd_connection_need(hosts, hostvars, server_names, profiles=None, margin_pe
                         "profile_options": dict(profile.get("mount_options") or {})})
     try:
         return nfsd_connections.connection_need(clients, [str(name) for name in server_names if name],
-                                                margin_percent=margin_percent, extra=extra)
+                                                margin_percent=_whole_text(margin_percent), extra=_whole_text(extra))
     except ValueError as exc:
         raise AnsibleFilterError("nfsd_connection_need: %s" % exc)
 

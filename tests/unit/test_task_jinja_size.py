@@ -24,22 +24,6 @@ MAX_FILTERS = 3
 CONDITIONALS = ("when", "that", "failed_when", "changed_when", "until")
 _EXPRESSION = re.compile(r"\{\{(.*?)\}\}", re.S)
 _LEXER = jinja2.Environment()
-# Expressions still over the rule on this branch, per file: the count may only go down (a file not
-# named here has none). Each is a decision still made in Jinja that belongs in a filter (issue 27).
-STILL_OVER = {
-    "playbooks/audit.yml": 1,
-    "playbooks/paste.yml": 2,
-    "roles/canary_validation/tasks/barrier_ready.yml": 2,
-    "roles/canary_validation/tasks/probe_servers.yml": 2,
-    "roles/canary_validation/tasks/report.yml": 3,
-    "roles/checkpoint_capture/tasks/prepare.yml": 1,
-    # marker_seen inline: ansible-core before 2.19 renders a var as text ("None", "False")
-    "roles/checkpoint_capture/tasks/clients.yml": 1,
-    "roles/checkpoint_capture/tasks/report.yml": 1,
-    "roles/client_tuning/tasks/main.yml": 5,
-    "roles/client_tuning/tasks/slurm_drain.yml": 5,
-    "roles/server_tuning/tasks/main.yml": 2,
-}
 
 
 def _task_files():
@@ -98,7 +82,4 @@ def test_measure_counts_what_the_rule_names():
 def test_no_big_jinja_expression(path):
     with open(os.path.join(COLLECTION, path)) as handle:
         tasks = yaml.safe_load(handle)
-    found = too_big(tasks)
-    assert len(found) <= STILL_OVER.get(path, 0), found
-    if path in STILL_OVER:
-        assert len(found) == STILL_OVER[path], "fewer now: lower STILL_OVER[%r] to %d" % (path, len(found))
+    assert too_big(tasks) == []

@@ -5,6 +5,7 @@ import copy
 import glob
 import os
 import re
+import time
 
 import pytest
 import yaml
@@ -146,6 +147,14 @@ def test_canary_barrier_splits_ready_from_not_ready_from_the_wait_results():
     assert plan["ready"] == ["a"] and plan["not_ready"] == ["b"]
     assert plan["fanout_seconds"] == 4.0 and plan["go_at"] == 104.0 + plan["margin_seconds"]
     assert plan["go"]["a"]["go_at"] == plan["go_at"] + 0.5
+
+
+def test_canary_barrier_without_now_plans_from_the_controllers_clock():
+    # The filter runs on the controller: now defaults to its clock, as now().timestamp() gives it.
+    before = time.time()
+    plan = FILTERS["canary_barrier"](["a"], [{"state": "file"}], [None], launch_at=before - 3.0)
+    assert 3.0 <= plan["fanout_seconds"] <= 3.0 + (time.time() - before)
+    assert plan["go_at"] - plan["margin_seconds"] >= before
 
 
 def test_canary_barrier_refuses_lists_that_do_not_match():

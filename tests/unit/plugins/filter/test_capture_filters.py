@@ -79,3 +79,22 @@ def test_stats_files_for_a_client():
 def test_stats_files_of_a_result_without_the_texts_fail_clearly():
     with pytest.raises(AnsibleFilterError, match="bundle_stats_files: 'raw_mountstats'"):
         FILTERS["bundle_stats_files"]("clients", {}, {})
+
+
+@pytest.mark.parametrize("window, sampler, seen", [
+    # a marker window: what the sampler saw; a failed sampler (no dstate_stop) did not see it
+    ({"kind": "marker"}, {"dstate": [], "dstate_stop": {"seen": True}}, True),
+    ({"kind": "marker"}, {"dstate": [], "dstate_stop": {"seen": False}}, False),
+    ({"kind": "marker"}, {"failed": True, "msg": "boom"}, False),
+    # check mode skips the sampler: nothing was watched, so unknown
+    ({"kind": "marker"}, {"skipped": True, "changed": False}, None),
+    ({"kind": "marker"}, None, None),
+    # other windows have no marker
+    ({"kind": "seconds"}, {"dstate": [], "dstate_stop": {"seen": True}}, None),
+])
+def test_client_decides_marker_seen_from_the_window_and_the_sampler(window, sampler, seen):
+    before = read("nfs2", "before")
+    record = FILTERS["capture_client"](before, "/mnt/nfs", before, None, sampler, window=window)
+    assert record["marker_seen"] is seen
+    # marker_seen given outright still wins
+    assert FILTERS["capture_client"](before, "/mnt/nfs", before, None, sampler, marker_seen=True, window=window)["marker_seen"] is True

@@ -153,3 +153,13 @@ def test_bad_need_or_threads_are_refused():
         MAX_CONNECTIONS(-1, 8)
     with pytest.raises(AnsibleFilterError, match="threads must be a whole number"):
         MAX_CONNECTIONS(10, True)
+
+
+def test_margin_and_extra_as_whole_number_text_count_as_numbers():
+    # ansible-core before 2.19 renders a role's `{{ x | int }}` option as text ("25"); other text is refused.
+    hosts, hostvars = cluster(2, dict(EXAMPLE_CLIENT, client_tuning_mounts=[{"src": "nfs1:/srv/nfs", "path": "/mnt/nfs"}]))
+    as_text = NEED(hosts, hostvars, ["nfs1"], profiles=PROFILES, margin_percent="50", extra="2")
+    assert as_text == NEED(hosts, hostvars, ["nfs1"], profiles=PROFILES, margin_percent=50, extra=2)
+    assert (as_text["extra"], as_text["margin_percent"], as_text["need"]) == (2, 50, 15)
+    with pytest.raises(AnsibleFilterError, match="extra must be a whole number"):
+        NEED(hosts, hostvars, ["nfs1"], profiles=PROFILES, extra="two")
