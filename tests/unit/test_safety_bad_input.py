@@ -358,7 +358,9 @@ class RoleWalk:
                 if task.get("register"):
                     self.variables[task["register"]] = {}
                 continue
-            task_vars = self.render(task.get("vars", {})) if task.get("vars") else {}
+            # Task vars stay lazy templates, as in Ansible: one is rendered only when the task reads
+            # it (an assert's var may name a fact its earlier condition proves is there).
+            task_vars = self.trusted(task.get("vars") or {})
             items = self.render(task["loop"], task_vars) if "loop" in task else [None]
             loop_var = task.get("loop_control", {}).get("loop_var", "item")
             results = []
