@@ -18,9 +18,9 @@ from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import Reje
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
+def world(fake_root, monkeypatch):
     """The safety tests' fake host: module paths in tmp_path, commands and forks recorded, never run."""
-    return build_world(tmp_path / "host", monkeypatch)
+    return build_world(fake_root, monkeypatch)
 
 
 class ClientWalk(RoleWalk):

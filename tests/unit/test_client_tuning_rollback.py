@@ -25,8 +25,8 @@ NOT_MOUNTED = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,errors=rem
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    world = build_world(tmp_path / "host", monkeypatch)
+def world(fake_root, monkeypatch):
+    world = build_world(fake_root, monkeypatch)
     # The host before its first tuning: the checkpoint line has the admin's own options.
     with open(world.path("etc/fstab"), "w") as handle:
         handle.write(world.fstab_text().replace(TUNED_OPTS, OLD_OPTS))

@@ -135,8 +135,8 @@ class HookWalk(RoleWalk):
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    return build_world(tmp_path / "host", monkeypatch)
+def world(fake_root, monkeypatch):
+    return build_world(fake_root, monkeypatch)
 
 
 def slurm_commands(world):

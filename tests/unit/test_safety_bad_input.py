@@ -5,7 +5,8 @@ only when the input is refused with a message that names the option, nothing in 
 /etc, /proc and /sys tree changed (sha256 of every file) and no command ran.
 
 Modules run through their real main() against the fake tree (the kernel's files under one
-host root, host_root.ROOT; config paths are module-level constants, monkeypatched). Roles first go through Ansible's own role argument validation
+host root, the fake_root fixture of tests/unit/conftest.py; config paths are module-level
+constants, monkeypatched). Roles first go through Ansible's own role argument validation
 (ArgumentSpecValidator on meta/argument_specs.yml, as the validate_argument_spec task does);
 what the spec lets through is walked task by task the way ansible-playbook would reach it:
 include_vars, set_fact and assert are evaluated with Ansible's Templar, ckptio.nfs modules run
@@ -38,7 +39,6 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
     AnsibleExitJson, AnsibleFailJson, Templar, _invoke, fail_module, read_sample, sample_path, tree_checksums,
     trust_as_template,
@@ -102,8 +102,10 @@ class World:
         return tree_checksums(self.root)
 
 
-def build_world(root, monkeypatch):
-    world = World(str(root))
+def build_world(host, monkeypatch):
+    """The safety tests' host, on the fake host of tests/unit/conftest.py (fake_root): every module reads its
+    kernel files there; its config paths are module constants pointed into it."""
+    world = World(str(host.root))
     for name, value in GUEST_SUNRPC.items():
         write(world.path("proc/sys/sunrpc", name), value + "\n")
         write(world.path("sys/module/sunrpc/parameters", name), value + "\n")
@@ -151,8 +153,6 @@ def build_world(root, monkeypatch):
                          "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
                          "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
     }
-    # Every module reads the kernel's files under one root (host_root.at_root()): the fake host's.
-    monkeypatch.setattr(host_root, "ROOT", world.path())
     for name, values in constants.items():
         module = module_named(name)
         for constant, relative in values.items():
@@ -174,8 +174,8 @@ def build_world(root, monkeypatch):
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    return build_world(tmp_path / "host", monkeypatch)
+def world(fake_root, monkeypatch):
+    return build_world(fake_root, monkeypatch)
 
 
 def base_args(world, entry):

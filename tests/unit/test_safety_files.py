@@ -21,9 +21,9 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_mod
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
+def world(fake_root, monkeypatch):
     """The fake host of test_safety_bad_input.py: every module's live paths point into it."""
-    return build_world(tmp_path / "host", monkeypatch)
+    return build_world(fake_root, monkeypatch)
 
 
 def fstab_text(world, newline="\n", final_newline=True):

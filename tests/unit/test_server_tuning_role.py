@@ -32,8 +32,8 @@ class FindingWalk(RoleWalk):
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    return build_world(tmp_path / "host", monkeypatch)
+def world(fake_root, monkeypatch):
+    return build_world(fake_root, monkeypatch)
 
 
 def report(world, exports_text, check_mode=True, **overrides):

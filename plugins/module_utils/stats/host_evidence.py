@@ -23,6 +23,8 @@ import ipaddress
 import socket
 import struct
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
+
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # The interface counters that count loss (sysfs-class-net-statistics): rx_crc_errors, missed and
 # fifo exist only where the driver keeps them (virtio has none).
@@ -148,7 +150,8 @@ def capacity_mbps(sample, name):
     interfaces = sample.get("interfaces") or {}
     interface = interfaces.get(name) or {}
     if interface.get("speed_mbps"):
-        return interface["speed_mbps"], "/sys/class/net/%s/speed" % name
+        # Where the host sampler read it: the kernel path is named once, in host_root.
+        return interface["speed_mbps"], "%s/%s/speed" % (host_root.HostRoot().sys_class_net, name)
     lower = interface.get("lower") or []
     if not lower:
         return None, "%s reports no speed (-1 or unreadable, as virtio does)" % name

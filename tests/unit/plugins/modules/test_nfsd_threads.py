@@ -6,7 +6,6 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
 
@@ -33,13 +32,13 @@ def read(path):
 
 
 @pytest.fixture
-def tree(tmp_path, monkeypatch):
-    return build_tree(tmp_path, monkeypatch)
+def tree(fake_root, monkeypatch):
+    return build_tree(fake_root, monkeypatch)
 
 
-def build_tree(tmp_path, monkeypatch):
-    """A stock Debian 12 server's /proc/fs/nfsd and nfs.conf under tmp_path, the module pointed at it."""
-    root = tmp_path / "root"
+def build_tree(host, monkeypatch):
+    """A stock Debian 12 server's /proc/fs/nfsd and nfs.conf on the fake host (conftest.py fake_root), the module pointed at it."""
+    root = host.root
     # Live values from the lab's 2 GiB server VM (kernel 6.1): the captured threads file, max_block_size.
     threads = read_sample("bundles", "seed_like_baseline", "servers", "nfs1", "threads.txt")
     assert threads.strip() == "8"
@@ -47,7 +46,6 @@ def build_tree(tmp_path, monkeypatch):
     write(str(root / "proc/fs/nfsd/max_block_size"), "262144\n")
     write(str(root / "etc/nfs.conf"), DEBIAN_NFS_CONF)
     os.makedirs(str(root / "etc/nfs.conf.d"))
-    monkeypatch.setattr(host_root, "ROOT", str(root))
     monkeypatch.setattr(module, "NFS_CONF", str(root / "etc/nfs.conf"))
     monkeypatch.setattr(module, "NFS_CONF_D", str(root / "etc/nfs.conf.d"))
     monkeypatch.setattr(module, "USR_NFS_CONF", str(root / "usr/etc/nfs.conf"))

@@ -17,8 +17,8 @@ TEMPLATE = "usr/share/nfs-kernel-server/conffiles/nfs-kernel-server.default"
 
 
 @pytest.fixture
-def tree(tmp_path, monkeypatch):
-    return build_tree(tmp_path, monkeypatch)
+def tree(fake_root, monkeypatch):
+    return build_tree(fake_root, monkeypatch)
 
 
 def install(root, distro, defaults=True):

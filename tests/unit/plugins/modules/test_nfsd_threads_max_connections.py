@@ -7,7 +7,6 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import point_start_paths
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
@@ -64,8 +63,8 @@ class Tree:
 
 
 @pytest.fixture
-def tree(tmp_path, monkeypatch):
-    world = Tree(tmp_path / "root")
+def tree(fake_root, monkeypatch):
+    world = Tree(fake_root.root)
     # The lab server's captured thread count (kernel 6.1) and a stock max_connections of 0.
     threads = read_sample("bundles", "seed_like_baseline", "servers", "nfs1", "threads.txt")
     assert threads.strip() == "8"
@@ -74,7 +73,6 @@ def tree(tmp_path, monkeypatch):
     write(world.path("proc/fs/nfsd/max_block_size"), "262144\n")
     write(world.path("etc/nfs.conf"), "[nfsd]\n# threads=8\n")
     os.makedirs(world.path("etc/nfs.conf.d"))
-    monkeypatch.setattr(host_root, "ROOT", str(world.root))
     monkeypatch.setattr(module, "NFS_CONF", world.path("etc/nfs.conf"))
     monkeypatch.setattr(module, "NFS_CONF_D", world.path("etc/nfs.conf.d"))
     monkeypatch.setattr(module, "USR_NFS_CONF", world.path("usr/etc/nfs.conf"))

@@ -23,8 +23,8 @@ RECORD_HEADER = "# Managed by ckptio.nfs.nfsd_threads: the RPCNFSDCOUNT line it 
 
 
 @pytest.fixture
-def tree(tmp_path, monkeypatch):
-    return build_tree(tmp_path, monkeypatch)
+def tree(fake_root, monkeypatch):
+    return build_tree(fake_root, monkeypatch)
 
 
 # ---- item 7: a rollback restores only over the line ckptio wrote ---------------------------------
