@@ -170,7 +170,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_plac
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis_utils
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta

@@ -201,8 +201,9 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_plac
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import returned_diagnosis
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import returned_diagnosis
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 

@@ -13,7 +13,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.filter.canary import FilterModule
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, diagnosis, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 FILTERS = FilterModule().filters()

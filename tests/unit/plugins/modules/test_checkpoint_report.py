@@ -194,7 +194,8 @@ def _copy_capture(name, tmp_path):
 
 def test_the_diagnosis_json_first_screen_leads_report_md_and_the_console(tmp_path):
     """CONTRACT 3: the report takes headline and first_screen from diagnosis.json, recomputing nothing."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, diagnosis
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
     bundle_dir = _copy_capture("seed_like_v41", tmp_path)
     saved = diagnosis.diagnose(bundle.load_bundle(str(bundle_dir)))
     saved["headline"] = dict(verdict="tune", verdict_text="tune: the gap is 4.9x, within the 9.4x slots can give",

@@ -15,7 +15,8 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report, diagnose_bundle
 from ansible_collections.ckptio.nfs.tests.unit.utils import run_module, sample_path

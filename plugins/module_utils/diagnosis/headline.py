@@ -20,7 +20,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 SCREEN_LINES = 23
 SCREEN_COLUMNS = 80
 # Links below this share of capacity while the target is missed: the bandwidth paradox (the seed's
-# links ran at 4.4 % with throughput 7.3x short). The same bound as diagnosis.LINK_CLEAR_SHARE.
+# links ran at 4.4 % with throughput 7.3x short). The same bound as network.LINK_CLEAR_SHARE.
 PARADOX_SHARE = 0.3
 ACTIONS = 3
 # A bundle without a target (context.yml target.checkpoint_bytes null, CONTRACT 2): what to set.

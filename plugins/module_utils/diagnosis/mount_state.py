@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 
-# A session or slot table this small is an artificial cap (the same bound as diagnosis.TINY_SLOT_CAP).
+# A session or slot table this small is an artificial cap (the same bound as client.TINY_SLOT_CAP).
 TINY_SLOTS = 16
 # WRITEs queue at least this long, and this many times longer than on the wire: the host waits
 # for slots, not for the path (lab old_mount: 26.8 s queued for 160 ms on the wire with a 2-slot
