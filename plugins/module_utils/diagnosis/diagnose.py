@@ -23,7 +23,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import metadata_storm
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import canary_ranks
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.access import access_pattern_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.advice import recommend
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client import client_rpc_slots_layer, reconnect_evidence
@@ -32,28 +31,31 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, client_figures, probe_rate, read_run, seconds_text
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, probe_rate, read_run, seconds_text
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import server_storage_layer, server_threads_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import decide
 
 
 def diagnose(bundle):
-    """The whole diagnosis of a bundle (see module docstring for the bundle shape).
+    """The whole diagnosis of a bundle (see module docstring for the bundle shape)."""
+    return diagnose_run(read_run(bundle))
+
+
+def diagnose_run(run):
+    """The whole diagnosis of a run (run.read_run: the bundle read once).
 
     Each layer below reads the bundle's figures, adds its rows to the evidence (in this order,
     which is the order of diagnosis.md) and returns what it found; the ranking then names the
     limiting layer from those findings and the verdict says whether tuning can close the gap.
     """
-    run = read_run(bundle)
     evidence = Evidence()
     add_capture_problems(evidence, run["excluded_clients"])
     add_window_evidence(evidence, run["window"])
     add_capture_evidence(evidence, run["capture"])
-    for problem in bundle.get("problems") or []:
+    for problem in run["problems"]:
         evidence.add(None, "unreadable bundle file", None, "valid", True, problem)
-    figures = client_figures(run["context"], run["clients"])
     # How this server's kernel sizes a v4.1 session (fixed cap up to 6.13, on demand from 6.14).
-    figures["session_grant"] = kernels.session_slot_grant(kernels.server_kernel(run["servers"]))
+    figures = dict(run["figures"], session_grant=kernels.session_slot_grant(kernels.server_kernel(run["servers"])))
     net, links = network_evidence(evidence, run, figures)
     send = send_side_evidence(evidence, run["clients"], figures, net)
     cpu = cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
@@ -66,7 +68,7 @@ def diagnose(bundle):
     storm = metadata_storm.assess(evidence, run["clients"], METADATA_OPS, storage["disk_busy"], cpu["server_saturated"])
     access["signal"] = access["signal"] or storm["storm"]
     found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts, "storm": storm}
-    found["pace"] = pace_host.assess(canary_ranks(bundle), _pace_facts(run, links, found))
+    found["pace"] = pace_host.assess(canary_ranks(run), _pace_facts(run, links, found))
     decision = decide(run, figures, found)
     facts = {
         "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
-from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import context_throughput
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import combine_hosts, context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
@@ -173,20 +173,61 @@ def capture_problem_text(excluded):
                                "; ".join(excluded["problem_details"]))
 
 
-def _client_views(client_files, mount_point):
-    """(usable client views, excluded clients); BundleError when no client is usable."""
+def _read_clients(client_files, mount_point):
+    """(usable client views, excluded clients, each usable client's kept files, every client's canary
+    block): each client's files are taken once, their figures kept and their texts dropped (a bundle of
+    thousands of clients never sits whole in memory); BundleError when no client is usable."""
     clients = []
     excluded = []
+    kept = {}
+    canaries = {}
     for host in sorted(client_files):
-        view, problem = _client_view(host, client_files[host], mount_point)
+        files = client_files[host]
+        view, problem = _client_view(host, files, mount_point)
+        if isinstance(files.get("canary"), dict):
+            canaries[host] = _kept_canary(files["canary"])
         if problem is None:
             clients.append(view)
+            kept[host] = _kept_files(files)
         else:
             excluded.append(problem)
     if not clients:
         raise BundleError("no usable client capture, every client's mountstats is broken: %s"
                           % "; ".join(capture_problem_text(problem) for problem in excluded))
-    return clients, excluded
+    return clients, excluded, kept, canaries
+
+
+def _kept_canary(block):
+    """What the run keeps of canary.json: the ranks and the clock (pace, report), the harness's CPU."""
+    return {"ranks": block.get("ranks") or [], "clock": block.get("clock"), "harness": block.get("harness")}
+
+
+def _kept_files(files):
+    """What the layers read of a usable client's files after its figures are taken: the pair of host
+    samples they use (the canary's own when both were taken, else the statistics window's, as
+    client_samples() chooses) and the probe's result without iperf3's raw output."""
+    canary = files.get("canary") if isinstance(files.get("canary"), dict) else {}
+    samples = canary.get("host_samples") or {}
+    if _sample(samples.get("start")) and _sample(samples.get("end")):
+        kept = {"canary": {"host_samples": {"start": samples["start"], "end": samples["end"]}}}
+    else:
+        kept = dict((name, files[name]) for name in ("host_before", "host_after") if name in files)
+    probe = files.get("probe")
+    if probe is not None:
+        kept["probe"] = dict((key, value) for key, value in probe.items() if key != "iperf3") if isinstance(probe, dict) else probe
+    return kept
+
+
+def canary_ranks(run):
+    """Every client's canary ranks on the controller's clock (canary.combine_hosts), as the run kept them."""
+    canaries = run["canaries"]
+    return combine_hosts(dict((host, block["ranks"]) for host, block in canaries.items()),
+                         dict((host, block["clock"]) for host, block in canaries.items()))
+
+
+def canary_harness(run):
+    """{host: canary.json's `harness` block} as the run kept it; {} for old bundles."""
+    return dict((host, block["harness"]) for host, block in run["canaries"].items() if isinstance(block["harness"], dict))
 
 
 def _sample(value):
@@ -252,6 +293,31 @@ def sum_op(clients, names):
     return total
 
 
+def op_totals(clients):
+    """{op: sum_op(clients, (op,))} for every op the clients sent, in one pass (the same sums, client by client)."""
+    totals = {}
+    for client in clients:
+        for name, op in client["delta"]["ops"].items():
+            if not op:
+                continue
+            total = totals.get(name)
+            if total is None:
+                total = totals[name] = {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0,
+                                        "timeouts": 0, "errors": 0}
+            total["ops"] += op["ops"]
+            total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
+            total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
+            total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
+            total["bytes_sent"] += op["bytes_sent"]
+            total["retrans"] += op["retrans"]
+            total["timeouts"] += op["timeouts"]
+            total["errors"] += op["errors"] or 0
+    for total in totals.values():
+        for key in ("rtt", "exe", "queue"):
+            total["avg_%s_ms" % key] = total["%s_ms" % key] / total["ops"] if total["ops"] else 0.0
+    return totals
+
+
 def _idle_rtt_ms(context, clients):
     """The path's RTT without load: context network.idle_rtt_ms, else the fastest small op."""
     network = context.get("network") or {}
@@ -287,9 +353,10 @@ def read_run(bundle):
     client_files = bundle.get("clients") or {}
     if not client_files:
         raise BundleError("the bundle has no clients/<host>/ directory")
-    clients, excluded_clients = _client_views(client_files, mount_point)
+    clients, excluded_clients, kept, canaries = _read_clients(client_files, mount_point)
     servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
     canary = context.get("canary") or {}
+    ops = op_totals(clients)
     capture_view = _capture_view(context, clients)
     if capture_view is None:
         achieved, achieved_source = _achieved(canary, clients)
@@ -306,7 +373,9 @@ def read_run(bundle):
         "context": context, "mount_point": mount_point, "canary": canary, "clients": clients, "excluded_clients": excluded_clients,
         "servers": servers, "window": _saved_window(context),
         # Host evidence only from the clients whose statistics are usable (the same set as every figure).
-        "client_files": dict((client["host"], client_files[client["host"]]) for client in clients),
+        "client_files": kept, "canaries": canaries, "problems": list(bundle.get("problems") or []),
+        # Per-op totals and transport ratios, once, over the usable clients: the diagnosis and the report read these.
+        "ops": ops, "figures": client_figures(context, clients, ops),
         "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view),
         "capture": capture_view,
         "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
@@ -388,14 +457,15 @@ def _achieved(canary, clients):
     return write_bytes / interval if interval else 0.0, "NFS WRITE bytes in mountstats / mount age delta"
 
 
-def client_figures(context, clients):
-    """Per-op totals and transport ratios over the usable clients, and the NFS versions in use."""
+def client_figures(context, clients, ops):
+    """Per-op totals (ops: op_totals(clients)) and transport ratios over the usable clients, and the NFS versions in use."""
     sends = sum(client["delta"]["rpc"]["sends"] for client in clients)
     idle_rtt, idle_rtt_source = _idle_rtt_ms(context, clients)
     versions = sorted(set(client["delta"]["nfs_version"] for client in clients))
     return {
-        "write": sum_op(clients, ("WRITE",)), "commit": sum_op(clients, ("COMMIT",)), "metadata": sum_op(clients, METADATA_OPS),
+        "write": ops.get("WRITE") or sum_op((), ()), "commit": ops.get("COMMIT") or sum_op((), ()), "metadata": sum_op(clients, METADATA_OPS),
         "idle_rtt": idle_rtt, "idle_rtt_source": idle_rtt_source,
+        "sends": sends,
         "backlog_per_send": sum(client["delta"]["rpc"]["bklog_u"] for client in clients) / float(sends) if sends else 0.0,
         "sending_per_send": sum(client["delta"]["rpc"]["sending_u"] for client in clients) / float(sends) if sends else 0.0,
         "versions": versions, "sessions": all(version not in ("3", "4.0", "4", "2") for version in versions),
