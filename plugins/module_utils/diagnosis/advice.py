@@ -9,6 +9,7 @@ from __future__ import annotations
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import network_loss
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import metadata_storm
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_SAVED, NO_TARGET_TEXT
@@ -54,7 +55,7 @@ def recommend(limiting, contributing, verdict, facts):
     if "network" in layers and facts["network"].get("lossy"):
         recs += network_loss.recommendations(facts["network"]["loss"])
     elif "network" in layers and facts["network"]["full"]:
-        recs += _network_recs(facts)
+        recs += _slow_path_recs(facts) + _network_recs(facts)
     recs += mount_state.remount_recs(facts["mounts"])
     if "client_rpc_slots" in layers and not _slots_already_set(facts):
         recs.append(_slots_rec(facts))
@@ -99,6 +100,24 @@ def _frame_recs(verdict, facts):
                  "how": NO_TARGET_TEXT.replace("no target given: set", "set") + NO_TARGET_SAVED,
                  "reason": "without the real checkpoint's size and window no throughput is short or enough"}]
     return []
+
+
+def _slow_path_recs(facts):
+    """A full network whose pace-setting host's own path is measured slower than the other hosts' paths
+    (pace_host.slow_path): that path first - wider links everywhere would not make that host end with the others."""
+    recs = []
+    for item in facts["pace"]["pace"]:
+        path = pace_host.slow_path(item["host"], facts["pace"], facts["pace_facts"])
+        if path is None:
+            continue
+        recs.append({"layer": "network", "setting": "%s's network path" % item["host"], "value": None, "host": item["host"],
+                     "action": "%s's network path: its %s is %s against %s on the other hosts" % (
+                         item["host"], path["label"], human.rate(path["bytes_per_second"]), human.rate(path["others_bytes_per_second"])),
+                     "how": "on that host: its link speed and duplex (ethtool), shaping or QoS on its interface (tc qdisc show), "
+                            "its switch port and cable; then measure again (canary_validation_probe=true)",
+                     "reason": "%s set the pace (its ranks ended %.1f s after the median host's) and its own path is the slow one "
+                               "(%s): the other hosts' paths had room" % (item["host"], item["lag_seconds"], path["text"])})
+    return recs
 
 
 def _network_recs(facts):

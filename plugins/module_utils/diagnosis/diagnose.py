@@ -31,7 +31,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, probe_rate, read_run, seconds_text
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import server_storage_layer, server_threads_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import decide
 
@@ -68,7 +68,8 @@ def diagnose_run(run):
     storm = metadata_storm.assess(evidence, run["clients"], METADATA_OPS, storage["disk_busy"], cpu["server_saturated"])
     access["signal"] = access["signal"] or storm["storm"]
     found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts, "storm": storm}
-    found["pace"] = pace_host.assess(canary_ranks(run), _pace_facts(run, links, found))
+    pace_facts = _pace_facts(run, links, found)
+    found["pace"] = pace_host.assess(canary_ranks(run), pace_facts)
     decision = decide(run, figures, found)
     facts = {
         "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],
@@ -77,7 +78,7 @@ def diagnose_run(run):
         "send_backed_up": send["backed_up"], "network": net, "reconnects": reconnects,
         "shared_file": access["shared_file"], "lock_waits": access["lock_waits"],
         "session_grant": figures["session_grant"], "mounts": mounts, "storm": storm,
-        "canary": run["canary"],
+        "canary": run["canary"], "pace": found["pace"], "pace_facts": pace_facts,
     }
     recommendations = recommend(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
@@ -104,10 +105,9 @@ def _pace_facts(run, links, found):
     for row in links:
         if row["side"] == "client" and row["host"] in facts and row.get("bytes_per_second") is not None:
             facts[row["host"]]["link_bytes_per_second"] = facts[row["host"]].get("link_bytes_per_second", 0) + row["bytes_per_second"]
-    for host, files in run["client_files"].items():
-        if host in facts:
-            # each client's probe measured its own path: a slower path is what differs about a host
-            facts[host]["probe_bytes_per_second"] = probe_rate(files.get("probe"))
+    for host in facts:
+        # each client's probe measured its own path: a slower path is what differs about a host
+        facts[host]["probe_bytes_per_second"] = found["net"]["probe_per_host"].get(host)
     return facts
 
 

@@ -291,6 +291,8 @@ def network_evidence(evidence, run, figures):
         probe = dict(probe, lossy=loss["probe_lossy"])
     net = _network_layer(evidence, run["capacity"], run["achieved"], run["target_bps"], links, probe)
     net["loss"] = loss
+    # Each client's probe rate as _probe_capacity read it (the pace comparison takes these, never re-reads the probe).
+    net["probe_per_host"] = (probe or {}).get("per_host") or {}
     net["lossy"] = loss["lossy"]
     if loss["lossy"]:
         # Lossy is not full: the fix is the path, not more bandwidth (network_loss.py).
