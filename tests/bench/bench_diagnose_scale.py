@@ -70,7 +70,7 @@ def profile(clients, root, link):
     import cProfile
     import pstats
     from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle  # noqa: F401 the module's imports
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown

@@ -194,10 +194,10 @@ def _copy_capture(name, tmp_path):
 
 def test_the_diagnosis_json_first_screen_leads_report_md_and_the_console(tmp_path):
     """CONTRACT 3: the report takes headline and first_screen from diagnosis.json, recomputing nothing."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
     bundle_dir = _copy_capture("seed_like_v41", tmp_path)
-    saved = diagnosis.diagnose(bundle.load_bundle(str(bundle_dir)))
+    saved = diagnosis.diagnose(bundle_reader.load_bundle(str(bundle_dir)))
     saved["headline"] = dict(verdict="tune", verdict_text="tune: the gap is 4.9x, within the 9.4x slots can give",
                              achieved_text="1.36 MB/s", target_text="6.71 MB/s (67.1 MB in 10 s)",
                              links_text="links at 11 % of the path's TCP capacity: the bandwidth paradox",

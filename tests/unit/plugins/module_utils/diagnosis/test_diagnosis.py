@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import checkpoint_capacity
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
@@ -178,7 +178,7 @@ def test_markdown_shows_verdict_evidence_and_recommendations():
 # ---- link and CPU evidence (#11), on a real lab capture with host samples ----------------------
 def load_capture(name, probe=False):
     """A real lab capture; without its probe files unless asked (these tests add their own evidence)."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     bundle = load_bundle(sample_path("..", "captures", name))
     for files in bundle["clients"].values():
         if not probe:

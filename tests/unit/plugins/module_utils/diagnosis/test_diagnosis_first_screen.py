@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import SCREEN_COLUMNS

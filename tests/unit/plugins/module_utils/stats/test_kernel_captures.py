@@ -13,7 +13,7 @@ import re
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import server as diagnosis_module
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats

@@ -268,8 +268,9 @@ def test_timeline_without_measured_clocks_starts_at_the_earliest_start_not_the_g
 
 def _restore_bundle():
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
     from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
-    loaded = bundle.load_bundle(sample_path("..", "captures", "restore_clock_step"))
+    loaded = bundle_reader.load_bundle(sample_path("..", "captures", "restore_clock_step"))
     return loaded, report.bundle_metrics(loaded["context"], None, [], bundle.canary_ranks(loaded), label="restore")
 
 
