@@ -234,7 +234,7 @@ def main():
     output_dir, why = output_place(module, directory) if module.params["write"] else (None, "write is false")
     try:
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
-        result = json_safe(diagnose(load_bundle(directory)))
+        result = json_safe(diagnose(load_bundle(directory, stream=True)))
         json_text = dump_json(result, "diagnosis.json", indent=2, sort_keys=True) + "\n"
     except BundleError as exc:
         module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
