@@ -6,11 +6,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import METADATA_MS_FLOOR, METADATA_RTT_FACTOR
 
 
 # Share of D-state samples where ranks wait on one file's write lock (nfs_start_io_write).
 SHARED_LOCK_SHARE_LIMIT = 0.1
+
+
+
+@dataclasses.dataclass(frozen=True)
+class AccessFinding:
+    """access_pattern: the layout, one shared file, ranks waiting on its lock, and whether any signal points here."""
+    layout: object
+    shared_file: bool
+    lock_waits: bool
+    signal: bool
 
 
 def _dstate_lock_share(evidence, clients):
@@ -51,7 +63,6 @@ def access_pattern_layer(evidence, run, figures, send):
     if metadata["ops"]:
         metadata_slow = evidence.add("access_pattern", "metadata ops avg exe (OPEN/CLOSE/GETATTR/...)", metadata["avg_exe_ms"],
                                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR),
-                                     metadata_slow and not send["backed_up"],
+                                     metadata_slow and not send.backed_up,
                                      "%d metadata ops; ignored when the send side backs up (they queue behind WRITEs)" % metadata["ops"])
-    return {"layout": layout, "shared_file": shared_file, "lock_waits": lock_waits,
-            "signal": shared_file or lock_waits or metadata_slow}
+    return AccessFinding(layout, shared_file, lock_waits, shared_file or lock_waits or metadata_slow)

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import int_setting
 
 
@@ -23,6 +25,15 @@ QUEUE_MS_FLOOR = 10.0
 # A cap this small is an artificial limit: removing it can give more than MAX_TUNING_GAIN
 # (lab: v4.0 with 2 slots 1.3 MB/s vs 20 MB/s with the default).
 TINY_SLOT_CAP = 16
+
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotsFinding:
+    """client_rpc_slots: whether slots limit, the slot cap read from sunrpc.txt, whether it is tiny."""
+    limit: bool
+    cap: object
+    tiny_cap: bool
 
 
 def reconnect_evidence(evidence, clients):
@@ -50,7 +61,7 @@ def client_rpc_slots_layer(evidence, clients, figures, send):
                               ">= %.1f" % BACKLOG_PER_SEND_LIMIT, backlog_per_send >= BACKLOG_PER_SEND_LIMIT,
                               "requests waiting for a transport slot; on v4.1+ this stays 0 because the cap is 65536 (NFS_CS_INFINITE_SLOTS)")
     slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, figures["sessions"], figures["session_grant"])
-    send_backed_up = send["backed_up"]
+    send_backed_up = send.backed_up
     if figures["sessions"]:
         # v4.1+: the transport is uncapped, session slots throttle; waiting shows only as queue
         # time with zero backlog. A saturated link looks the same, so it must be ruled out.
@@ -61,7 +72,7 @@ def client_rpc_slots_layer(evidence, clients, figures, send):
                          "requests waited for an NFSv4.1 session slot, not for the transport")
     else:
         slots_limit = (backlogged or at_cap) and queue_dominates and not send_backed_up
-    return {"limit": slots_limit, "cap": slot_cap, "tiny_cap": tiny_cap}
+    return SlotsFinding(slots_limit, slot_cap, tiny_cap)
 
 
 def _slot_caps(clients, evidence, sessions, session_grant):

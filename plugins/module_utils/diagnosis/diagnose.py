@@ -15,6 +15,8 @@ on kernel 6.1, or vendor note), see also docs/nfs-facts.md.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import markdown
@@ -65,18 +67,18 @@ def diagnose_run(run):
     threads = server_threads_layer(evidence, run["servers"])
     storage = server_storage_layer(evidence, run, figures, send, net, cpu, threads)
     access = access_pattern_layer(evidence, run, figures, send)
-    storm = metadata_storm.assess(evidence, run["clients"], METADATA_OPS, storage["disk_busy"], cpu["server_saturated"])
-    access["signal"] = access["signal"] or storm["storm"]
+    storm = metadata_storm.assess(evidence, run["clients"], METADATA_OPS, storage.disk_busy, cpu["server_saturated"])
+    access = dataclasses.replace(access, signal=access.signal or storm["storm"])
     found = {"net": net, "cpu": cpu, "slots": slots, "threads": threads, "storage": storage, "access": access, "send": send, "mounts": mounts, "storm": storm}
     pace_facts = _pace_facts(run, links, found)
     found["pace"] = pace_host.assess(canary_ranks(run), pace_facts)
     decision = decide(run, figures, found)
     facts = {
-        "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots["cap"], "tiny_cap": slots["tiny_cap"],
-        "write": figures["write"], "idle_rtt_ms": figures["idle_rtt"], "no_idle_thread_share": threads["no_idle"],
-        "servers": run["servers"], "clients": run["clients"], "layout": access["layout"],
-        "send_backed_up": send["backed_up"], "network": net, "reconnects": reconnects,
-        "shared_file": access["shared_file"], "lock_waits": access["lock_waits"],
+        "nfs_versions": figures["versions"], "sessions": figures["sessions"], "slot_cap": slots.cap, "tiny_cap": slots.tiny_cap,
+        "write": figures["write"], "idle_rtt_ms": figures["idle_rtt"], "no_idle_thread_share": threads.no_idle,
+        "servers": run["servers"], "clients": run["clients"], "layout": access.layout,
+        "send_backed_up": send.backed_up, "network": net, "reconnects": reconnects,
+        "shared_file": access.shared_file, "lock_waits": access.lock_waits,
         "session_grant": figures["session_grant"], "mounts": mounts, "storm": storm,
         "canary": run["canary"], "pace": found["pace"], "pace_facts": pace_facts,
     }

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline
@@ -51,6 +53,14 @@ RTT_INFLATION_LIMIT = 4.0
 
 
 SENDING_PER_SEND_LIMIT = 1.0
+
+
+
+@dataclasses.dataclass(frozen=True)
+class SendFinding:
+    """The send side: WRITE RTT over the idle RTT, and whether requests back up to transmit (a symptom, no layer)."""
+    rtt_inflation: object
+    backed_up: bool
 
 
 def _host_link_rows(host, side, before, after, addresses, busy_seconds, how):
@@ -342,4 +352,4 @@ def send_side_evidence(evidence, clients, figures, net):
                              "the link is measured full" if net["full"] else
                              "the links are measured far from full, so the server is slow to take requests" if net["state"] == "clear"
                              else "the links are not (fully) measured - %s" % net["summary"]))
-    return {"rtt_inflation": rtt_inflation, "backed_up": send_backed_up}
+    return SendFinding(rtt_inflation, send_backed_up)

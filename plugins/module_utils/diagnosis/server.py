@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.cpu import CPU_BUSY_LIMIT
@@ -35,6 +37,24 @@ METADATA_RTT_FACTOR = 10.0
 
 
 METADATA_MS_FLOOR = 50.0
+
+
+
+@dataclasses.dataclass(frozen=True)
+class ThreadsFinding:
+    """server_threads: the largest share of packets without an idle nfsd thread, limit, contributing."""
+    no_idle: object
+    limit: bool
+    contributing: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageFinding:
+    """server_storage: slow to answer with room elsewhere, slow COMMITs, the busiest disk's share, a disk without pause."""
+    limit: bool
+    commit_slow: bool
+    disk_busy: object
+    disk_saturated: bool
 
 
 def _disk_rows(evidence, servers, checkpoint_seconds):
@@ -89,14 +109,14 @@ def server_threads_layer(evidence, servers):
         threads_limit = evidence.add("server_threads", "sockets-enqueued per packet-arrived", enqueued_share,
                                      ">= %.2f" % SOCKETS_ENQUEUED_LIMIT, enqueued_share >= SOCKETS_ENQUEUED_LIMIT,
                                      "this kernel counts enqueued sockets separately: rising = no idle thread") or threads_limit
-    return {"no_idle": no_idle, "limit": threads_limit, "contributing": threads_contributing}
+    return ThreadsFinding(no_idle, threads_limit, threads_contributing)
 
 
 def server_storage_layer(evidence, run, figures, send, net, cpu, threads):
     """server_storage: the server is slow to answer while its link, CPUs and threads have room."""
     servers = run["servers"]
-    rtt_inflation = send["rtt_inflation"]
-    no_idle = threads["no_idle"]
+    rtt_inflation = send.rtt_inflation
+    no_idle = threads.no_idle
     starved = no_idle is not None and no_idle >= NO_IDLE_THREAD_CONTRIBUTING
     disk_busy = _disk_rows(evidence, servers, run["checkpoint_seconds"])
     storage_limit = bool(rtt_inflation is not None and rtt_inflation >= RTT_INFLATION_LIMIT and not net["full"]
@@ -116,5 +136,4 @@ def server_storage_layer(evidence, run, figures, send, net, cpu, threads):
         evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
                      ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
                      "%d COMMITs, avg exe %.1f ms" % (commit["ops"], commit["avg_exe_ms"]))
-    return {"limit": storage_limit, "commit_slow": commit_slow, "disk_busy": disk_busy,
-            "disk_saturated": disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"]}
+    return StorageFinding(storage_limit, commit_slow, disk_busy, disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"])

@@ -59,24 +59,24 @@ def _rank_layers(found):
     # direct server measurements: starved threads, a disk busy without pause.
     if cpu["server_saturated"] and not cpu["server_weak"]:
         candidates.append("server_cpu")
-    if found["threads"]["limit"]:
+    if found["threads"].limit:
         candidates.append("server_threads")
-    if storage["disk_saturated"]:
+    if storage.disk_saturated:
         candidates.append("server_storage")
     if cpu["server_saturated"] and cpu["server_weak"]:
         candidates.append("server_cpu")
-    if found["slots"]["limit"] and "client_rpc_slots" not in candidates:
+    if found["slots"].limit and "client_rpc_slots" not in candidates:
         candidates.append("client_rpc_slots")
-    if storage["limit"] and "server_storage" not in candidates:
+    if storage.limit and "server_storage" not in candidates:
         candidates.append("server_storage")
-    if found["access"]["signal"] and "access_pattern" not in candidates:
+    if found["access"].signal and "access_pattern" not in candidates:
         candidates.append("access_pattern")
-    if storage["commit_slow"] and "server_storage" not in candidates:
+    if storage.commit_slow and "server_storage" not in candidates:
         candidates.append("server_storage")
-    if found["threads"]["contributing"] and "server_threads" not in candidates:
+    if found["threads"].contributing and "server_threads" not in candidates:
         candidates.append("server_threads")
     # A link measured partly loaded, while the send side backs up, adds to the wait.
-    if net["state"] == "busy" and found["send"]["backed_up"]:
+    if net["state"] == "busy" and found["send"].backed_up:
         candidates.append("network")
     # Busy client CPUs slow everything a little (and the harness itself runs there): they limit
     # only when nothing else explains the time.
@@ -119,15 +119,15 @@ def decide(run, figures, found):
         contributing = []
     net, cpu = found["net"], found["cpu"]
     confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"],
-                                                 found["access"]["lock_waits"] or found["storm"]["storm"],
-                                                 found["send"]["backed_up"], met)
+                                                 found["access"].lock_waits or found["storm"]["storm"],
+                                                 found["send"].backed_up, met)
     if run["window"] and run["window"]["kind"] == SAVED_SINCE_MOUNT:
         # Averages over the mount's life can show a bottleneck, never prove the checkpoint's: at most medium.
         confidence_reasons.append("the figures are since-mount averages (%s), not the checkpoint's window"
                                   % seconds_text(run["window"]["seconds"]))
         confidence = "medium" if confidence == "high" else confidence
-    headroom, headroom_why = _tuning_headroom(limiting, found["slots"]["tiny_cap"], write, run["capacity"], run["achieved"],
-                                              found["threads"]["no_idle"], run["servers"], net)
+    headroom, headroom_why = _tuning_headroom(limiting, found["slots"].tiny_cap, write, run["capacity"], run["achieved"],
+                                              found["threads"].no_idle, run["servers"], net)
     gap = run["gap"]
     if since_mount(run["context"]):
         verdict = "no_window"
