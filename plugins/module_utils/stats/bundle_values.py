@@ -295,12 +295,16 @@ if HAS_YAML:
     class _PlainLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
         """SafeLoader without anchors or aliases, at most MAX_DEPTH levels (nothing we write uses them)."""
 
+        def __init__(self, stream):
+            super(_PlainLoader, self).__init__(stream)
+            self._depth = 0
+
         def compose_node(self, parent, index):
             event = self.peek_event()
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise yaml.YAMLError("an alias or anchor (%s) at line %d: bundle files use none (a few bytes of aliases "
                                      "can expand to gigabytes)" % (event.anchor, event.start_mark.line + 1))
-            self._depth = getattr(self, "_depth", 0) + 1
+            self._depth += 1
             try:
                 if self._depth > MAX_DEPTH:
                     raise yaml.YAMLError("more than %d levels at line %d" % (MAX_DEPTH, event.start_mark.line + 1))
