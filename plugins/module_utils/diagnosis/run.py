@@ -271,26 +271,37 @@ def _server_view(host, files):
     return view
 
 
+def _new_total():
+    return {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0, "timeouts": 0, "errors": 0}
+
+
+def _add_op(total, op):
+    """One client's per-op delta into a total: ops and summed ms (to re-average)."""
+    total["ops"] += op["ops"]
+    total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
+    total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
+    total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
+    total["bytes_sent"] += op["bytes_sent"]
+    total["retrans"] += op["retrans"]
+    total["timeouts"] += op["timeouts"]
+    total["errors"] += op["errors"] or 0
+
+
+def _averaged(total):
+    for key in ("rtt", "exe", "queue"):
+        total["avg_%s_ms" % key] = total["%s_ms" % key] / total["ops"] if total["ops"] else 0.0
+    return total
+
+
 def sum_op(clients, names):
     """Totals of per-op deltas over clients: ops and summed ms (to re-average)."""
-    total = {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0, "timeouts": 0, "errors": 0}
+    total = _new_total()
     for client in clients:
         for name in names:
             op = client["delta"]["ops"].get(name)
-            if not op:
-                continue
-            total["ops"] += op["ops"]
-            total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
-            total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
-            total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
-            total["bytes_sent"] += op["bytes_sent"]
-            total["retrans"] += op["retrans"]
-            total["timeouts"] += op["timeouts"]
-            total["errors"] += op["errors"] or 0
-    ops = total["ops"]
-    for key in ("rtt", "exe", "queue"):
-        total["avg_%s_ms" % key] = total["%s_ms" % key] / ops if ops else 0.0
-    return total
+            if op:
+                _add_op(total, op)
+    return _averaged(total)
 
 
 def op_totals(clients):
@@ -298,24 +309,9 @@ def op_totals(clients):
     totals = {}
     for client in clients:
         for name, op in client["delta"]["ops"].items():
-            if not op:
-                continue
-            total = totals.get(name)
-            if total is None:
-                total = totals[name] = {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0,
-                                        "timeouts": 0, "errors": 0}
-            total["ops"] += op["ops"]
-            total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
-            total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
-            total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
-            total["bytes_sent"] += op["bytes_sent"]
-            total["retrans"] += op["retrans"]
-            total["timeouts"] += op["timeouts"]
-            total["errors"] += op["errors"] or 0
-    for total in totals.values():
-        for key in ("rtt", "exe", "queue"):
-            total["avg_%s_ms" % key] = total["%s_ms" % key] / total["ops"] if total["ops"] else 0.0
-    return totals
+            if op:
+                _add_op(totals.setdefault(name, _new_total()), op)
+    return dict((name, _averaged(total)) for name, total in totals.items())
 
 
 def _idle_rtt_ms(context, clients):
