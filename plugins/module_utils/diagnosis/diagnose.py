@@ -158,7 +158,7 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "clients": dict((client["host"], _client_summary(client)) for client in run["clients"]),
         "excluded_clients": run["excluded_clients"],
         "servers": dict((server["host"], _server_summary(server)) for server in run["servers"]),
-        "restore": restore_verdict(run["context"], run["clients"]),
+        "restore": restore_verdict(run["context"], run["clients"], run["ops"]),
     }
 
 

@@ -14,12 +14,12 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import su
 RESTORE_RULE = "canary reads: total bytes / (latest end - earliest start), MLPerf rule"
 
 
-def restore_op_figures(clients):
-    """Per-op READ and WRITE figures over the usable clients' mountstats deltas (ops, avg queue,
-    RTT and exe re-averaged by op count, retransmissions): the read phase's READs beside the save's WRITEs."""
+def restore_op_figures(ops):
+    """Per-op READ and WRITE figures from the run's per-op totals over the usable clients (run.op_totals: ops,
+    avg queue, RTT and exe re-averaged by op count, retransmissions): the read phase's READs beside the save's WRITEs."""
     figures = {}
     for name in ("READ", "WRITE"):
-        total = sum_op(clients, (name,))
+        total = ops.get(name) or sum_op((), ())
         # No op in the window: its latencies are unmeasured (None), not 0 ms.
         seen = total["ops"] > 0
         figures[name] = {"ops": total["ops"], "avg_queue_ms": rounded(total["avg_queue_ms"]) if seen else None,
@@ -28,14 +28,15 @@ def restore_op_figures(clients):
     return figures
 
 
-def restore_verdict(context, clients):
+def restore_verdict(context, clients, ops):
     """The restore (read-back) judged like the save: None without context.yml's `restore` block.
 
     A read-limited restore is a checkpoint's load: achieved = the read aggregate (context.yml, the
     write's rule over the read spans on the controller's clock); the target is the checkpoint's
     bytes over the restore's own window, and without one the verdict is no_target (the figure is
     given, never judged against an assumed window). Bad blocks fail it (failed_verification); a read
-    start spread over the bound is flagged in the summary, not averaged.
+    start spread over the bound is flagged in the summary, not averaged. clients: the usable clients'
+    views (their serverreadbytes); ops: the run's per-op totals over them.
     """
     block = context.get("restore")
     if not isinstance(block, dict):
@@ -45,7 +46,7 @@ def restore_verdict(context, clients):
     checkpoint = (context.get("target") or {}).get("checkpoint_bytes") or block.get("bytes")
     target = float(checkpoint) / float(window) if window and checkpoint else None
     gap = target / achieved if target and achieved else None
-    ops = restore_op_figures(clients)
+    ops = restore_op_figures(ops)
     bad = int(block.get("verify_error_count") or 0)
     if bad:
         verdict = "failed_verification"

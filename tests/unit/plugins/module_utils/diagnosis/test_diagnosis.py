@@ -487,7 +487,8 @@ def test_read_ops_from_the_mountstats_deltas_beside_write():
                                            "bytes_recv": 10, "retrans": 0, "timeouts": 0, "errors": 0}}}},
                {"delta": {"ops": {"READ": {"ops": 30, "avg_rtt_ms": 4.0, "avg_exe_ms": 9.0, "avg_queue_ms": 3.0, "bytes_sent": 1,
                                            "bytes_recv": 10, "retrans": 1, "timeouts": 0, "errors": 0}}}}]
-    ops = diagnosis.restore_op_figures(clients)
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import op_totals
+    ops = diagnosis.restore_op_figures(op_totals(clients))
     assert ops["READ"]["ops"] == 40 and ops["READ"]["avg_rtt_ms"] == pytest.approx((10 * 2 + 30 * 4) / 40.0)
     assert ops["READ"]["avg_queue_ms"] == pytest.approx(2.5) and ops["WRITE"]["ops"] == 0
 
