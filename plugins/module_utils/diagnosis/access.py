@@ -15,7 +15,6 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import
 SHARED_LOCK_SHARE_LIMIT = 0.1
 
 
-
 @dataclasses.dataclass(frozen=True)
 class AccessFinding:
     """access_pattern: the layout, one shared file, ranks waiting on its lock, and whether any signal points here."""

@@ -27,7 +27,6 @@ QUEUE_MS_FLOOR = 10.0
 TINY_SLOT_CAP = 16
 
 
-
 @dataclasses.dataclass(frozen=True)
 class SlotsFinding:
     """client_rpc_slots: whether slots limit, the slot cap read from sunrpc.txt, whether it is tiny."""

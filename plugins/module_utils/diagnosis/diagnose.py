@@ -29,7 +29,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.access import
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.advice import recommend
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client import client_rpc_slots_layer, reconnect_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.cpu import cpu_layers
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import Evidence, add_capture_evidence, add_capture_problems, add_window_evidence, rounded
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import (
+    Evidence, add_capture_evidence, add_capture_problems, add_window_evidence, rounded)
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict

@@ -55,7 +55,6 @@ RTT_INFLATION_LIMIT = 4.0
 SENDING_PER_SEND_LIMIT = 1.0
 
 
-
 @dataclasses.dataclass(frozen=True)
 class SendFinding:
     """The send side: WRITE RTT over the idle RTT, and whether requests back up to transmit (a symptom, no layer)."""

@@ -39,7 +39,6 @@ METADATA_RTT_FACTOR = 10.0
 METADATA_MS_FLOOR = 50.0
 
 
-
 @dataclasses.dataclass(frozen=True)
 class ThreadsFinding:
     """server_threads: the largest share of packets without an idle nfsd thread, limit, contributing."""

@@ -149,4 +149,3 @@ def stats_files(kind, before, after, dstate_text=None):
                  (names["host_before"], json_line(before["host_sample"])), (names["host_after"], json_line(after["host_sample"])),
                  (names["threads"], None if threads is None else "%s\n" % threads)]
     return [{"name": name, "content": content} for name, content in files if content is not None]
-

@@ -98,7 +98,7 @@ def assert_readable(lines, digits=True):
 
 def test_ops_are_reaveraged_by_op_count_not_mean_of_means():
     metrics = report.bundle_metrics(CONTEXT, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100),
-                                                         _delta(300, 20.0, 40.0, 5.0, 0, 300)))
+                                                             _delta(300, 20.0, 40.0, 5.0, 0, 300)))
     write = metrics["ops"]["WRITE"]
     assert write["ops"] == 400
     assert write["avg_rtt_ms"] == pytest.approx((100 * 10 + 300 * 20) / 400.0)
