@@ -10,7 +10,6 @@ import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import network_loss
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import NETWORK_BUSY_SHARE, client_samples, probe_rate, server_samples
