@@ -11,7 +11,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import check_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import BundleError, checkpoint_capacity as _capacity, diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import checkpoint_capacity as _capacity
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta as _mountstats_delta
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta as _nfsd_delta

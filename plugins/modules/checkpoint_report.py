@@ -170,17 +170,17 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_plac
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_utils
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run as diagnosis_run
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
 
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
             "(pip install matplotlib, or pip install -r requirements.txt from the installed collection) and run again.")
 
 
 def load_bundle(path, output_dir=None):
-    """The bundle in diagnosis.py's in-memory shape, plus canary ranks and diagnosis.json (from
+    """The bundle in the diagnosis's in-memory shape, plus diagnosis.json (from
     output_dir, where diagnose_bundle wrote it for a bundle it may not write into, else the bundle)."""
     loaded = bundle_reader.load_bundle(path)
     saved = None
@@ -188,29 +188,27 @@ def load_bundle(path, output_dir=None):
         saved = bundle_reader.saved_diagnosis(directory)
         if saved is not None:
             break
-    return loaded, bundle_files.canary_ranks(loaded), saved
+    return loaded, saved
 
 
 def bundle_metrics(path, label, warnings, output_dir=None):
     if not os.path.isfile(os.path.join(path, "context.yml")):
         raise ValueError("%s has no context.yml: not a capture bundle" % path)
-    loaded, ranks, diagnosis = load_bundle(path, output_dir)
+    loaded, diagnosis = load_bundle(path, output_dir)
     context = loaded["context"]
-    if diagnosis is None:
-        try:
-            diagnosis = diagnosis_utils.diagnose(loaded)
-        except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+    run = None
+    try:
+        # The bundle read once (diagnosis/run.py): the report's per-op figures are the diagnosis's own.
+        run = diagnosis_run.read_run(loaded)
+        if diagnosis is None:
+            diagnosis = diagnose.diagnose_run(run)
+    except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+        if diagnosis is None:
             warnings.append("no diagnosis for %s: %s" % (path, exc))
-    deltas = []
-    mount_point = context.get("mount_point")
-    for files in loaded["clients"].values():
-        if "mountstats_after" in files:
-            deltas.extend(mountstats_delta(files["mountstats_after"].splitlines(),
-                                           files["mountstats_before"].splitlines() if "mountstats_before" in files else None,
-                                           mount_points=[mount_point] if mount_point else None))
+    ranks = diagnosis_run.canary_ranks(run) if run else bundle_files.canary_ranks(loaded)
+    harness = diagnosis_run.canary_harness(run) if run else bundle_files.canary_harness(loaded)
     run_label = label or context.get("label") or os.path.basename(os.path.normpath(path))
-    return report.bundle_metrics(context, diagnosis, deltas, ranks if ranks else None, run_label,
-                                 bundle_files.canary_harness(loaded))
+    return report.bundle_metrics(context, diagnosis, run, ranks if ranks else None, run_label, harness)
 
 
 def main():

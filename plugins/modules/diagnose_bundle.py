@@ -201,8 +201,9 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_plac
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import returned_diagnosis
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import returned_diagnosis
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 
@@ -233,7 +234,7 @@ def main():
     output_dir, why = output_place(module, directory) if module.params["write"] else (None, "write is false")
     try:
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
-        result = json_safe(diagnose(load_bundle(directory)))
+        result = json_safe(diagnose(load_bundle(directory, stream=True)))
         json_text = dump_json(result, "diagnosis.json", indent=2, sort_keys=True) + "\n"
     except BundleError as exc:
         module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))

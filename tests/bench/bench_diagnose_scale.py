@@ -70,14 +70,15 @@ def profile(clients, root, link):
     import cProfile
     import pstats
     from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle  # noqa: F401 the module's imports
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe
     bundle = build(root, clients, link)
 
     def work():
-        result = json_safe(diagnose(load_bundle(bundle)))
+        result = json_safe(diagnose(load_bundle(bundle, stream=True)))
         text = dump_json(result, "diagnosis.json", indent=2, sort_keys=True)
         render_markdown(result)
         return len(text)

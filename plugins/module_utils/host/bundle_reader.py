@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 
+from collections.abc import Mapping
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, CONTEXT_FILE, DIAGNOSIS_FILE, JSON_SUFFIX, SERVER_FILES
@@ -57,8 +59,43 @@ def _read_host(directory, names, where, problems):
     return files
 
 
-def load_bundle(directory):
-    """{"context", "clients": {HOST: {key: text or parsed JSON}}, "servers": {...}, "problems": [...]}."""
+class HostFiles(Mapping):
+    """{HOST: {key: text or parsed JSON}} of one kind of host, read from disk when a host is asked for and
+    not kept: a bundle of thousands of clients is taken one host at a time (diagnosis/run.py keeps each
+    client's figures and drops its texts). A file that does not parse is listed in problems once, however
+    often its host is read."""
+
+    def __init__(self, directory, names, where, problems):
+        self._directory = directory
+        self._names = names
+        self._where = where
+        self._problems = problems
+        self._hosts = _hosts(directory)
+        self._seen = set()
+
+    def __getitem__(self, host):
+        if host not in self._hosts:
+            raise KeyError(host)
+        problems = []
+        files = _read_host(os.path.join(self._directory, host), self._names, "%s/%s" % (self._where, host), problems)
+        if host not in self._seen:
+            self._seen.add(host)
+            self._problems.extend(problems)
+        return files
+
+    def __iter__(self):
+        return iter(self._hosts)
+
+    def __len__(self):
+        return len(self._hosts)
+
+
+def load_bundle(directory, stream=False):
+    """{"context", "clients": {HOST: {key: text or parsed JSON}}, "servers": {...}, "problems": [...]}.
+
+    stream: the hosts as HostFiles, each read when asked for (diagnose_bundle and checkpoint_report read
+    each host once, clients first, as here); otherwise every file is read now.
+    """
     context_text = _read(os.path.join(directory, CONTEXT_FILE))
     if context_text is None:
         raise BundleError("%s/%s is missing" % (directory, CONTEXT_FILE))
@@ -66,8 +103,8 @@ def load_bundle(directory):
     problems = []
     bundle = {"context": context, "clients": {}, "servers": {}, "problems": problems}
     for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
-        for host in _hosts(os.path.join(directory, kind)):
-            bundle[kind][host] = _read_host(os.path.join(directory, kind, host), names, "%s/%s" % (kind, host), problems)
+        hosts = HostFiles(os.path.join(directory, kind), names, kind, problems)
+        bundle[kind] = hosts if stream else dict((host, hosts[host]) for host in hosts)
     return bundle
 
 

@@ -16,7 +16,7 @@ Sample format (docs/capture-bundle.md, host_before.json / host_after.json):
      "net": {"route", "fib_trie", "if_inet6", "ipv6_route": TEXT}, "nfs_server_addresses": [ADDRESS...],
      "tcp": {"snmp": TEXT, "netstat": TEXT}, "errors": [TEXT...]}
 "tcp" holds only the Tcp: / TcpExt: line pairs of /proc/net/snmp and /proc/net/netstat (the
-loss counters module_utils/stats/network_loss.py reads); samples from before it have no "tcp".
+loss counters module_utils/diagnosis/network_loss.py reads); samples from before it have no "tcp".
 """
 
 from __future__ import annotations

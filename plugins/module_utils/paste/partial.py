@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A partial diagnosis from the readings of pasted files, in diagnosis.json's shape. Pure.
 
-What a bundle's diagnosis (module_utils/stats/diagnosis.py) says from a measured window, this
+What a bundle's diagnosis (module_utils/diagnosis/) says from a measured window, this
 says as far as a paste allows: the layers the files speak for, the layers they cannot see
 (`unmeasured`), a `suspected` limiting layer weighed from the files' signals with a confidence
 (low from one kind of evidence, medium when two kinds agree; never high: no window of the whole
@@ -16,8 +16,8 @@ partial diagnosis sits beside a bundle's in every report.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis_headline, diagnosis_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import LAYERS
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline as diagnosis_headline, markdown as diagnosis_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
 
 PARTIAL_SOURCE = "nothing: pasted statistics hold no checkpoint window, so no throughput is measured"
 # What to capture next, always: the window the paste lacks (docs/capture-bundle.md "From files saved by hand").

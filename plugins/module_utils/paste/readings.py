@@ -19,7 +19,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import recognise
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import METADATA_OPS
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mount_lines
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
     NFS3_PROCS,

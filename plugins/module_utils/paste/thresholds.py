@@ -3,25 +3,25 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every threshold a paste is read against, in one place (docs/capture-bundle.md "What a paste can show" lists them).
 
-The ones a bundle's diagnosis already has are taken from module_utils/stats/diagnosis.py, so a
+The ones a bundle's diagnosis already has are taken from module_utils/diagnosis/ (client.py, server.py), so a
 paste and a bundle never disagree on when a queue dominates or threads are short; the rest are
 the paste's own, each with its source.
 """
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client, server
 
 # Queue time (exe - RTT, or the printed avg queue / backlog wait) dominating RTT: client RPC
 # concurrency. The bundle's WRITE rule: queue > 1x RTT and above 10 ms.
-QUEUE_TO_RTT_LIMIT = diagnosis.QUEUE_TO_RTT_LIMIT
-QUEUE_MS_FLOOR = diagnosis.QUEUE_MS_FLOOR
+QUEUE_TO_RTT_LIMIT = client.QUEUE_TO_RTT_LIMIT
+QUEUE_MS_FLOOR = client.QUEUE_MS_FLOOR
 # Requests waiting for a transport slot per send (xprt bklog_u / sends; mountstats' "average
 # backlog queue length"): the bundle's rule (lab: 680-935 with 2 slots).
-BACKLOG_PER_SEND_LIMIT = diagnosis.BACKLOG_PER_SEND_LIMIT
+BACKLOG_PER_SEND_LIMIT = client.BACKLOG_PER_SEND_LIMIT
 # pool_stats: share of packets that found no idle nfsd thread (lab 6.1: 85 % with 1 thread).
-NO_IDLE_THREAD_LIMIT = diagnosis.NO_IDLE_THREAD_LIMIT
-NO_IDLE_THREAD_CONTRIBUTING = diagnosis.NO_IDLE_THREAD_CONTRIBUTING
+NO_IDLE_THREAD_LIMIT = server.NO_IDLE_THREAD_LIMIT
+NO_IDLE_THREAD_CONTRIBUTING = server.NO_IDLE_THREAD_CONTRIBUTING
 # Slots in use per send (req_u / sends) this close to max_slots: the transport ran at its cap.
 # max_slots is the high-water mark of slots allocated (xprt_alloc_slot); an average this near it
 # means most sends found the table full. The paste's own bound: 90 %.
@@ -29,7 +29,7 @@ SLOTS_AT_CAP_SHARE = 0.9
 # A data op's RTT this long, while the queue does not dominate: the wait is on the wire or in the
 # server. 50 ms is the bundle's METADATA_MS_FLOOR: a reply slower than a disk seek plus a round
 # trip on any data-centre link by an order of magnitude.
-RTT_HIGH_MS = diagnosis.METADATA_MS_FLOOR
+RTT_HIGH_MS = server.METADATA_MS_FLOOR
 # Retransmitted RPCs per op: over TCP the client retransmits only after timeo (60 s by default)
 # or a reconnect (nfs(5) "timeo"), so 1 % of ops retransmitted is a path losing connections or a
 # server not answering, never noise.

@@ -149,15 +149,3 @@ def stats_files(kind, before, after, dstate_text=None):
                  (names["host_before"], json_line(before["host_sample"])), (names["host_after"], json_line(after["host_sample"])),
                  (names["threads"], None if threads is None else "%s\n" % threads)]
     return [{"name": name, "content": content} for name, content in files if content is not None]
-
-
-def __getattr__(name):
-    """load_bundle and saved_diagnosis, still importable from here while callers move to host/bundle_reader.
-
-    Transitional (issue 27 item 5): stats/ does no I/O, so the reader lives in host/ and is looked up
-    only when asked for, never imported at load (host/bundle_reader imports this module's tables).
-    """
-    if name in ("load_bundle", "saved_diagnosis"):
-        from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
-        return getattr(bundle_reader, name)
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -4,8 +4,8 @@
 """The validation report: headline metrics of a capture bundle, before/after rows, Markdown.
 
 Pure: the module (plugins/modules/checkpoint_report.py) loads the bundle, runs the diagnosis
-(module_utils/stats/diagnosis.py) and the per-op deltas (module_utils/stats/stats_delta.py) and passes the
-results in. Nothing here parses /proc text.
+(module_utils/diagnosis/) and passes the run and the diagnosis in: the per-op totals are the run's (over the
+clients the diagnosis used), never summed again here. Nothing here parses /proc text.
 
 Latency split: nfs-utils' "exe" is the time from the request's creation to its completion, so
 it contains the queue wait and the RTT; the figure stacks queue, RTT and the remainder
@@ -23,31 +23,20 @@ FIGURE_OPS = ("WRITE", "COMMIT", "OPEN", "CLOSE", "GETATTR", "LOOKUP", "SETATTR"
 MB = 1e6
 
 
-def _sum_ops(mount_deltas):
-    """Per-op totals over every client's mount deltas, re-averaged by ops (not mean of means)."""
-    totals = {}
-    for delta in mount_deltas:
-        for name, op in delta.get("ops", {}).items():
-            entry = totals.setdefault(name, {"ops": 0, "rtt": 0.0, "exe": 0.0, "queue": 0.0})
-            entry["ops"] += op["ops"]
-            entry["rtt"] += op["avg_rtt_ms"] * op["ops"]
-            entry["exe"] += op["avg_exe_ms"] * op["ops"]
-            entry["queue"] += op["avg_queue_ms"] * op["ops"]
-    result = {}
-    for name, entry in totals.items():
-        if entry["ops"] <= 0:
+def _op_rows(run):
+    """The run's per-op totals (diagnosis/run.py op_totals, over the clients the diagnosis used), rounded for the report."""
+    rows = {}
+    for name, total in ((run or {}).get("ops") or {}).items():
+        if total["ops"] <= 0:
             continue
-        result[name] = {"ops": entry["ops"],
-                        "avg_rtt_ms": round(entry["rtt"] / entry["ops"], 3),
-                        "avg_exe_ms": round(entry["exe"] / entry["ops"], 3),
-                        "avg_queue_ms": round(entry["queue"] / entry["ops"], 3)}
-    return result
+        rows[name] = {"ops": total["ops"], "avg_rtt_ms": round(total["avg_rtt_ms"], 3), "avg_exe_ms": round(total["avg_exe_ms"], 3),
+                      "avg_queue_ms": round(total["avg_queue_ms"], 3)}
+    return rows
 
 
-def _backlog_per_send(mount_deltas):
-    backlog = sum(delta["rpc"].get("bklog_u", 0) for delta in mount_deltas if delta.get("rpc"))
-    sends = sum(delta["rpc"].get("sends", 0) for delta in mount_deltas if delta.get("rpc"))
-    return round(float(backlog) / sends, 3) if sends else None
+def _backlog_per_send(run):
+    figures = (run or {}).get("figures") or {}
+    return round(figures["backlog_per_send"], 3) if figures.get("sends") else None
 
 
 def _int(value):
@@ -73,26 +62,28 @@ def _slot_cap(client_summary):
     return _int(sunrpc.get(name)), name
 
 
-def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None, label=None, harness=None):
+def bundle_metrics(context, diagnosis=None, run=None, canary_ranks=None, label=None, harness=None):
     """Headline numbers of one bundle.
 
-    context: context.yml; diagnosis: diagnosis.diagnose() result or None; mount_deltas: list of
-    stats_delta.mount_delta() results over every client; canary_ranks: every rank result of
+    context: context.yml; diagnosis: diagnosis.diagnose() result or None; run: the run the diagnosis
+    read (diagnosis/run.py read_run: per-op totals over the clients it used) or None; canary_ranks: every rank result of
     every host on the controller's clock (canary.combine_hosts: dicts with host, rank, start, end,
     bytes, error, clock_offset_seconds) or None; harness: {host: the canary's `harness` block (its
     own CPU and the host's other CPU during the ranks)} or None.
     """
     context = context or {}
     diagnosis = diagnosis or {}
-    mount_deltas = mount_deltas or []
     target = context.get("target") or {}
     canary_context = context.get("canary") or {}
     window = target.get("window_seconds")
-    target_bps = diagnosis.get("target_bytes_per_second")
-    if target_bps is None and target.get("checkpoint_bytes") and window:
-        target_bps = float(target["checkpoint_bytes"]) / float(window)
-    achieved = diagnosis.get("achieved_bytes_per_second")
-    if achieved is None:
+    # The diagnosis's figures (its run's); only a bundle it could not read (no usable statistics)
+    # shows what context.yml says.
+    if diagnosis:
+        target_bps, achieved = diagnosis.get("target_bytes_per_second"), diagnosis.get("achieved_bytes_per_second")
+    elif run:
+        target_bps, achieved = run["target_bps"], run["achieved"]
+    else:
+        target_bps = float(target["checkpoint_bytes"]) / float(window) if target.get("checkpoint_bytes") and window else None
         achieved = canary.context_throughput(canary_context)
     metrics = {"label": label or context.get("label")}
     metrics.update(_link_and_cpu_metrics(diagnosis))
@@ -115,8 +106,8 @@ def bundle_metrics(context, diagnosis=None, mount_deltas=None, canary_ranks=None
         "contributing": diagnosis.get("contributing") or [],
         "verdict": diagnosis.get("verdict"),
         "summary": diagnosis.get("summary"),
-        "ops": _sum_ops(mount_deltas),
-        "backlog_per_send": _backlog_per_send(mount_deltas),
+        "ops": _op_rows(run),
+        "backlog_per_send": _backlog_per_send(run),
     })
     metrics.update(_host_metrics(diagnosis))
     metrics.update(restore_metrics(context, canary_ranks))

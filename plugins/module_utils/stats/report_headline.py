@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import textwrap
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline as diagnosis_headline
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 
-WIDTH = 80
+# The diagnosis's own screen width and no-target text (diagnosis/headline.py); report.md's first
+# screen may hold 25 lines (CONTRACT 3), the diagnosis's 23 sit in a fenced block.
+WIDTH = diagnosis_headline.SCREEN_COLUMNS
 MAX_LINES = 25
-NO_TARGET = ("no target given: set ckptio_checkpoint_bytes (your checkpoint's bytes) and "
-             "ckptio_checkpoint_window_seconds (the seconds it may take)")
+NO_TARGET = diagnosis_headline.NO_TARGET_TEXT
 VERDICT_WORDS = {"meets_target": "meets the target", "tune": "tune", "rearchitect": "re-architect",
                  "no_target": "no target given", "no_window": "no checkpoint window"}
 # Network states (diagnosis.json network.state) in words, for a headline built here.
@@ -147,7 +149,7 @@ def _built_screen(head):
     lines += _wrap("Achieved %s against the target %s" % (
         head.get("achieved_text") or human.UNMEASURED, head.get("target_text") or NO_TARGET), 3)
     lines += _wrap("rests on: %s" % (head.get("rests_on") or human.UNMEASURED), 2, "  ")
-    lines += _wrap(_capitalised(head.get("links_text") or "links not measured"), 3)
+    lines += _wrap(diagnosis_headline.capital(head.get("links_text") or "links not measured"), 3)
     lines += _wrap("Confidence %s: %s" % (head.get("confidence") or human.UNMEASURED,
                                           head.get("confidence_reason") or "-"), 3)
     actions = head.get("actions") or []
@@ -156,7 +158,3 @@ def _built_screen(head):
         for index, action in enumerate(actions[:3], 1):
             lines += _wrap("%d. %s" % (index, action), 3, "  ")
     return lines[:MAX_LINES]
-
-
-def _capitalised(text):
-    return text[:1].upper() + text[1:]

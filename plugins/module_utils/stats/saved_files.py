@@ -337,7 +337,7 @@ def _context(pair, server_part, layout, target, label, network, notes, client, s
 def partial_context(diagnosis, target, label, network, why):
     """context.yml of a partial diagnosis (no bundle): the target and this module's mark, so a later run may rewrite it.
 
-    `saved.window: paste` is no window the diagnosis reads (diagnosis._saved_window knows only
+    `saved.window: paste` is no window the diagnosis reads (diagnosis/run.py _saved_window knows only
     snapshots and since_mount); `saved.files` is empty, so nothing of a bundle is left to remove.
     """
     context = bundle.context_document(diagnosis["mount_point"], label, target.get("checkpoint_bytes"), target.get("window_seconds"),

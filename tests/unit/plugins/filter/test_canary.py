@@ -14,7 +14,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.filter.canary import FilterModule
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, diagnosis, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 FILTERS = FilterModule().filters()
@@ -23,7 +25,7 @@ CAPTURES = ("healthy", "one_thread", "seed_like_v41", "shaped_link", "slow_stora
 
 
 def capture(name):
-    return bundle.load_bundle(sample_path("..", "captures", name))
+    return bundle_reader.load_bundle(sample_path("..", "captures", name))
 
 
 def client_results(loaded):

@@ -194,9 +194,10 @@ def _copy_capture(name, tmp_path):
 
 def test_the_diagnosis_json_first_screen_leads_report_md_and_the_console(tmp_path):
     """CONTRACT 3: the report takes headline and first_screen from diagnosis.json, recomputing nothing."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, diagnosis
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
     bundle_dir = _copy_capture("seed_like_v41", tmp_path)
-    saved = diagnosis.diagnose(bundle.load_bundle(str(bundle_dir)))
+    saved = diagnosis.diagnose(bundle_reader.load_bundle(str(bundle_dir)))
     saved["headline"] = dict(verdict="tune", verdict_text="tune: the gap is 4.9x, within the 9.4x slots can give",
                              achieved_text="1.36 MB/s", target_text="6.71 MB/s (67.1 MB in 10 s)",
                              links_text="links at 11 % of the path's TCP capacity: the bandwidth paradox",
@@ -264,3 +265,21 @@ def test_a_bundle_inside_an_installed_collection_is_never_written(tmp_path):
     assert result["console_lines"][0] == "marker: read from the output directory"
     assert sorted(os.listdir(str(out))) == ["diagnosis.json", "diagnosis.md", "report.json", "report.md"]
     assert tree_checksums(str(root)) == before
+
+
+def test_report_op_latencies_are_those_of_the_clients_the_diagnosis_used(baseline):
+    """Issue 27: the report's per-op figures come from the diagnosis's run, never from a client it excluded.
+
+    nfs3 is nfs2's capture whose after sample holds a remount (age rose, counters reset): the diagnosis
+    excludes it; its WRITE latencies must not reach report.md / report.json either.
+    """
+    from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture
+    nfs3 = baseline / "clients" / "nfs3"
+    shutil.copytree(str(baseline / "clients" / "nfs2"), str(nfs3))
+    (nfs3 / "mountstats_before.txt").write_text((baseline / "clients" / "nfs2" / "mountstats_after.txt").read_text())
+    (nfs3 / "mountstats_after.txt").write_bytes(broken_capture("mountstats_after_remounted_age_rose.txt"))
+    clean = run_module(checkpoint_report, {"bundle": str(_copy("seed_like_baseline", baseline.parent / "clean"))})
+    result = run_module(checkpoint_report, {"bundle": str(baseline)})
+    assert "capture problem on nfs3" in (baseline / "report.md").read_text() or result["metrics"]["summary"]
+    assert result["metrics"]["ops"] == clean["metrics"]["ops"]
+    assert result["metrics"]["backlog_per_send"] == clean["metrics"]["backlog_per_send"]

@@ -5,7 +5,7 @@ import json
 import random
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, partial, readings
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_headline import SCREEN_COLUMNS, SCREEN_LINES
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import SCREEN_COLUMNS, SCREEN_LINES
 from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.paste import layouts
 
 

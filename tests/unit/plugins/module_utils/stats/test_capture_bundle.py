@@ -14,9 +14,10 @@ import shutil
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose, diagnose_run
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import read_run
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report, diagnose_bundle
 from ansible_collections.ckptio.nfs.tests.unit.utils import run_module, sample_path
 
@@ -93,11 +94,8 @@ def test_diagnosis_markdown_says_there_was_no_canary(bundle):
 
 
 def metrics_of(bundle):
-    diagnosis = diagnose(bundle)
-    deltas = []
-    for files in bundle["clients"].values():
-        deltas.extend(mountstats_delta(files["mountstats_after"], files["mountstats_before"], mount_points=["/mnt/nfs"]))
-    return report.bundle_metrics(bundle["context"], diagnosis, deltas, None, "capture")
+    run = read_run(bundle)
+    return report.bundle_metrics(bundle["context"], diagnose_run(run), run, None, "capture")
 
 
 def test_report_metrics_carry_the_capture_and_no_canary_figures(bundle):

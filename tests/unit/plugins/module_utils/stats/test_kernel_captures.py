@@ -13,9 +13,9 @@ import re
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as diagnosis_module
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import server as diagnosis_module
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_pool_stats, parse_pool_threads, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import pool_stats_delta

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run as diagnosis_run
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 
 CONTEXT = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 1000000000, "window_seconds": 10},
@@ -12,10 +13,19 @@ CONTEXT = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 1000000000,
 
 
 def _delta(write_ops, rtt, exe, queue, bklog, sends, commit_ops=0):
-    ops = {"WRITE": {"ops": write_ops, "avg_rtt_ms": rtt, "avg_exe_ms": exe, "avg_queue_ms": queue}}
+    counts = {"bytes_sent": 0, "retrans": 0, "timeouts": 0, "errors": 0}
+    ops = {"WRITE": dict(counts, ops=write_ops, avg_rtt_ms=rtt, avg_exe_ms=exe, avg_queue_ms=queue)}
     if commit_ops:
-        ops["COMMIT"] = {"ops": commit_ops, "avg_rtt_ms": 5.0, "avg_exe_ms": 6.0, "avg_queue_ms": 0.5}
+        ops["COMMIT"] = dict(counts, ops=commit_ops, avg_rtt_ms=5.0, avg_exe_ms=6.0, avg_queue_ms=0.5)
     return {"ops": ops, "rpc": {"bklog_u": bklog, "sends": sends}}
+
+
+def _run(*deltas):
+    """What the report reads of a run (diagnosis/run.py read_run): per-op totals and transport figures of these clients."""
+    clients = [{"delta": delta} for delta in deltas]
+    sends = sum(delta["rpc"]["sends"] for delta in deltas)
+    return {"ops": diagnosis_run.op_totals(clients),
+            "figures": {"sends": sends, "backlog_per_send": sum(delta["rpc"]["bklog_u"] for delta in deltas) / float(sends) if sends else 0.0}}
 
 
 DIAGNOSIS = {
@@ -87,8 +97,8 @@ def assert_readable(lines, digits=True):
 
 
 def test_ops_are_reaveraged_by_op_count_not_mean_of_means():
-    metrics = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 50, 100),
-                                                         _delta(300, 20.0, 40.0, 5.0, 0, 300)])
+    metrics = report.bundle_metrics(CONTEXT, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100),
+                                                             _delta(300, 20.0, 40.0, 5.0, 0, 300)))
     write = metrics["ops"]["WRITE"]
     assert write["ops"] == 400
     assert write["avg_rtt_ms"] == pytest.approx((100 * 10 + 300 * 20) / 400.0)
@@ -132,10 +142,10 @@ def test_canary_ranks_over_all_hosts_use_the_mlperf_rule():
 
 
 def test_comparison_rows_ratio_and_direction():
-    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 50, 100, commit_ops=4)], label="b")
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100, commit_ops=4)), label="b")
     tuned = dict(DIAGNOSIS, achieved_bytes_per_second=3e7)
     after = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], seconds=8.0)), tuned,
-                                  [_delta(100, 8.0, 12.0, 2.0, 0, 100)], label="a")
+                                  _run(_delta(100, 8.0, 12.0, 2.0, 0, 100)), label="a")
     rows = {row["metric"]: row for row in report.comparison_rows(before, after)}
     assert rows["throughput"]["before"] == 10.0 and rows["throughput"]["after"] == 30.0
     assert rows["throughput"]["ratio"] == 3.0 and rows["throughput"]["improved"] is True
@@ -148,9 +158,9 @@ def test_comparison_rows_ratio_and_direction():
 
 
 def test_markdown_has_verdict_tables_and_comparison():
-    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 50, 100)], label="baseline")
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100)), label="baseline")
     after = report.bundle_metrics(CONTEXT, dict(DIAGNOSIS, limiting_layer="none", verdict="meets_target"),
-                                  [_delta(100, 8.0, 12.0, 2.0, 0, 100)], label="tuned")
+                                  _run(_delta(100, 8.0, 12.0, 2.0, 0, 100)), label="tuned")
     text = report.render_markdown(after, before, report.comparison_rows(before, after))
     assert text.startswith("# Checkpoint validation: tuned\n")
     assert "| verdict | meets_target |" in text
@@ -162,8 +172,8 @@ def test_markdown_has_verdict_tables_and_comparison():
 
 
 def test_figure_series_splits_exe_into_queue_rtt_rest():
-    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 10.0, 30.0, 15.0, 0, 100, commit_ops=2)], label="b")
-    after = report.bundle_metrics(CONTEXT, DIAGNOSIS, [_delta(100, 8.0, 7.0, 2.0, 0, 100)], label="a")
+    before = report.bundle_metrics(CONTEXT, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 0, 100, commit_ops=2)), label="b")
+    after = report.bundle_metrics(CONTEXT, DIAGNOSIS, _run(_delta(100, 8.0, 7.0, 2.0, 0, 100)), label="a")
     series = report.figure_series(after, before)
     assert [(t["label"], t["limiting_layer"]) for t in series["throughput"]] == [("b", "client_rpc_slots")] * 1 + [("a", "client_rpc_slots")]
     assert series["target_mb_per_second"] == 100.0
@@ -258,8 +268,9 @@ def test_timeline_without_measured_clocks_starts_at_the_earliest_start_not_the_g
 
 def _restore_bundle():
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
     from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
-    loaded = bundle.load_bundle(sample_path("..", "captures", "restore_clock_step"))
+    loaded = bundle_reader.load_bundle(sample_path("..", "captures", "restore_clock_step"))
     return loaded, report.bundle_metrics(loaded["context"], None, [], bundle.canary_ranks(loaded), label="restore")
 
 
@@ -366,7 +377,7 @@ def test_report_md_says_whether_the_restore_cache_was_measured_cold():
 def test_report_md_leads_with_the_diagnosis_first_screen_then_the_comparison():
     """CONTRACT 3: the report takes the diagnosis's lines, recomputes nothing, then compares, then the rest."""
     before = report.bundle_metrics(BIG_CONTEXT, OLD_DIAGNOSIS, [], label="baseline")
-    after = report.bundle_metrics(BIG_CONTEXT, NEW_DIAGNOSIS, [_delta(100, 8.0, 12.0, 2.0, 0, 100)], label="tuned")
+    after = report.bundle_metrics(BIG_CONTEXT, NEW_DIAGNOSIS, _run(_delta(100, 8.0, 12.0, 2.0, 0, 100)), label="tuned")
     assert after["headline"] == HEADLINE and after["first_screen"] == FIRST_SCREEN
     lines = report.render_markdown(after, before, report.comparison_rows(before, after)).splitlines()
     assert lines[:4] == ["# Checkpoint validation: tuned", "", "```text", FIRST_SCREEN[0]]

@@ -12,7 +12,10 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, diagnosis, saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import markdown, verdict
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, since_mount_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import nfsd_text_from_nfsstat, parse_nfsd_stats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
@@ -267,8 +270,8 @@ def test_saved_bundle_diagnoses_with_the_same_client_figures_as_the_lab_bundle(t
     files = seed_client_files() + [("s1", seed("servers/nfs1/nfsd_after.txt")), ("s2", seed("servers/nfs1/nfsd_before.txt")),
                                    ("p1", seed("servers/nfs1/pool_stats_before.txt")), ("p2", seed("servers/nfs1/pool_stats_after.txt"))]
     directory = write_bundle(str(tmp_path / "bundle"), saved_files.plan_bundle(files, TARGET, client="nfs2", server="nfs1"))
-    result = diagnosis.diagnose(bundle.load_bundle(directory))
-    lab = bundle.load_bundle(os.path.join(FIXTURES, SEED))
+    result = diagnosis.diagnose(bundle_reader.load_bundle(directory))
+    lab = bundle_reader.load_bundle(os.path.join(FIXTURES, SEED))
     lab["clients"] = {"nfs2": lab["clients"]["nfs2"]}
     lab_result = diagnosis.diagnose(lab)
     # Everything from the mountstats pair; dstate.txt and sunrpc.txt are not among the saved files.
@@ -278,20 +281,20 @@ def test_saved_bundle_diagnoses_with_the_same_client_figures_as_the_lab_bundle(t
     server, lab_server = result["servers"]["nfs1"], lab_result["servers"]["nfs1"]
     assert (server["rpc_calls"], server["pool_stats"]) == (lab_server["rpc_calls"], lab_server["pool_stats"])
     # No canary here: achieved = NFS WRITE bytes over the age delta; the seed's slots still limit.
-    assert result["verdict"] in diagnosis.VERDICTS and result["limiting_layer"] == "client_rpc_slots"
+    assert result["verdict"] in verdict.VERDICTS and result["limiting_layer"] == "client_rpc_slots"
     assert result["window"] == {"kind": "snapshots", "seconds": 127.0, "source": "files saved by hand"}
     assert "Since-mount" not in result["summary"]
 
 
 def test_saved_since_mount_bundle_is_flagged_by_the_diagnosis(tmp_path):
     plan = saved_files.plan_bundle([("ms.txt", read_sample("mountstats-v41-nconnect4-after-2GiB-write.txt"))], TARGET)
-    result = diagnosis.diagnose(bundle.load_bundle(write_bundle(str(tmp_path / "bundle"), plan)))
-    assert result["verdict"] in diagnosis.VERDICTS and result["limiting_layer"] in diagnosis.LAYERS
+    result = diagnosis.diagnose(bundle_reader.load_bundle(write_bundle(str(tmp_path / "bundle"), plan)))
+    assert result["verdict"] in verdict.VERDICTS and result["limiting_layer"] in verdict.LAYERS
     assert result["window"]["kind"] == "since_mount" and result["confidence"] != "high"
     assert result["summary"].endswith("Since-mount average over 178 s, not a checkpoint window.")
     assert any(row["signal"] == "statistics window: since the mount" and row["crossed"] for row in result["evidence"])
     assert any("since-mount averages" in reason for reason in result["confidence_reasons"])
-    assert "Since-mount average over 178 s" in diagnosis.render_markdown(result)
+    assert "Since-mount average over 178 s" in markdown.render_markdown(result)
     # 2 GiB over the mount's 178 s.
     assert result["achieved_bytes_per_second"] == pytest.approx(2147483648 / 178.0)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
 
-# A session or slot table this small is an artificial cap (the same bound as diagnosis.TINY_SLOT_CAP).
+# A session or slot table this small is an artificial cap (the same bound as client.TINY_SLOT_CAP).
 TINY_SLOTS = 16
 # WRITEs queue at least this long, and this many times longer than on the wire: the host waits
 # for slots, not for the path (lab old_mount: 26.8 s queued for 160 ms on the wire with a 2-slot
@@ -69,7 +69,7 @@ def _queued(state):
     return state["write_queue_ms"] >= QUEUE_MS_FLOOR and state["write_queue_ms"] >= QUEUE_TO_RTT_FACTOR * state["write_rtt_ms"]
 
 
-def _missed(state, peers, wanted):
+def _missed(state, states, wanted):
     """What this mount runs below the tuning its host already has: a list of phrases, empty when it took it.
 
     The sign is the slots: the host's setting is the profile's (it was tuned, a kernel default of
@@ -88,6 +88,9 @@ def _missed(state, peers, wanted):
                    in_flight, state["write_queue_ms"], state["write_rtt_ms"],
                    "max_session_slots" if state["sessions"] else "tcp_max_slot_table_entries", state["slot_setting"],
                    "session" if state["sessions"] else "slot table")]
+    # The other clients of the same version, only for a mount that missed the tuning (rare): at thousands of
+    # clients a list per client is quadratic.
+    peers = [other for other in states if other is not state and other["nfs_version"] == state["nfs_version"]]
     best_nconnect = max([peer["nconnect"] for peer in peers] + [wanted["nconnect"]])
     if state["nconnect"] < best_nconnect:
         reasons.append("nconnect %d where the profile or another client of the server has %d" % (state["nconnect"], best_nconnect))
@@ -108,8 +111,7 @@ def assess(evidence, clients, busy_seconds=None):
     states = [live_state(client, busy_seconds) for client in clients]
     missed = []
     for state in states:
-        peers = [other for other in states if other is not state and other["nfs_version"] == state["nfs_version"]]
-        reasons = _missed(state, peers, wanted)
+        reasons = _missed(state, states, wanted)
         state["missed_tuning"] = reasons
         # A remount at best stops each WRITE waiting for a slot: exe / (exe - queue) for this host.
         exe, queue = state["write_exe_ms"], state["write_queue_ms"]

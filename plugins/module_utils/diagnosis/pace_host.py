@@ -69,16 +69,40 @@ def _differences(host, others, facts):
     queue, theirs = mine.get("write_queue_ms"), median_of("write_queue_ms")
     if queue and theirs and queue / theirs >= QUEUE_RATIO:
         found.append("WRITEs queued %.1f s vs %.1f s" % (queue / 1000.0, theirs / 1000.0))
-    path, theirs = mine.get("probe_bytes_per_second"), median_of("probe_bytes_per_second")
-    if path and theirs and theirs / path >= RATE_RATIO:
-        found.append("its path's TCP capacity (probe) %.2f MB/s vs %.2f" % (path / 1e6, theirs / 1e6))
-    rate, theirs = mine.get("link_bytes_per_second"), median_of("link_bytes_per_second")
-    if rate and theirs and theirs / rate >= RATE_RATIO:
-        found.append("its link carried %.2f MB/s vs %.2f" % (rate / 1e6, theirs / 1e6))
+    for path in _slow_paths(mine, rest):
+        found.append(path["text"])
     site, theirs_sites = mine.get("dstate_site"), set(item.get("dstate_site") for item in rest)
     if site and site not in theirs_sites:
         found.append("ranks waited in %s" % site)
     return found
+
+
+# What a host's path is measured by, against the other hosts': (fact, phrase, label in an action).
+PATH_FIGURES = (("probe_bytes_per_second", "its path's TCP capacity (probe) %.2f MB/s vs %.2f", "TCP capacity (probe)"),
+                ("link_bytes_per_second", "its link carried %.2f MB/s vs %.2f", "link traffic during its ranks"))
+
+
+def _slow_paths(mine, rest):
+    """Each figure of the host's own path RATE_RATIO or more below the other hosts' median: [{"fact", "label",
+    "bytes_per_second", "others_bytes_per_second", "text"}], the probe first."""
+    found = []
+    for key, phrase, label in PATH_FIGURES:
+        rate, theirs = mine.get(key), _median([item.get(key) for item in rest])
+        if rate and theirs and theirs / rate >= RATE_RATIO:
+            found.append({"fact": key, "label": label, "bytes_per_second": rate, "others_bytes_per_second": theirs,
+                          "text": phrase % (rate / 1e6, theirs / 1e6)})
+    return found
+
+
+def slow_path(host, pace, facts):
+    """The pace-setting host's own path when it is measured slower than the other hosts' (the first of
+    _slow_paths), else None. pace: assess()'s result; facts: the per-host facts assess() was given."""
+    if host not in facts:
+        return None
+    lagging = set(item["host"] for item in pace["pace"])
+    rest = [item for other, item in facts.items() if other not in lagging]
+    found = _slow_paths(facts[host], rest)
+    return found[0] if found else None
 
 
 def _size(value):

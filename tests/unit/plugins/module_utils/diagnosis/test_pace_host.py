@@ -1,7 +1,7 @@
 """pace_host: the host(s) whose ranks ended last, by how much, and what differs about them (issue 26 item 2)."""
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import pace_host
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host
 
 
 def ranks(host, end, count=4, start=100.0):

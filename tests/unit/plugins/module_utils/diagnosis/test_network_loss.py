@@ -10,9 +10,9 @@ import copy
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import network_loss
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import network_loss
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 SNMP_NAMES = ("Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs "

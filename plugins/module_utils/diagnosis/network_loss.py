@@ -200,10 +200,15 @@ def _host_row(evidence, host, window, links, rtt_ms, connections):
 def _probe_rows(evidence, probes, links):
     """Each client's probe: its own retransmits; a probe through a lossy path measured the damage, not the capacity."""
     rows = {}
+    # Each client's first link with a known MTU, found once (a search per probe is quadratic at thousands of clients).
+    mtus = {}
+    for row in links:
+        if row["side"] == "client" and row.get("mtu"):
+            mtus.setdefault(row["host"], row["mtu"])
     for host, probe in sorted(probes.items()):
         if not isinstance(probe, dict) or not isinstance(probe.get("summary"), dict):
             continue
-        mtu = next((row.get("mtu") for row in links if row["host"] == host and row["side"] == "client" and row.get("mtu")), None)
+        mtu = mtus.get(host)
         row = probe_loss(probe["summary"], mtu)
         if row["share"] is None:
             continue

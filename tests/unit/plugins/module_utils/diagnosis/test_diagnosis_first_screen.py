@@ -14,9 +14,10 @@ import re
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_headline import SCREEN_COLUMNS
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import SCREEN_COLUMNS
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 BUNDLES = sorted(

@@ -1,7 +1,7 @@
 """mount_state: a mount that missed the tuning (issue 26 item 4) - settings tuned, the live mount not."""
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mount_state
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import mount_state
 
 
 class Evidence:

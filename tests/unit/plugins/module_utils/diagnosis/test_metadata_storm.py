@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import metadata_storm
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import METADATA_OPS
-from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats.test_mount_state import Evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import metadata_storm
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS
+from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.diagnosis.test_mount_state import Evidence
 
 
 def op(ops, exe_ms):

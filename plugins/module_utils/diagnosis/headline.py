@@ -20,7 +20,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 SCREEN_LINES = 23
 SCREEN_COLUMNS = 80
 # Links below this share of capacity while the target is missed: the bandwidth paradox (the seed's
-# links ran at 4.4 % with throughput 7.3x short). The same bound as diagnosis.LINK_CLEAR_SHARE.
+# links ran at 4.4 % with throughput 7.3x short). The same bound as network.LINK_CLEAR_SHARE.
 PARADOX_SHARE = 0.3
 ACTIONS = 3
 # A bundle without a target (context.yml target.checkpoint_bytes null, CONTRACT 2): what to set.
@@ -260,7 +260,7 @@ def first_screen(result):
     """At most SCREEN_LINES lines of at most SCREEN_COLUMNS: what diagnosis.md, report.md and the console lead with."""
     head = result["headline"]
     lines = _wrap("Checkpoint diagnosis of %s" % result["mount_point"])
-    lines += _wrap(_capital(head["verdict_text"]))
+    lines += _wrap(capital(head["verdict_text"]))
     if result.get("partial"):
         # A paste (module_utils/paste/partial.py): no window, so no throughput at all.
         lines += _wrap("Suspected from what was pasted, no throughput measured%s" % (
@@ -277,12 +277,12 @@ def first_screen(result):
         lines += _wrap("  because " + head["suspected_because"])
     else:
         lines += _wrap("  measured as " + head["rests_on"])
-    lines += _wrap(_capital(head["links_text"]))
-    lines += _wrap(_capital(head["limiting_text"]))
+    lines += _wrap(capital(head["links_text"]))
+    lines += _wrap(capital(head["limiting_text"]))
     if pace_text(result):
-        lines += _wrap(_capital(pace_text(result)))[:3]
+        lines += _wrap(capital(pace_text(result)))[:3]
     if head.get("snapshot_text"):
-        lines += _wrap(_capital(head["snapshot_text"]))
+        lines += _wrap(capital(head["snapshot_text"]))
     lines += _wrap("Confidence: %s - %s" % (head["confidence"], head["confidence_reason"]))
     room = SCREEN_LINES - len(lines) - 1
     actions = _action_lines(head["actions"], room)
@@ -308,7 +308,7 @@ def _action_lines(actions, room):
     return lines
 
 
-def _capital(text):
+def capital(text):
     return text[:1].upper() + text[1:]
 
 

@@ -6,8 +6,11 @@ import re
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import BundleError, checkpoint_capacity, diagnose, render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import checkpoint_capacity
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, sample_path
 
 
@@ -175,7 +178,7 @@ def test_markdown_shows_verdict_evidence_and_recommendations():
 # ---- link and CPU evidence (#11), on a real lab capture with host samples ----------------------
 def load_capture(name, probe=False):
     """A real lab capture; without its probe files unless asked (these tests add their own evidence)."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     bundle = load_bundle(sample_path("..", "captures", name))
     for files in bundle["clients"].values():
         if not probe:
@@ -425,7 +428,7 @@ def test_server_samples_at_the_ranks_start_and_end_replace_the_scaled_window():
     assert server_link["measured_over"].startswith(row["measured_over"])
 
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis as _diagnosis  # noqa: E402
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as _diagnosis  # noqa: E402
 
 
 def test_start_note_flags_an_unsynchronized_start_and_unmeasured_clocks():
@@ -479,12 +482,13 @@ def test_no_restore_block_no_restore_verdict():
 
 
 def test_read_ops_from_the_mountstats_deltas_beside_write():
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import restore as diagnosis
     clients = [{"delta": {"ops": {"READ": {"ops": 10, "avg_rtt_ms": 2.0, "avg_exe_ms": 5.0, "avg_queue_ms": 1.0, "bytes_sent": 1,
                                            "bytes_recv": 10, "retrans": 0, "timeouts": 0, "errors": 0}}}},
                {"delta": {"ops": {"READ": {"ops": 30, "avg_rtt_ms": 4.0, "avg_exe_ms": 9.0, "avg_queue_ms": 3.0, "bytes_sent": 1,
                                            "bytes_recv": 10, "retrans": 1, "timeouts": 0, "errors": 0}}}}]
-    ops = diagnosis.restore_op_figures(clients)
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import op_totals
+    ops = diagnosis.restore_op_figures(op_totals(clients))
     assert ops["READ"]["ops"] == 40 and ops["READ"]["avg_rtt_ms"] == pytest.approx((10 * 2 + 30 * 4) / 40.0)
     assert ops["READ"]["avg_queue_ms"] == pytest.approx(2.5) and ops["WRITE"]["ops"] == 0
 
@@ -493,7 +497,7 @@ def test_the_restore_says_from_the_server_read_bytes_whether_the_cache_was_cold(
     """Issue 16: prove the read phase really read from the server (fadvise's DONTNEED is not
     verified by the kernel's contract): the clients' serverreadbytes delta against the bytes read
     back. Every byte from the server is a cold cache; fewer came from the page cache."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import diagnosis
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import restore as diagnosis
     block = {"bytes": 1000, "restore_cache": "fadvise"}
     cold = diagnosis.cold_cache_evidence(block, [{"delta": {"read_bytes": 600}}, {"delta": {"read_bytes": 400}}])
     assert cold == {"server_read_bytes": 1000, "restore_bytes": 1000, "server_share": 1.0, "cold": True,

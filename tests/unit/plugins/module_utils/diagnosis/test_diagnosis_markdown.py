@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 import json
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose, render_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis_markdown import PER_HOST_LINES_MAX
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import PER_HOST_LINES_MAX
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 SLOW = ("slow-a", "slow-b", "slow-c")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import canary_ranks, load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.diagnosis import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import canary_ranks
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 
@@ -116,3 +117,15 @@ def test_loss_5pct_is_lossy_not_a_full_link():
     layers = [rec["layer"] for rec in result["recommendations"]]
     assert layers[:3] == ["network"] * 3 and "client_rpc_slots" not in layers and "architecture" not in layers
     assert "faster or more links" not in " ".join(rec.get("action") or "" for rec in result["recommendations"])
+
+
+def test_one_shaped_first_action_targets_the_shaped_hosts_path_not_every_host():
+    # Issue 27: only nfs3's path was shaped (16 Mbit/s, NOTES.txt); nfs2's path had room. Wider links for
+    # every host do not make nfs3 end with the others: the first action is nfs3's own path.
+    result = diagnose(capture("one_shaped"))
+    first = result["recommendations"][0]
+    assert (first["layer"], first["host"]) == ("network", "nfs3")
+    assert "1.82 MB/s" in first["action"] and "9.93 MB/s" in first["action"]
+    assert result["headline"]["actions"][0].startswith("nfs3's network path") and result["headline"]["actions"][0].endswith("on nfs3")
+    # A path that is no slower than the others' gets no such action (every host's links are then the network's).
+    assert not [rec for rec in diagnose(capture("shaped_link"))["recommendations"] if rec["setting"].endswith("network path")]

@@ -228,7 +228,9 @@ def fold_evidence(diagnosis):
     quoted = set()
     for _key, members in _signal_groups(diagnosis["evidence"], hosts)[1].items():
         quoted.add(id(_example(members)[1]))
-    return [item if id(item) in quoted or _host_match(item["signal"], hosts) is None else dict(item, explanation=None)
+    # A kept explanation that lists every host ("per client: c1 0, c2 0, ...") is cut as diagnosis.md cuts it.
+    return [dict(item, explanation=_cut_host_lists(item["explanation"], hosts))
+            if id(item) in quoted or _host_match(item["signal"], hosts) is None else dict(item, explanation=None)
             for item in diagnosis["evidence"]]
 
 

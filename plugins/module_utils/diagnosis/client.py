@@ -1,0 +1,104 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The client layer group: RPC slot tables, session slots and transport reconnects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import int_setting
+
+
+# Requests waiting for a transport slot, per send (v3/v4.0). Lab: 680-935 with 2 slots.
+BACKLOG_PER_SEND_LIMIT = 1.0
+
+
+# A WRITE waits longer for a slot than it spends on the wire, and noticeably (ms).
+QUEUE_TO_RTT_LIMIT = 1.0
+
+
+QUEUE_MS_FLOOR = 10.0
+
+
+# A cap this small is an artificial limit: removing it can give more than MAX_TUNING_GAIN
+# (lab: v4.0 with 2 slots 1.3 MB/s vs 20 MB/s with the default).
+TINY_SLOT_CAP = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotsFinding:
+    """client_rpc_slots: whether slots limit, the slot cap read from sunrpc.txt, whether it is tiny."""
+    limit: bool
+    cap: object
+    tiny_cap: bool
+
+
+def reconnect_evidence(evidence, clients):
+    """Transport reconnects inside the window (0 when none): nfsd dropped connections (over
+    max_connections, see docs/tuning-modules.md) or the path reset them; either way requests
+    were retransmitted."""
+    reconnects = sum(client["delta"]["rpc"]["connect_count"] or 0 for client in clients)
+    churn = evidence.add(None, "transport reconnects during the window (xprt connect_count)", reconnects, "0", reconnects > 0,
+                         "per client: %s" % ", ".join("%s %s" % (client["host"], client["delta"]["rpc"]["connect_count"])
+                                                      for client in clients))
+    return reconnects if churn else 0
+
+
+def client_rpc_slots_layer(evidence, clients, figures, send):
+    """client_rpc_slots: WRITEs waiting for a transport slot (v3/v4.0) or a session slot (v4.1+)."""
+    write = figures["write"]
+    backlog_per_send = figures["backlog_per_send"]
+    queue_dominates = write["ops"] > 0 and write["avg_queue_ms"] >= QUEUE_MS_FLOOR and \
+        write["avg_queue_ms"] >= QUEUE_TO_RTT_LIMIT * write["avg_rtt_ms"]
+    evidence.add("client_rpc_slots", "WRITE avg queue / avg RTT", write["avg_queue_ms"] / write["avg_rtt_ms"] if write["avg_rtt_ms"] else 0.0,
+                 ">= %.1f (and >= %d ms)" % (QUEUE_TO_RTT_LIMIT, QUEUE_MS_FLOOR), queue_dominates,
+                 "WRITE queued %.1f ms before transmission vs %.1f ms on the wire (avg exe %.1f ms, %d ops)" % (
+                     write["avg_queue_ms"], write["avg_rtt_ms"], write["avg_exe_ms"], write["ops"]))
+    backlogged = evidence.add("client_rpc_slots", "transport backlog per send (bklog_u/sends, all transports)", backlog_per_send,
+                              ">= %.1f" % BACKLOG_PER_SEND_LIMIT, backlog_per_send >= BACKLOG_PER_SEND_LIMIT,
+                              "requests waiting for a transport slot; on v4.1+ this stays 0 because the cap is 65536 (NFS_CS_INFINITE_SLOTS)")
+    slot_cap, tiny_cap, at_cap = _slot_caps(clients, evidence, figures["sessions"], figures["session_grant"])
+    send_backed_up = send.backed_up
+    if figures["sessions"]:
+        # v4.1+: the transport is uncapped, session slots throttle; waiting shows only as queue
+        # time with zero backlog. A saturated link looks the same, so it must be ruled out.
+        slots_limit = queue_dominates and not backlogged and not send_backed_up
+        if queue_dominates and not send_backed_up:
+            evidence.add("client_rpc_slots", "queue time with zero backlog on NFSv%s (session slots full)" % "/".join(figures["versions"]),
+                         write["avg_queue_ms"], "queue dominates while backlog < %.1f" % BACKLOG_PER_SEND_LIMIT, slots_limit,
+                         "requests waited for an NFSv4.1 session slot, not for the transport")
+    else:
+        slots_limit = (backlogged or at_cap) and queue_dominates and not send_backed_up
+    return SlotsFinding(slots_limit, slot_cap, tiny_cap)
+
+
+def _slot_caps(clients, evidence, sessions, session_grant):
+    """(cap, cap is tiny, some transport reached its cap) from sunrpc.txt and max_slots."""
+    tiny = False
+    at_cap = False
+    cap = None
+    for client in clients:
+        rpc = client["delta"]["rpc"]
+        settings = client["sunrpc"]
+        reached = rpc["max_slots_reached"]
+        if sessions:
+            cap = int_setting(settings, "max_session_slots")
+            if cap is not None:
+                tiny = tiny or cap <= TINY_SLOT_CAP
+                evidence.add("client_rpc_slots", "NFSv4.1 session slots requested (nfs max_session_slots) on %s" % client["host"], cap,
+                             "<= %d is an artificial cap" % TINY_SLOT_CAP, cap <= TINY_SLOT_CAP,
+                             "%s; xprt max_slots reached %s per connection, which bounds requests in flight" % (
+                                 session_grant["text"], rpc["max_slots"]))
+        else:
+            protocol_cap = "udp_slot_table_entries" if rpc["protocols"] == ["udp"] else "tcp_max_slot_table_entries"
+            cap = int_setting(settings, protocol_cap)
+            if cap is not None and reached is not None:
+                full = reached >= cap
+                at_cap = at_cap or full
+                tiny = tiny or (full and cap <= TINY_SLOT_CAP)
+                evidence.add("client_rpc_slots", "xprt max_slots reached vs %s on %s" % (protocol_cap, client["host"]), reached,
+                             ">= %d (the cap)" % cap, full, "max_slots per connection %s; the slot table was full" % rpc["max_slots"]
+                             if full else "max_slots per connection %s" % rpc["max_slots"])
+    return cap, tiny, at_cap

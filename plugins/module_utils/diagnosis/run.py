@@ -1,0 +1,468 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run: one place that reads a bundle's clients and servers into their figures (usable clients, servers,
+achieved, capacity and per-op totals over the clients the diagnosis uses), once.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import combine_hosts, context_throughput
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
+
+
+# 2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing).
+PRACTICAL_LINK_EFFICIENCY = 0.8
+
+
+# The network is the limit once achieved throughput reaches this share of practical capacity.
+NETWORK_BUSY_SHARE = 0.8
+
+
+WRITE_SIZE_FOR_LITTLE = 1048576
+
+
+LITTLE_RTT_MS = 10.0
+
+
+METADATA_OPS = ("OPEN", "OPEN_NOATTR", "CLOSE", "GETATTR", "LOOKUP", "ACCESS", "SETATTR", "CREATE", "REMOVE",
+                "RENAME", "MKDIR", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "LINK", "SYMLINK")
+
+
+# context.yml `saved.window` (module_utils/stats/saved_files.py): two snapshots saved by hand, or
+# one snapshot against the zero counters of its mount.
+SAVED_SNAPSHOTS = "snapshots"
+
+
+SAVED_SINCE_MOUNT = "since_mount"
+
+
+SINCE_MOUNT_NOTE = ("one mountstats snapshot: every client figure is an average over the mount's life (%s), not a checkpoint "
+                    "window; idle time dilutes the throughput, and the per-op times mix every workload since the mount")
+
+
+IDLE_RTT_OPS = ("NULL", "GETATTR", "ACCESS", "OPEN", "CLOSE", "LOOKUP", "FSINFO", "PATHCONF", "SEQUENCE", "RENEW", "SERVER_CAPS")
+
+
+def _number(value, name, positive=True):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BundleError("%s must be a number, got %r" % (name, value))
+    if positive and number <= 0:
+        raise BundleError("%s must be greater than 0, got %r" % (name, value))
+    return number
+
+
+def checkpoint_capacity(checkpoint_bytes, window_seconds, server_link_gbps=None, client_link_gbps=None, clients=None,
+                        observed_bytes_per_second=None, write_size_bytes=WRITE_SIZE_FOR_LITTLE, rtt_ms=LITTLE_RTT_MS):
+    """Target throughput, link capacity, and whether the network can be the limit.
+
+    Seed: 2.4e12 B in 300 s = 8 GB/s; 2x100GbE server = 25 GB/s raw, 20 GB/s practical; at
+    1.1 GB/s observed the links run at 4.4 %: the network is not the limit.
+    """
+    if checkpoint_bytes is None or window_seconds is None:
+        # No target given (CONTRACT 2): the links and the observation, nothing against a target.
+        return _capacity_without_target(server_link_gbps, client_link_gbps, clients, observed_bytes_per_second)
+    checkpoint_bytes = _number(checkpoint_bytes, "checkpoint_bytes")
+    window_seconds = _number(window_seconds, "window_seconds")
+    target = checkpoint_bytes / window_seconds
+    result = {
+        "checkpoint_bytes": checkpoint_bytes,
+        "window_seconds": window_seconds,
+        "target_bytes_per_second": target,
+        "target_gb_per_second": target / 1e9,
+    }
+    limits = {}
+    if server_link_gbps:
+        limits["server_links"] = _number(server_link_gbps, "server_link_gbps") * 1e9 / 8
+    if client_link_gbps and clients:
+        limits["client_links"] = _number(client_link_gbps, "client_link_gbps") * 1e9 / 8 * _number(clients, "clients")
+    if clients:
+        result["per_client_target_bytes_per_second"] = target / _number(clients, "clients")
+    # Little's law: requests that must be in flight cluster-wide to reach the target.
+    ops_per_second = target / _number(write_size_bytes, "write_size_bytes")
+    result["write_ops_per_second_needed"] = ops_per_second
+    result["requests_in_flight_needed"] = ops_per_second * _number(rtt_ms, "rtt_ms") / 1000.0
+    result["little_assumptions"] = {"write_size_bytes": write_size_bytes, "rtt_ms": rtt_ms}
+    if limits:
+        bottleneck = min(limits, key=limits.get)
+        raw = limits[bottleneck]
+        practical = raw * PRACTICAL_LINK_EFFICIENCY
+        result.update({
+            "link_limits_bytes_per_second": limits,
+            "narrowest_link": bottleneck,
+            "raw_link_bytes_per_second": raw,
+            "practical_link_bytes_per_second": practical,
+            "network_can_carry_target": target <= practical,
+            "network_headroom_factor": practical / target,
+        })
+    else:
+        result.update({"raw_link_bytes_per_second": None, "practical_link_bytes_per_second": None,
+                       "network_can_carry_target": None, "network_headroom_factor": None})
+    if observed_bytes_per_second is not None:
+        observed = _number(observed_bytes_per_second, "observed_bytes_per_second", positive=False)
+        result["observed_bytes_per_second"] = observed
+        result["gap_factor"] = target / observed if observed > 0 else None
+        if limits:
+            result["observed_link_utilisation"] = observed / result["raw_link_bytes_per_second"]
+            result["network_is_limit"] = observed >= NETWORK_BUSY_SHARE * result["practical_link_bytes_per_second"]
+        else:
+            result["observed_link_utilisation"] = None
+            result["network_is_limit"] = None
+    return result
+
+
+def _capacity_without_target(server_link_gbps, client_link_gbps, clients, observed):
+    """checkpoint_capacity() of a bundle without a target: every target figure null, the links' share kept."""
+    # 1 byte over 1 s is only a carrier for the link arithmetic; every figure that depends on it is nulled.
+    result = checkpoint_capacity(1, 1, server_link_gbps, client_link_gbps, clients, observed)
+    for key in ("checkpoint_bytes", "window_seconds", "target_bytes_per_second", "target_gb_per_second",
+                "per_client_target_bytes_per_second", "write_ops_per_second_needed", "requests_in_flight_needed",
+                "network_can_carry_target", "network_headroom_factor", "gap_factor"):
+        if key in result:
+            result[key] = None
+    return result
+
+
+def _sunrpc_settings(text):
+    """sunrpc.txt 'name value' lines; the first value wins (the live sysctl comes first)."""
+    settings = {}
+    for line in (text or "").splitlines():
+        words = line.split()
+        if len(words) < 2 or words[0].startswith("#"):
+            continue
+        settings.setdefault(words[0], words[1])
+    return settings
+
+
+def int_setting(settings, name):
+    try:
+        return int(settings.get(name))
+    except (TypeError, ValueError):
+        return None
+
+
+def _client_view(host, files, mount_point):
+    """(view, None) for the host's mount on mount_point, or (None, excluded) when its capture is
+    not usable (stats_delta decides: truncated, reset or new_mount)."""
+    for name in ("mountstats_before", "mountstats_after"):
+        if not files.get(name):
+            raise BundleError("clients/%s/%s.txt is missing or empty" % (host, name))
+    # The text itself, not its lines: a last line cut without its newline stays visible.
+    deltas = mountstats_delta(files["mountstats_after"], files["mountstats_before"], mount_points=[mount_point] if mount_point else None)
+    if not deltas:
+        raise BundleError("clients/%s: no NFS mount on %s in mountstats_after.txt" % (host, mount_point))
+    # The kernel lists mounts in mount order: with several blocks on the path (the same export
+    # mounted twice), the last is the mount on top, the one the checkpoint path resolves to.
+    delta = deltas[-1]
+    if not delta["usable"]:
+        return None, {"host": host, "mount_point": delta["mount_point"], "device": delta["device"],
+                      "problems": delta["problems"], "problem_details": delta["problem_details"]}
+    dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
+    return {"host": host, "delta": delta, "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}, None
+
+
+def capture_problem_text(excluded):
+    return "%s %s (%s): %s" % (excluded["host"], excluded["mount_point"], ", ".join(excluded["problems"]),
+                               "; ".join(excluded["problem_details"]))
+
+
+def _read_clients(client_files, mount_point):
+    """(usable client views, excluded clients, each usable client's kept files, every client's canary
+    block): each client's files are taken once, their figures kept and their texts dropped (a bundle of
+    thousands of clients never sits whole in memory); BundleError when no client is usable."""
+    clients = []
+    excluded = []
+    kept = {}
+    canaries = {}
+    for host in sorted(client_files):
+        files = client_files[host]
+        view, problem = _client_view(host, files, mount_point)
+        if isinstance(files.get("canary"), dict):
+            canaries[host] = _kept_canary(files["canary"])
+        if problem is None:
+            clients.append(view)
+            kept[host] = _kept_files(files)
+        else:
+            excluded.append(problem)
+    if not clients:
+        raise BundleError("no usable client capture, every client's mountstats is broken: %s"
+                          % "; ".join(capture_problem_text(problem) for problem in excluded))
+    return clients, excluded, kept, canaries
+
+
+def _kept_canary(block):
+    """What the run keeps of canary.json: the ranks and the clock (pace, report), the harness's CPU."""
+    return {"ranks": block.get("ranks") or [], "clock": block.get("clock"), "harness": block.get("harness")}
+
+
+def _kept_files(files):
+    """What the layers read of a usable client's files after its figures are taken: the pair of host
+    samples they use (the canary's own when both were taken, else the statistics window's, as
+    client_samples() chooses) and the probe's result without iperf3's raw output."""
+    canary = files.get("canary") if isinstance(files.get("canary"), dict) else {}
+    samples = canary.get("host_samples") or {}
+    if _sample(samples.get("start")) and _sample(samples.get("end")):
+        kept = {"canary": {"host_samples": {"start": samples["start"], "end": samples["end"]}}}
+    else:
+        kept = dict((name, files[name]) for name in ("host_before", "host_after") if name in files)
+    probe = files.get("probe")
+    if probe is not None:
+        kept["probe"] = dict((key, value) for key, value in probe.items() if key != "iperf3") if isinstance(probe, dict) else probe
+    return kept
+
+
+def canary_ranks(run):
+    """Every client's canary ranks on the controller's clock (canary.combine_hosts), as the run kept them."""
+    canaries = run["canaries"]
+    return combine_hosts(dict((host, block["ranks"]) for host, block in canaries.items()),
+                         dict((host, block["clock"]) for host, block in canaries.items()))
+
+
+def canary_harness(run):
+    """{host: canary.json's `harness` block} as the run kept it; {} for old bundles."""
+    return dict((host, block["harness"]) for host, block in run["canaries"].items() if isinstance(block["harness"], dict))
+
+
+def _sample(value):
+    """A host sample from the bundle (parsed JSON), or None when absent or not a sample."""
+    return value if isinstance(value, dict) and value.get("format") == 1 else None
+
+
+def client_samples(files):
+    """(before, after) over the stats window and (start, end) over the canary's ranks, or Nones."""
+    canary = files.get("canary") if isinstance(files.get("canary"), dict) else {}
+    samples = canary.get("host_samples") or {}
+    return (_sample(files.get("host_before")), _sample(files.get("host_after")),
+            _sample(samples.get("start")), _sample(samples.get("end")))
+
+
+SERVER_CHECKPOINT_WINDOW = "the server's samples at the ranks' start and after the last rank ended"
+
+
+def server_samples(server, checkpoint_seconds):
+    """(before, after, seconds the traffic flowed or None, how): the checkpoint's own samples when taken."""
+    if server["host_start"] and server["host_end"]:
+        # Taken at start_at and once every client's canary had returned: the tail after the
+        # last rank (Ansible's polling) is idle time, so the shares are still scaled.
+        return server["host_start"], server["host_end"], checkpoint_seconds, SERVER_CHECKPOINT_WINDOW
+    return server["host_before"], server["host_after"], checkpoint_seconds, "the statistics window"
+
+
+def _server_view(host, files):
+    for name in ("nfsd_before", "nfsd_after"):
+        if not files.get(name):
+            raise BundleError("servers/%s/%s.txt is missing or empty" % (host, name))
+    view = {"host": host, "nfsd": nfsd_delta(parse_nfsd_stats(files["nfsd_after"]), parse_nfsd_stats(files["nfsd_before"])),
+            "pool": None, "threads": parse_single_number(files.get("threads")),
+            "host_before": _sample(files.get("host_before")), "host_after": _sample(files.get("host_after")),
+            "host_start": _sample(files.get("host_start")), "host_end": _sample(files.get("host_end"))}
+    view["kernel_release"] = kernels.server_kernel([view])
+    if files.get("pool_stats_after"):
+        view["pool"] = pool_stats_delta(parse_pool_stats(files["pool_stats_after"]), parse_pool_stats(files.get("pool_stats_before") or ""))
+    if view["threads"] is None:
+        view["threads"] = view["nfsd"]["threads"]
+    return view
+
+
+def _new_total():
+    return {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0, "timeouts": 0, "errors": 0}
+
+
+def _add_op(total, op):
+    """One client's per-op delta into a total: ops and summed ms (to re-average)."""
+    total["ops"] += op["ops"]
+    total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
+    total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
+    total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
+    total["bytes_sent"] += op["bytes_sent"]
+    total["retrans"] += op["retrans"]
+    total["timeouts"] += op["timeouts"]
+    total["errors"] += op["errors"] or 0
+
+
+def _averaged(total):
+    for key in ("rtt", "exe", "queue"):
+        total["avg_%s_ms" % key] = total["%s_ms" % key] / total["ops"] if total["ops"] else 0.0
+    return total
+
+
+def sum_op(clients, names):
+    """Totals of per-op deltas over clients: ops and summed ms (to re-average)."""
+    total = _new_total()
+    for client in clients:
+        for name in names:
+            op = client["delta"]["ops"].get(name)
+            if op:
+                _add_op(total, op)
+    return _averaged(total)
+
+
+def op_totals(clients):
+    """{op: sum_op(clients, (op,))} for every op the clients sent, in one pass (the same sums, client by client)."""
+    totals = {}
+    for client in clients:
+        for name, op in client["delta"]["ops"].items():
+            if op:
+                _add_op(totals.setdefault(name, _new_total()), op)
+    return dict((name, _averaged(total)) for name, total in totals.items())
+
+
+def _idle_rtt_ms(context, clients):
+    """The path's RTT without load: context network.idle_rtt_ms, else the fastest small op."""
+    network = context.get("network") or {}
+    if network.get("idle_rtt_ms"):
+        return float(network["idle_rtt_ms"]), "context network.idle_rtt_ms"
+    best = None
+    for client in clients:
+        for name in IDLE_RTT_OPS:
+            op = client["delta"]["ops"].get(name)
+            if op and op["ops"] > 0 and op["avg_rtt_ms"] > 0 and (best is None or op["avg_rtt_ms"] < best[0]):
+                best = (op["avg_rtt_ms"], "lowest avg RTT of a small op in the window (%s)" % name)
+    return best if best else (None, "no small op in the window")
+
+
+def probe_rate(probe):
+    """A client's iperf3 probe in bytes/s, or None when it has no usable result."""
+    summary = probe.get("summary") if isinstance(probe, dict) else None
+    if not isinstance(summary, dict) or summary.get("error") or not summary.get("received_bits_per_second"):
+        return None
+    return float(summary["received_bits_per_second"]) / 8.0
+
+
+def read_run(bundle):
+    """The run's context, the usable client and server views, the achieved throughput and the
+    target arithmetic; BundleError names what the bundle lacks."""
+    context = bundle.get("context") or {}
+    if not isinstance(context, dict):
+        raise BundleError("context.yml must be a mapping")
+    target = _given_target(context)
+    mount_point = context.get("mount_point")
+    if not mount_point:
+        raise BundleError("context.yml: mount_point is required")
+    client_files = bundle.get("clients") or {}
+    if not client_files:
+        raise BundleError("the bundle has no clients/<host>/ directory")
+    clients, excluded_clients, kept, canaries = _read_clients(client_files, mount_point)
+    servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
+    canary = context.get("canary") or {}
+    ops = op_totals(clients)
+    capture_view = _capture_view(context, clients)
+    if capture_view is None:
+        achieved, achieved_source = _achieved(canary, clients)
+    else:
+        achieved, achieved_source = capture_view["bytes_per_second"], capture_view["source"]
+    network = context.get("network") or {}
+    capacity = checkpoint_capacity(target.get("checkpoint_bytes"), target.get("window_seconds"),
+                                   server_link_gbps=network.get("server_link_gbps"),
+                                   client_link_gbps=network.get("client_link_gbps"),
+                                   clients=network.get("clients") or len(clients),
+                                   observed_bytes_per_second=achieved)
+    target_bps = capacity["target_bytes_per_second"]
+    return {
+        "context": context, "mount_point": mount_point, "canary": canary, "clients": clients, "excluded_clients": excluded_clients,
+        "servers": servers, "window": _saved_window(context),
+        # Host evidence only from the clients whose statistics are usable (the same set as every figure).
+        "client_files": kept, "canaries": canaries, "problems": list(bundle.get("problems") or []),
+        # Per-op totals and transport ratios, once, over the usable clients: the diagnosis and the report read these.
+        "ops": ops, "figures": client_figures(context, clients, ops),
+        "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view),
+        "capture": capture_view,
+        "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
+        "target": target,
+        # A since-mount average is no checkpoint window: no gap against the target (CONTRACT 2).
+        "gap": target_bps / achieved if target_bps and achieved > 0 and not since_mount(context) else None,
+    }
+
+
+def _given_target(context):
+    """context.yml's target when the operator gave one: {checkpoint_bytes, window_seconds} or {}.
+
+    Not given (CONTRACT 2): checkpoint_bytes null, 0 or missing, or a capture's bytes taken from what
+    it measured (checkpoint_bytes_from: measured, bundles from before the target was required): the
+    written bytes against themselves decide nothing.
+    """
+    target = context.get("target") or {}
+    if not isinstance(target, dict):
+        raise BundleError("context.yml: target must be a mapping")
+    if target.get("checkpoint_bytes") in (None, "", 0) or target.get("window_seconds") in (None, "", 0):
+        return {}
+    if target.get("checkpoint_bytes_from") == "measured":
+        return {}
+    return {"checkpoint_bytes": _number(target["checkpoint_bytes"], "context.yml target.checkpoint_bytes"),
+            "window_seconds": _number(target["window_seconds"], "context.yml target.window_seconds")}
+
+
+def since_mount(context):
+    window = _saved_window(context)
+    return bool(window and window["kind"] == SAVED_SINCE_MOUNT)
+
+
+def _capture_view(context, clients):
+    """A capture bundle's window and achieved figure (capture.achieved()), None for other bundles.
+
+    A capture (roles/checkpoint_capture, `source: capture`) has no canary ranks: the figure is the
+    written bytes of the usable clients' deltas over the window's seconds, with its flags. The
+    operator's checkpoint size is compared with the written bytes; one taken from them is not.
+    """
+    block = context.get("capture")
+    if context.get("source") != "capture" or not isinstance(block, dict):
+        return None
+    _number(block.get("seconds"), "capture.seconds")
+    target = context.get("target") or {}
+    stated = target.get("checkpoint_bytes") if target.get("checkpoint_bytes_from") != "measured" else 0
+    view = capture.achieved(block, [client["delta"] for client in clients], _number(stated or 0, "target.checkpoint_bytes", False))
+    view["window"] = block
+    return view
+
+
+def _capture_seconds(capture_view):
+    """The window on the controller's clock: the host samples bracket it, so CPU and link shares are not scaled."""
+    return capture_view["seconds"] if capture_view else None
+
+
+def _saved_window(context):
+    """The statistics window of a bundle built from files saved by hand (context.yml `saved`, written by
+    ckptio.nfs.saved_stats_bundle): {"kind": "snapshots" or "since_mount", "seconds"}; None for other bundles."""
+    saved = context.get("saved")
+    if not isinstance(saved, dict) or saved.get("window") not in (SAVED_SNAPSHOTS, SAVED_SINCE_MOUNT):
+        return None
+    return {"kind": saved["window"], "seconds": saved.get("window_seconds"), "source": "files saved by hand"}
+
+
+def seconds_text(seconds):
+    return "%.0f s" % float(seconds) if seconds is not None else "an unknown time"
+
+
+def _achieved(canary, clients):
+    """(achieved bytes per second, where it comes from): the canary's MLPerf aggregate, else mountstats."""
+    if canary.get("bytes") and canary.get("seconds"):
+        # MLPerf Storage rule: total bytes over the slowest rank's duration. context.yml is input:
+        # a value that is no positive number fails naming its key.
+        _number(canary["bytes"], "canary.bytes")
+        _number(canary["seconds"], "canary.seconds")
+        return context_throughput(canary), "canary: total bytes / (latest end - earliest start), MLPerf rule"
+    write_bytes = sum(client["delta"]["write_bytes"] for client in clients)
+    interval = max(client["delta"]["interval_seconds"] for client in clients)
+    return write_bytes / interval if interval else 0.0, "NFS WRITE bytes in mountstats / mount age delta"
+
+
+def client_figures(context, clients, ops):
+    """Per-op totals (ops: op_totals(clients)) and transport ratios over the usable clients, and the NFS versions in use."""
+    sends = sum(client["delta"]["rpc"]["sends"] for client in clients)
+    idle_rtt, idle_rtt_source = _idle_rtt_ms(context, clients)
+    versions = sorted(set(client["delta"]["nfs_version"] for client in clients))
+    return {
+        "write": ops.get("WRITE") or sum_op((), ()), "commit": ops.get("COMMIT") or sum_op((), ()), "metadata": sum_op(clients, METADATA_OPS),
+        "idle_rtt": idle_rtt, "idle_rtt_source": idle_rtt_source,
+        "sends": sends,
+        "backlog_per_send": sum(client["delta"]["rpc"]["bklog_u"] for client in clients) / float(sends) if sends else 0.0,
+        "sending_per_send": sum(client["delta"]["rpc"]["sending_u"] for client in clients) / float(sends) if sends else 0.0,
+        "versions": versions, "sessions": all(version not in ("3", "4.0", "4", "2") for version in versions),
+    }
