@@ -15,25 +15,16 @@ description:
     into disjoint ranges of one shared file with C(pwrite) (O(layout=shared_file), the pattern of a
     single-file checkpoint) or into files of their own (O(layout=file_per_rank), the PyTorch DCP and
     MLPerf Storage pattern), then C(fsync) and close, as a real checkpoint does.
-  - Two-phase start with O(barrier_dir) (what roles/canary_validation uses) - the canary prepares (its
-    directory and files, the ranks forked and blocked), writes C(ready.json) in O(barrier_dir), and waits
-    for the controller's C(go.json) (key C(go_at), the epoch on this host's clock) or C(abort.json). Every rank
-    receives the go time through its pipe and sleeps until it, so ranks on many hosts begin together
-    whatever the launch took. The module writes C(done.json) there when it ends.
-  - Without O(barrier_dir) every rank waits for O(start_at) (direct use), and reports its own
-    start, end, bytes and error. The aggregate follows MLPerf Storage's rule
-    (total bytes / (latest end - earliest start)).
-  - Samples the tasks in D state and their C(wchan) once a second while the ranks run.
-  - On a hard mount a dead server leaves writers in D state, where not even SIGKILL ends them. Ranks
-    that do not finish within O(timeout) are sent SIGKILL; the module waits at most O(kill_grace)
-    seconds more and then fails naming each stalled rank with its state and C(wchan). It never waits
-    on a task in D state.
-  - Writes only inside a directory it creates with mode 0700 under O(path), opens every file relative
-    to that directory with C(O_NOFOLLOW) and C(O_EXCL), and removes the directory afterwards, after a
-    failure too, unless O(keep=true). Removal runs in a detached helper that first waits for every
-    rank to exit, so a dead server delays it instead of hanging the play.
-  - Data is random (a block generated once per rank, each write stamped with its offset), so a server
-    that compresses or deduplicates cannot shortcut it.
+  - Two-phase start with O(barrier_dir) (what roles/canary_validation uses) - the canary prepares (directory, files,
+    ranks forked and blocked), writes C(ready.json), waits for the controller's C(go.json) (C(go_at), on this host's
+    clock) or C(abort.json), and writes C(done.json) when it ends; every rank sleeps until go, so hosts begin together.
+  - Without O(barrier_dir) the ranks wait for O(start_at). Each reports its start, end, bytes and error; the aggregate
+    follows MLPerf Storage's rule (total bytes / (latest end - earliest start)).
+  - Samples the tasks in D state and their C(wchan) once a second. Ranks not done within O(timeout) get SIGKILL; after at
+    most O(kill_grace) more seconds the module fails naming each with its state and C(wchan), never waiting on a D state.
+  - Writes only inside a 0700 directory it makes under O(path) (files opened relative to it, C(O_NOFOLLOW)), removed
+    afterwards, after a failure too, unless O(keep=true), by a detached helper that first waits for every rank to exit.
+  - Data is random, each block stamped with its offset, so a compressing or deduplicating server cannot shortcut it.
   - With O(restore=true) the canary also measures the checkpoint's load (MLPerf Storage times save and load). Once every
     rank of this host has fsynced, the reads are released together (a second go line; with O(barrier_dir) after
     C(written.json) and the controller's C(read_go.json) or C(abort.json), waited for at most O(barrier_timeout)) and
