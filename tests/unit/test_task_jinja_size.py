@@ -37,7 +37,6 @@ STILL_OVER = {
     "roles/checkpoint_capture/tasks/clients.yml": 1,
     "roles/checkpoint_capture/tasks/report.yml": 1,
     "roles/client_tuning/tasks/main.yml": 5,
-    "roles/client_tuning/tasks/slurm_drain.yml": 5,
     "roles/server_tuning/tasks/main.yml": 2,
 }
 
