@@ -234,12 +234,17 @@ def test_a_node_that_does_not_drain_in_time_is_resumed_skipped_and_nothing_unmou
     assert message.endswith("It was given back to Slurm (resumed)."), message
 
 
-def test_a_job_squeue_still_lists_stops_the_unmount_and_is_named(world):
-    slurm = FakeSlurm(show=(MIXED, DRAINED), squeue=("4711\n",))
+def skipped(world, slurm):
+    """The message of a drain file that skipped the node."""
     walk = HookWalk(world, hook_params(), slurm)
     with pytest.raises(Rejected) as failed:
         walk.run_file("slurm_drain.yml")
-    assert "skipped, nothing unmounted: still runs job(s) 4711 (IDLE+DRAIN)" in failed.value.msg
+    return failed.value.msg
+
+
+def test_a_job_squeue_still_lists_stops_the_unmount_and_is_named(world):
+    message = skipped(world, FakeSlurm(show=(MIXED, DRAINED), squeue=("4711\n",)))
+    assert "skipped, nothing unmounted: still runs job(s) 4711 (IDLE+DRAIN)" in message
     assert slurm_commands(world)[-1] == RESUME
 
 
@@ -279,12 +284,9 @@ def test_our_own_drain_left_by_an_interrupted_run_is_ours_to_resume(world):
 
 
 def test_drain_refuses_to_go_on_when_the_node_was_resumed_while_it_waited(world):
-    slurm = FakeSlurm(show=(MIXED, IDLE), squeue=("",))
-    walk = HookWalk(world, hook_params(), slurm)
-    with pytest.raises(Rejected) as failed:
-        walk.run_file("slurm_drain.yml")
+    message = skipped(world, FakeSlurm(show=(MIXED, IDLE), squeue=("",)))
     # The wait ends at once (nothing to wait for), nothing is unmounted, and nobody's node is resumed.
-    assert "skipped, nothing unmounted: is no longer drained (IDLE): a job may start on it" in failed.value.msg
+    assert "skipped, nothing unmounted: is no longer drained (IDLE): a job may start on it" in message
     assert RESUME not in slurm_commands(world)
 
 
