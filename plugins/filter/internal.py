@@ -5,9 +5,9 @@
 
 A filter plugin of a collection is public: `ansible-doc -t filter -l` lists it. A role inside a
 collection cannot carry its own filter_plugins (ansible-core adds a role's plugin directories
-only for roles outside a collection, playbook/role/__init__.py), so the steps of client_tuning
-(its Slurm drain hook included), server_tuning and the rolling/audit playbooks live in
-plugins/plugin_utils and are called through this filter: `{{ value | ckptio.nfs.internal('client_tuning_report', ...) }}`.
+only for roles outside a collection, playbook/role/__init__.py), so the twelve steps of
+client_tuning, server_tuning and the rolling/audit playbooks live in plugins/plugin_utils and
+are called through this filter: `{{ value | ckptio.nfs.internal('client_tuning_report', ...) }}`.
 Documentation for the filter is in internal.yml next to this one, for each step in the YAML file
 of the step's name in plugins/plugin_utils.
 """
@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.plugin_utils import client_tuning, nfsd_connections, rollout, server_tuning, slurm_hook, tuning_profile
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import (
+    client_tuning, nfsd_connections, rollout, server_tuning, slurm_drain, tuning_profile)
 
 STEPS = {}
-for _module in (client_tuning, server_tuning, nfsd_connections, rollout, slurm_hook, tuning_profile):
+for _module in (client_tuning, server_tuning, nfsd_connections, rollout, tuning_profile, slurm_drain):
     STEPS.update(_module.STEPS)
 
 

@@ -1,10 +1,11 @@
 """client_tuning is safe by default (issue 23, item 6): the role never unmounts unless told to, and
-the Slurm drain hook it ships drains the node, waits (bounded) until no job runs on it before the
-unmount, fails unmounting nothing when the bound passes, and resumes the node after.
+the Slurm drain hook it ships drains the node, waits (bounded) until Slurm shows it drained with no
+job before the unmount, skips it (resumed, nothing unmounted) when the bound passes, and resumes
+the node after - only a drain with its own reason (issue 29): an operator's drain stays.
 
 The hook files are walked task by task (RoleWalk from test_safety_bad_input.py, taught
 ansible.builtin.command, until/retries and block/rescue here) against a fake Slurm that answers
-sinfo, squeue and scontrol; every argv lands in world.commands next to the modules' own
+scontrol show node (verbatim lab output, tests/fixtures/slurm/), squeue and scontrol update; every argv lands in world.commands next to the modules' own
 commands (umount, mount), so the order the host would see is asserted as it is.
 """
 from __future__ import annotations
@@ -17,11 +18,32 @@ from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import (
     Rejected, RoleWalk, build_world, load_yaml, role_base, role_dir, role_spec)
 
 NODE = "gpu01"
-JOBS = ("RUNNING,COMPLETING,CONFIGURING,SUSPENDED")
-SINFO = ["sinfo", "--noheader", "--Node", "--nodes", NODE, "--format", "%t"]
+CONTROLLER = "login1"
+OURS = "ckptio.nfs client_tuning remounts the checkpoint mounts"
+JOBS = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STOPPED"
+SHOW = ["scontrol", "--oneliner", "show", "node", NODE]
 SQUEUE = ["squeue", "--noheader", "--nodelist", NODE, "--states", JOBS, "--format", "%i"]
-DRAIN = ["scontrol", "update", "nodename=" + NODE, "state=drain", "reason=ckptio.nfs client_tuning remounts the checkpoint mounts"]
+DRAIN = ["scontrol", "update", "nodename=" + NODE, "state=drain", "reason=" + OURS]
 RESUME = ["scontrol", "update", "nodename=" + NODE, "state=resume"]
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "slurm")
+
+
+def node_line(state, reason=""):
+    """A real scontrol line from the lab (nfs2), renamed to NODE, in STATE with REASON."""
+    with open(os.path.join(FIXTURES, "show-node-idle.txt")) as handle:
+        line = handle.read().strip().replace("nfs2", NODE)
+    line = line.replace("State=IDLE ", "State=%s " % state)
+    if reason:
+        line += " Reason=%s [root@2026-12-02T14:00:00]" % reason
+    return line + "\n"
+
+
+IDLE = node_line("IDLE")
+MIXED = node_line("MIXED")
+DRAINING = node_line("MIXED+DRAIN", OURS)
+DRAINED = node_line("IDLE+DRAIN", OURS)
+OTHER_DRAINING = node_line("MIXED+DRAIN", "hw check")
+OTHER_DRAINED = node_line("IDLE+DRAIN", "hw check")
 
 
 class TaskFailed(Exception):
@@ -29,13 +51,14 @@ class TaskFailed(Exception):
 
 
 class FakeSlurm:
-    """Answers in order per program (the last answer repeats); records nothing itself."""
+    """Answers in order per command (show, squeue, update; the last answer repeats)."""
 
-    def __init__(self, sinfo=("mix",), squeue=("",)):
-        self.answers = {"sinfo": list(sinfo), "squeue": list(squeue), "scontrol": [""]}
+    def __init__(self, show=(MIXED,), squeue=("",), update=("",)):
+        self.answers = {"show": list(show), "squeue": list(squeue), "update": list(update)}
 
     def __call__(self, argv):
-        answers = self.answers[argv[0]]
+        kind = "squeue" if argv[0] == "squeue" else ("update" if argv[1] == "update" else "show")
+        answers = self.answers[kind]
         answer = answers.pop(0) if len(answers) > 1 else answers[0]
         if isinstance(answer, tuple):  # (rc, stdout, stderr)
             return answer
@@ -51,6 +74,7 @@ class HookWalk(RoleWalk):
         self.slurm = slurm
         self.debug = []
         self.polls = []
+        self.delegated = []
 
     def run_file(self, name):
         """Walk tasks/<name> with the role's defaults and the params, as an included file runs."""
@@ -80,7 +104,7 @@ class HookWalk(RoleWalk):
                     continue
                 try:
                     self.walk(task["block"])
-                except TaskFailed:
+                except (TaskFailed, Rejected):
                     self.walk(task["rescue"])
                 continue
             super().walk([task])
@@ -105,11 +129,15 @@ class HookWalk(RoleWalk):
         self.variables.update(saved)
         return {}
 
-    def run_command(self, argv):
+    def run_command(self, task, argv):
         argv = [str(arg) for arg in argv]
         self.world.commands.append(argv)
+        if "delegate_to" in task:
+            self.delegated.append(self.render(task["delegate_to"]))
         rc, stdout, stderr = self.slurm(argv)
-        return {"rc": rc, "stdout": stdout, "stdout_lines": stdout.splitlines(), "stderr": stderr, "failed": rc != 0}
+        failed = rc != 0 and task.get("failed_when") is not False
+        return {"rc": rc, "stdout": stdout, "stdout_lines": stdout.splitlines(), "stderr": stderr, "failed": failed,
+                "changed": task.get("changed_when") is True}
 
     def command(self, task, args, extra):
         # Ansible skips a command in check mode unless the task says check_mode: false.
@@ -117,7 +145,7 @@ class HookWalk(RoleWalk):
             return {"skipped": True}
         argv = self.render(args["argv"], extra)
         if "until" not in task:
-            result = self.run_command(argv)
+            result = self.run_command(task, argv)
             if result["failed"]:
                 raise TaskFailed(task.get("name"))
             return result
@@ -126,7 +154,7 @@ class HookWalk(RoleWalk):
         self.polls.append({"retries": retries, "delay": delay})
         # ansible-core runs the task once and then up to `retries` times more, `delay` apart.
         for _attempt in range(retries + 1):
-            result = self.run_command(argv)
+            result = self.run_command(task, argv)
             self.variables[task["register"]] = result
             if self.condition(task["until"], extra):
                 return result
@@ -153,7 +181,7 @@ def test_the_role_never_unmounts_by_default():
     # Its risk is documented where users read the option.
     assert "middle of a job" in " ".join(spec["description"])
     for name in ("client_tuning_slurm_node", "client_tuning_slurm_reason", "client_tuning_slurm_wait_seconds",
-                 "client_tuning_slurm_poll_seconds"):
+                 "client_tuning_slurm_poll_seconds", "client_tuning_slurm_controller"):
         assert name in defaults and name in role_spec("client_tuning", "main"), name
 
 
@@ -175,73 +203,110 @@ def test_a_role_run_with_its_defaults_leaves_a_drifted_live_mount_alone_and_repo
 
 # ------------------------------------------------------------------ tasks/slurm_drain.yml -------
 def hook_params(**overrides):
-    params = {"client_tuning_slurm_poll_seconds": 30, "client_tuning_slurm_wait_seconds": 100}
+    params = {"client_tuning_slurm_poll_seconds": 30, "client_tuning_slurm_wait_seconds": 100,
+              "client_tuning_slurm_controller": CONTROLLER}
     params.update(overrides)
     return params
 
 
-def test_drain_waits_until_no_job_runs_then_resume_gives_the_node_back(world):
-    slurm = FakeSlurm(sinfo=("mix", "drain"), squeue=("4711\n4712\n", "4712\n", ""))
+def test_drain_waits_until_slurm_shows_the_node_drained_then_resume_gives_it_back(world):
+    slurm = FakeSlurm(show=(MIXED, DRAINING, DRAINING, DRAINED, DRAINED), squeue=("",))
     walk = HookWalk(world, hook_params(), slurm)
     walk.run_file("slurm_drain.yml")
     # 100 s at 30 s a poll: the first read and up to 4 more, 30 s apart.
     assert walk.polls == [{"retries": 4, "delay": 30}]
-    assert slurm_commands(world) == [SINFO, DRAIN, SQUEUE, SQUEUE, SQUEUE, SINFO]
+    assert slurm_commands(world) == [SHOW, DRAIN, SHOW, SHOW, SHOW, SQUEUE]
     walk.run_file("slurm_resume.yml")
-    assert slurm_commands(world)[-1] == RESUME
+    assert slurm_commands(world)[-2:] == [SHOW, RESUME]
+    # Every Slurm command ran on the controller, none on the node.
+    assert set(walk.delegated) == {CONTROLLER}
 
 
-def test_drain_fails_naming_the_jobs_when_the_bound_passes_and_nothing_follows(world):
-    slurm = FakeSlurm(sinfo=("alloc",), squeue=("4711\n",))
+def test_a_node_that_does_not_drain_in_time_is_resumed_skipped_and_nothing_unmounted(world):
+    slurm = FakeSlurm(show=(MIXED, DRAINING), squeue=("4711\n",))
     walk = HookWalk(world, hook_params(), slurm)
     with pytest.raises(Rejected) as failed:
         walk.run_file("slurm_drain.yml")
-    assert slurm_commands(world) == [SINFO, DRAIN] + [SQUEUE] * 5
+    assert slurm_commands(world) == [SHOW, DRAIN] + [SHOW] * 5 + [SHOW, RESUME]
     message = failed.value.msg
-    assert "Slurm node gpu01 still runs job(s) 4711 after 100 s (client_tuning_slurm_wait_seconds): nothing unmounted" in message
-    assert "scontrol update nodename=gpu01 state=resume" in message
+    assert message.startswith("Slurm node gpu01 skipped, nothing unmounted: did not drain (MIXED+DRAIN) within 100 s "
+                              "(client_tuning_slurm_wait_seconds)."), message
+    assert message.endswith("It was given back to Slurm (resumed)."), message
 
 
-def test_drain_bound_rounds_up_and_an_unreadable_squeue_is_named(world):
-    slurm = FakeSlurm(squeue=((1, "", "slurm_load_jobs error: Unable to contact slurm controller"),))
+def skipped(world, slurm):
+    """The message of a drain file that skipped the node."""
+    walk = HookWalk(world, hook_params(), slurm)
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    return failed.value.msg
+
+
+def test_a_job_squeue_still_lists_stops_the_unmount_and_is_named(world):
+    message = skipped(world, FakeSlurm(show=(MIXED, DRAINED), squeue=("4711\n",)))
+    assert "skipped, nothing unmounted: still runs job(s) 4711 (IDLE+DRAIN)" in message
+    assert slurm_commands(world)[-1] == RESUME
+
+
+def test_an_unreadable_squeue_is_named_and_the_bound_rounds_up(world):
+    slurm = FakeSlurm(show=(MIXED, DRAINED), squeue=((1, "", "slurm_load_jobs error: Unable to contact slurm controller"),))
     walk = HookWalk(world, hook_params(client_tuning_slurm_wait_seconds=61), slurm)
     with pytest.raises(Rejected) as failed:
         walk.run_file("slurm_drain.yml")
     assert walk.polls == [{"retries": 3, "delay": 30}]
-    assert "could not be read: squeue: slurm_load_jobs error: Unable to contact slurm controller" in failed.value.msg
+    assert "its jobs could not be read: squeue: slurm_load_jobs error: Unable to contact slurm controller" in failed.value.msg
 
 
-def test_a_node_drained_before_the_run_is_not_drained_again_nor_resumed(world):
-    slurm = FakeSlurm(sinfo=("drng", "drain"), squeue=("4711\n", ""))
+def test_a_node_an_operator_drained_is_not_drained_again_nor_resumed(world):
+    slurm = FakeSlurm(show=(OTHER_DRAINING, OTHER_DRAINED), squeue=("",))
     walk = HookWalk(world, hook_params(), slurm)
     walk.run_file("slurm_drain.yml")
     walk.run_file("slurm_resume.yml")
-    assert slurm_commands(world) == [SINFO, SQUEUE, SQUEUE, SINFO]
+    assert slurm_commands(world) == [SHOW, SHOW, SQUEUE]
+    assert walk.debug[-1].startswith("Slurm node gpu01 stays as it was: its drain reason (hw check) is not ours")
+
+
+def test_a_drain_another_reason_replaced_while_the_run_waited_is_left_alone(world):
+    slurm = FakeSlurm(show=(MIXED, DRAINED, OTHER_DRAINED), squeue=("",))
+    walk = HookWalk(world, hook_params(), slurm)
+    walk.run_file("slurm_drain.yml")
+    walk.run_file("slurm_resume.yml")
+    assert RESUME not in slurm_commands(world)
+    assert walk.debug[-1].startswith("Slurm node gpu01 stays IDLE+DRAIN: its drain reason (hw check) is not ours")
+
+
+def test_our_own_drain_left_by_an_interrupted_run_is_ours_to_resume(world):
+    slurm = FakeSlurm(show=(DRAINED,), squeue=("",))
+    walk = HookWalk(world, hook_params(), slurm)
+    walk.run_file("slurm_drain.yml")
+    walk.run_file("slurm_resume.yml")
+    assert slurm_commands(world) == [SHOW, SHOW, SQUEUE, SHOW, RESUME]
 
 
 def test_drain_refuses_to_go_on_when_the_node_was_resumed_while_it_waited(world):
-    slurm = FakeSlurm(sinfo=("mix", "idle"), squeue=("",))
-    walk = HookWalk(world, hook_params(), slurm)
-    with pytest.raises(Rejected) as failed:
-        walk.run_file("slurm_drain.yml")
-    assert "gpu01 is no longer drained (idle)" in failed.value.msg
+    message = skipped(world, FakeSlurm(show=(MIXED, IDLE), squeue=("",)))
+    # The wait ends at once (nothing to wait for), nothing is unmounted, and nobody's node is resumed.
+    assert "skipped, nothing unmounted: is no longer drained (IDLE): a job may start on it" in message
+    assert RESUME not in slurm_commands(world)
 
 
 def test_drain_refuses_a_node_slurm_does_not_know_before_draining(world):
-    walk = HookWalk(world, hook_params(client_tuning_slurm_node="gpu99"), FakeSlurm(sinfo=("",)))
+    unknown = (1, "", "Node gpu99 not found\n")
+    walk = HookWalk(world, hook_params(client_tuning_slurm_node="gpu99"), FakeSlurm(show=(unknown,)))
     with pytest.raises(Rejected) as failed:
         walk.run_file("slurm_drain.yml")
-    assert "client_tuning_slurm_node: sinfo lists no node gpu99" in failed.value.msg
-    assert [argv[0] for argv in world.commands] == ["sinfo"]
+    assert failed.value.msg.startswith("client_tuning_slurm_node: scontrol show node gpu99: Node gpu99 not found;")
+    assert "nothing was drained or unmounted" in failed.value.msg
+    assert len(world.commands) == 1
 
 
 def test_drain_in_check_mode_only_reads_and_says_what_it_would_do(world):
-    slurm = FakeSlurm(sinfo=("mix",), squeue=("4711\n",))
+    slurm = FakeSlurm(show=(MIXED,), squeue=("4711\n",))
     walk = HookWalk(world, hook_params(), slurm, check_mode=True)
     walk.run_file("slurm_drain.yml")
     walk.run_file("slurm_resume.yml")
-    assert slurm_commands(world) == [SINFO]
-    assert walk.debug == ["would drain Slurm node gpu01 (now mix) and wait up to 100 s until no job runs on it"]
+    assert slurm_commands(world) == [SHOW, SHOW]
+    assert walk.debug[0] == "would drain Slurm node gpu01 (now MIXED) and wait up to 100 s until no job runs on it"
 
 
 # ------------------------------------------------------------------ the hook inside the role ----
@@ -252,13 +317,13 @@ def test_with_when_idle_the_role_drains_and_waits_before_the_unmount(world):
     params.update(client_tuning_apply_policy="when_idle", client_tuning_mount_options={"nconnect": 8},
                   client_tuning_drain_tasks="tasks/slurm_drain.yml",
                   client_tuning_undrain_tasks="tasks/slurm_resume.yml", client_tuning_slurm_wait_seconds=100,
-                  client_tuning_slurm_node=NODE)
-    slurm = FakeSlurm(sinfo=("mix", "drain"), squeue=("4711\n", ""))
+                  client_tuning_slurm_node=NODE, client_tuning_slurm_controller=CONTROLLER)
+    slurm = FakeSlurm(show=(MIXED, DRAINING, DRAINED), squeue=("",))
     walk = HookWalk(world, params, slurm)
     walk.run()
     # The fake host refuses umount (commands are not run in these tests): the change is pending,
     # and the node this run drained is given back.
     order = [argv for argv in world.commands if argv[0] != "/usr/bin/lsattr"]
-    assert order[:5] == [SINFO, DRAIN, SQUEUE, SQUEUE, SINFO]
+    assert order[:6] == [SHOW, DRAIN, SHOW, SHOW, SQUEUE, order[5]]
     assert order[5][0] == "umount", order
-    assert order[-1] == RESUME
+    assert order[-2:] == [SHOW, RESUME]

@@ -147,7 +147,11 @@ def test_the_commented_slurm_hook_is_correct_once_uncommented(tmp_path):
     commented = [line[len("#   "):] for line in text.splitlines() if line.startswith("#   client_tuning_")]
     hook = yaml.safe_load("\n".join(commented))
     assert hook == {"client_tuning_drain_tasks": "tasks/slurm_drain.yml", "client_tuning_undrain_tasks": "tasks/slurm_resume.yml",
-                    "client_tuning_slurm_wait_seconds": 3600}
+                    "client_tuning_slurm_controller": "login01", "client_tuning_slurm_wait_seconds": 3600}
+    # Every variable it names is one the role declares (issue 29: scontrol runs on a controller).
+    with open(os.path.join(COLLECTION, "roles", "client_tuning", "meta", "argument_specs.yml")) as handle:
+        options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    assert set(hook) <= set(options)
     for name in ("client_tuning_drain_tasks", "client_tuning_undrain_tasks"):
         assert os.path.isfile(os.path.join(COLLECTION, "roles", "client_tuning", hook[name])), hook[name]
     assert "state=drain" not in "\n".join(commented)
