@@ -10,10 +10,12 @@ the bundle, and that the run fails at the end naming c2.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.ckptio.nfs.tests.unit.utils import BUNDLE_PLAY, run_playbook
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_tcp_probe import free_port, listening, our_processes
@@ -90,3 +92,27 @@ def test_a_failed_send_still_stops_the_listeners_and_fails_the_run_at_the_end(tm
     bad = json.loads((bundle / "clients" / "c2" / "probe.json").read_text())
     assert bad["summary"]["error"] == "unable to connect to server: Connection refused"
     assert bad["port"] == nobody
+
+
+def _shipped_probe_plays():
+    """The probe plays of playbooks/validate_checkpoint.yml as shipped (their names start 'TCP probe')."""
+    path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "playbooks", "validate_checkpoint.yml")
+    with open(path, encoding="utf-8") as handle:
+        plays = yaml.safe_load(handle)
+    return [play for play in plays if play.get("name", "").startswith("TCP probe")]
+
+
+def test_with_the_probe_off_the_shipped_probe_plays_run_nothing_and_show_no_failure(tmp_path):
+    # A new user's validate_checkpoint run (canary_validation_probe defaults to false) printed a red
+    # "fatal: ... probe_record: the target lacks 'server'" on every client, rescued: a task's loop is
+    # templated before its `when`, and import_role only copies the `when` onto each task.
+    plays = _shipped_probe_plays()
+    assert len(plays) >= 4
+    driver = BUNDLE_PLAY.format(bundle=tmp_path / "bundle", clients="[c1, c2]") + yaml.safe_dump(plays, sort_keys=False)
+    run = run_playbook(tmp_path, driver, INVENTORY.format(python=sys.executable))
+    output = run.stdout + run.stderr
+
+    assert run.returncode == 0, output
+    assert "fatal" not in output and "FAILED" not in output, output
+    assert "rescued=0" in output and "rescued=1" not in output, output
+    assert not (tmp_path / "bundle" / "clients" / "c1" / "probe.json").exists()
