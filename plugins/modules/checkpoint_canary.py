@@ -176,6 +176,58 @@ options:
     type: str
     choices: [fadvise, direct, none]
     default: fadvise
+  shape:
+    description:
+      - The checkpoint writer whose I/O the ranks reproduce (files, sizes, metadata operations, fsync; C(docs/validation.md)
+        "Shapes"). Omitted means O(layout) and O(files_per_rank) as given. V(shared_file) and V(file_per_rank) are those layouts.
+      - V(torch_dcp) - PyTorch DCP's FileSystemWriter (every rank C(mkdir -p) and checks C(.metadata); O(thread_count) C(.distcp)
+        files per rank; the coordinator writes C(.metadata.tmp), fsyncs, unlinks the old C(.metadata), renames).
+      - V(megatron) - Megatron-LM / NeMo C(torch_dist) (rank 0 makes the directory, two files per rank, rank 0 rewrites the tracker
+        file in place).
+      - V(mlperf_llama3_8b), V(mlperf_llama3_70b), V(mlperf_llama3_405b), V(mlperf_llama3_1t) - MLPerf Storage v2.0's checkpoint
+        workload (a C(global_epoch…_step…) directory per checkpoint made by every rank; per-rank bytes from the model, times
+        O(shape_scale); O(bytes_per_rank) is then ignored).
+      - Rank 0 of this host is the coordinator; each host's canary is its own checkpoint directory.
+    type: str
+    choices: [shared_file, file_per_rank, torch_dcp, megatron, mlperf_llama3_8b, mlperf_llama3_70b, mlperf_llama3_405b, mlperf_llama3_1t]
+  shape_scale:
+    description: Factor on the MLPerf shapes' per-rank bytes (the model's size) so they fit the cluster or the lab.
+    type: float
+    default: 1.0
+  thread_count:
+    description: Writer threads of O(shape=torch_dcp) (files per rank, as FileSystemWriter's C(thread_count)).
+    type: int
+    default: 1
+  num_checkpoints:
+    description: Checkpoints written one after another by the MLPerf shapes, each after a 5 s pause and a barrier of this host's ranks.
+    type: int
+    default: 1
+  first_rank:
+    description: Global rank of this host's rank 0 (host index x O(ranks)); names the files and spreads ranks over O(paths).
+    type: int
+    default: 0
+  paths:
+    description:
+      - Several existing directories on NFS mounts (other servers or exports); ranks go round-robin by global rank.
+        Each is checked as O(path) is, and gets its own work directory. Empty means O(path) alone.
+    type: list
+    elements: path
+    default: []
+  local_path:
+    description:
+      - Burst buffer - a node-local directory (NVMe, tmpfs) the ranks write to; then a drain copies the files to their NFS
+        path and RV(drain) times it. Refused when this host's bytes do not fit its free space. Empty means direct writes.
+    type: path
+  drain_rate_limit:
+    description: Bytes per second the drain may use on this host (shared by the ranks' drains); 0 means no cap.
+    type: int
+    default: 0
+  checkpoint_interval_seconds:
+    description:
+      - Seconds between checkpoints in training; 0 means not given. With O(local_path), RV(drain) says whether the drain fits.
+      - Refused when O(drain_rate_limit) makes the drain provably longer (this host's bytes / rate > interval).
+    type: int
+    default: 0
 notes:
   - Ranks are forked processes; results, D-state samples and cleanup do not depend on the play's
     connection staying open.
@@ -323,6 +375,24 @@ barrier:
       written) and C(signal), C(go_at), C(go_late_seconds), C(abort) as above for C(read_go.json).
   returned: when O(barrier_dir) is set and the canary got that far
   type: dict
+shape:
+  description: C(name) and the resolved plan - C(files_per_rank), C(bytes_per_file), C(metadata_ops_per_rank), C(directory_by).
+  returned: always
+  type: dict
+per_path:
+  description: One row per NFS path - C(path), C(ranks), C(bytes), C(start), C(end), C(seconds) (the MLPerf rule over its ranks).
+  returned: when the ranks ran
+  type: list
+  elements: dict
+blocking_seconds:
+  description: Seconds the ranks were blocked writing (the local write with O(local_path), else the NFS write).
+  returned: when the ranks ran
+  type: float
+drain:
+  description:
+    - With O(local_path) - C(seconds), C(bytes), C(start), C(end), C(rate_limit) and C(fits_interval) (null without an interval).
+  returned: when the ranks ran
+  type: dict
 harness:
   description:
     - The harness's own CPU while the ranks ran - C(canary_cpu_seconds) (this module's process, getrusage),
@@ -340,6 +410,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_run
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
@@ -365,6 +436,15 @@ def main():
             keep=dict(type="bool", default=False),
             restore=dict(type="bool", default=False),
             restore_cache=dict(type="str", default="fadvise", choices=list(restore.CACHE_METHODS)),
+            shape=dict(type="str", choices=list(shapes.SHAPES)),
+            shape_scale=dict(type="float", default=1.0),
+            thread_count=dict(type="int", default=1),
+            num_checkpoints=dict(type="int", default=1),
+            first_rank=dict(type="int", default=0),
+            paths=dict(type="list", elements="path", default=[]),
+            local_path=dict(type="path"),
+            drain_rate_limit=dict(type="int", default=0),
+            checkpoint_interval_seconds=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )
