@@ -48,3 +48,14 @@ def test_a_directory_that_is_no_bundle_is_refused_naming_the_option(tmp_path):
     (tmp_path / "empty").mkdir()
     result = fail_module(compare_report, {"options": [{"name": "empty", "bundle": str(tmp_path / "empty")}], "output_dir": str(tmp_path / "out")})
     assert result["msg"].startswith("options: empty's bundle") and not (tmp_path / "out").exists()
+
+
+def test_an_output_linked_out_of_output_dir_is_refused_and_the_target_keeps_its_bytes(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("keep me\n")
+    out = tmp_path / "compare"
+    out.mkdir()
+    os.symlink(str(secret), str(out / "compare.json"))
+    result = fail_module(compare_report, {"options": _options(tmp_path, "healthy"), "output_dir": str(out)})
+    assert "compare.json" in result["msg"] and "nothing was written" in result["msg"]
+    assert secret.read_text() == "keep me\n" and not (out / "compare.md").exists()
