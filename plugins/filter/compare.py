@@ -20,8 +20,8 @@ def compare_options(options, mount, paths=None, local_path="", layout="shared_fi
         raise AnsibleFilterError(str(exc))
 
 
-def compare_bundles(options, context_files, compare_dir):
-    return plan.option_bundles(options, list(context_files or []), compare_dir)
+def compare_bundles(options, context_files, reports_dir, since=""):
+    return plan.option_bundles(options, list(context_files or []), reports_dir, since)
 
 
 class FilterModule:

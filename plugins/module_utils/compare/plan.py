@@ -16,6 +16,8 @@ import re
 # The playbook imports validate_checkpoint.yml once per slot (a playbook cannot loop over plays).
 MAX_OPTIONS = 6
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+# The time canary_validation puts before a bundle's label (roles/canary_validation/tasks/prepare.yml).
+TIMESTAMP = re.compile(r"^[0-9]{8}T[0-9]{6}$")
 # canary_validation's own defaults for the shape options (roles/canary_validation/defaults/main.yml).
 DEFAULTS = {"shape": "file_per_rank", "paths": None, "local_path": "", "shape_scale": 1.0, "thread_count": 1,
             "num_checkpoints": 1, "drain_rate_limit": 0, "checkpoint_interval_seconds": 0}
@@ -75,15 +77,24 @@ def compare_options(options, mount, paths=None, local_path="", layout="shared_fi
     return result
 
 
-def option_bundles(options, context_files, compare_dir):
+def option_bundles(options, context_files, reports_dir, since=""):
     """[{name, bundle, shape, paths, local_path}] for compare_report: each option's newest bundle
-    under compare_dir/<name>/ (found context.yml paths); an option that left none is left out."""
+    <reports_dir>/<time>-<name>/ (canary_validation names it so, the label being the option's name)
+    among the found context.yml paths, made at or after `since` (the comparison's own time,
+    %Y%m%dT%H%M%S: an older bundle of the same name belongs to another run). An option that left
+    none is left out."""
+    reports_dir = os.path.normpath(reports_dir)
     found = []
     for option in options:
-        root = os.path.join(compare_dir, option["name"])
-        bundles = sorted(os.path.dirname(path) for path in context_files
-                         if os.path.dirname(os.path.dirname(path)) == root)
+        suffix = "-" + option["name"]
+        bundles = []
+        for path in context_files:
+            bundle = os.path.dirname(path)
+            base = os.path.basename(bundle)
+            stamp = base[:-len(suffix)]
+            if os.path.dirname(bundle) == reports_dir and base.endswith(suffix) and TIMESTAMP.match(stamp) and stamp >= since:
+                bundles.append((stamp, bundle))
         if bundles:
-            found.append({"name": option["name"], "bundle": bundles[-1], "shape": option["shape"], "paths": option["paths"],
+            found.append({"name": option["name"], "bundle": max(bundles)[1], "shape": option["shape"], "paths": option["paths"],
                           "local_path": option["local_path"] or None})
     return found

@@ -165,10 +165,12 @@ def test_bad_options_are_refused_naming_them(options, message):
         plan.compare_options(options, "/mnt/a")
 
 
-def test_option_bundles_pick_each_options_newest_bundle():
+def test_option_bundles_pick_each_options_newest_bundle_of_this_run():
     options = plan.compare_options(None, "/mnt/a")
-    found = ["/r/c/shared_file/20260101T000000-shared_file/context.yml", "/r/c/shared_file/20260101T000100-shared_file/context.yml",
-             "/r/c/other/20260101T000000-other/context.yml"]
-    bundles = plan.option_bundles(options, found, "/r/c")
-    assert bundles == [{"name": "shared_file", "bundle": "/r/c/shared_file/20260101T000100-shared_file", "shape": "shared_file",
+    found = ["/r/20260101T000000-shared_file/context.yml", "/r/20260101T000100-shared_file/context.yml",
+             "/r/20260101T000200-other/context.yml", "/r/20251231T235959-file_per_rank/context.yml",
+             "/r/sub/20260101T000300-shared_file/context.yml", "/r/x-shared_file/context.yml"]
+    bundles = plan.option_bundles(options, found, "/r/", since="20260101T000000")
+    # file_per_rank's only bundle predates this comparison: another run's, left out.
+    assert bundles == [{"name": "shared_file", "bundle": "/r/20260101T000100-shared_file", "shape": "shared_file",
                         "paths": ["/mnt/a"], "local_path": None}]
