@@ -106,12 +106,16 @@ def space_margin(total_bytes):
 
 def space_error(path, ranks, bytes_per_rank, free_bytes, total_bytes):
     """ranks x bytes_per_rank plus the margin above the free space of path's file system."""
-    needed = ranks * bytes_per_rank
+    return bytes_space_error(path, ranks * bytes_per_rank, free_bytes, total_bytes,
+                             "ranks x bytes_per_rank is %d bytes (%d x %d)" % (ranks * bytes_per_rank, ranks, bytes_per_rank))
+
+
+def bytes_space_error(path, needed, free_bytes, total_bytes, what=None):
+    """needed bytes plus the margin above the free space of path's file system; what names the bytes."""
     margin = space_margin(total_bytes)
     if needed + margin > free_bytes:
-        return ("ranks x bytes_per_rank is %d bytes (%d x %d); with a margin of %d bytes that does not fit in the %d"
-                " bytes free on the file system of %s (size %d)"
-                % (needed, ranks, bytes_per_rank, margin, free_bytes, path, total_bytes))
+        return ("%s; with a margin of %d bytes that does not fit in the %d bytes free on the file system of %s (size %d)"
+                % (what or "the checkpoint's bytes here are %d" % needed, margin, free_bytes, path, total_bytes))
     return None
 
 

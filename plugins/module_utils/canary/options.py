@@ -12,12 +12,17 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 
 
 def option_errors(params):
     """Every error of the size, layout, restore and time options (a message naming the option each)."""
+    shape = params.get("shape")
+    layout = params["layout"] if not shape else (shape if shape in plan.LAYOUTS else "file_per_rank")
     errors = plan.validate_plan(params["ranks"], params["bytes_per_rank"], params["block_size"],
-                                params["layout"], params["files_per_rank"], params["direct"])
+                                layout, params["files_per_rank"], params["direct"])
+    errors += shapes.validate(params)
+    errors += placement_errors(params)
     errors += [e for e in (limits.block_size_error(params["block_size"]),) if e]
     errors += restore.validate_restore(params["restore"], params["restore_cache"], params["fsync"],
                                        params["block_size"], params["bytes_per_rank"])
@@ -26,6 +31,35 @@ def option_errors(params):
     if params["kill_grace"] < 0:
         errors.append("kill_grace must be 0 or more, got %s" % params["kill_grace"])
     return errors
+
+
+def placement_errors(params):
+    """Errors of paths, local_path and the drain's options (the paths themselves: canary_target.open_places)."""
+    errors = []
+    if params["drain_rate_limit"] < 0:
+        errors.append("drain_rate_limit must be 0 (no cap) or more, got %d" % params["drain_rate_limit"])
+    if params["checkpoint_interval_seconds"] < 0:
+        errors.append("checkpoint_interval_seconds must be 0 (not given) or more, got %d" % params["checkpoint_interval_seconds"])
+    if params["local_path"]:
+        if params["restore"]:
+            errors.append("restore=true cannot be combined with local_path (the read-back of a drained checkpoint is not built)")
+        if len(params["paths"]) > 1 and shapes.shape_name(params) == "shared_file":
+            errors.append("local_path with several paths needs a shape other than shared_file (one shared file a path)")
+    elif params["drain_rate_limit"]:
+        errors.append("drain_rate_limit needs local_path (only a burst buffer drains)")
+    if params["thread_count"] != 1 and shapes.shape_name(params) != "torch_dcp":
+        errors.append("thread_count needs shape=torch_dcp, got shape %s" % shapes.shape_name(params))
+    return errors
+
+
+def drain_error(params, bytes_by_path):
+    """Refuse a drain that provably cannot fit the interval: this host's bytes / drain_rate_limit > checkpoint_interval_seconds."""
+    interval, rate = params["checkpoint_interval_seconds"], params["drain_rate_limit"]
+    total = sum(bytes_by_path)
+    if params["local_path"] and interval and rate and total / float(rate) > interval:
+        return ("checkpoint_interval_seconds=%d is shorter than the drain: this host's %d bytes at drain_rate_limit=%d B/s"
+                " take %.1f s at least" % (interval, total, rate, total / float(rate)))
+    return None
 
 
 def start_at(params, now):

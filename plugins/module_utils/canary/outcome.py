@@ -64,3 +64,64 @@ def failure(result, timeout, written, read):
         return "canary restore (read phase): " + plan.stall_message(
             read.stalled, timeout, result["workdir"], result.get("cleanup_deferred_pid"))
     return restore.failure_message(result["ranks"], read.skipped)
+
+
+def _span(summary):
+    """start, end and seconds of a plan.aggregate summary."""
+    return {"start": summary["earliest_start"], "end": summary["latest_end"], "seconds": summary["seconds"]}
+
+
+def fill_placement(result, params, paths, written, drained):
+    """per_path, blocking_seconds and drain (issue 28), and a record per checkpoint with num_checkpoints > 1.
+
+    blocking_seconds is the write's MLPerf span: what the optimizer waits, on the local path for a
+    burst buffer. The drain fits the interval when it ends within checkpoint_interval_seconds of
+    the earliest write start (the next checkpoint begins an interval after this one).
+    """
+    plans = dict((entry["rank"], entry) for entry in result["plan"])
+    rows = []
+    for index, path in enumerate(paths):
+        mine = [r for r in written.results if plans[r["rank"]].get("path_index", 0) == index]
+        summary = plan.aggregate(mine)
+        rows.append(dict(_span(summary), path=path, ranks=len(mine), bytes=summary["total_bytes"]))
+    result["per_path"] = rows
+    result["blocking_seconds"] = result["summary"]["seconds"]
+    result["drain"] = None
+    if drained is not None:
+        summary = plan.aggregate(drained.results)
+        drain = dict(_span(summary), bytes=summary["total_bytes"], rate_limit=params["drain_rate_limit"],
+                     fits_interval=None, skipped=drained.skipped, ranks=drained.results)
+        interval = params["checkpoint_interval_seconds"]
+        if interval and drain["end"] is not None and result["summary"]["earliest_start"] is not None:
+            drain["fits_interval"] = drain["end"] - result["summary"]["earliest_start"] <= interval
+        result["drain"] = drain
+    if any(r.get("checkpoints") for r in result["ranks"]):
+        result["ranks"] = expand_checkpoints(result["ranks"])
+        result["summary"]["checkpoints"] = [
+            dict(plan.aggregate([r for r in result["ranks"] if r.get("checkpoint") == index]), checkpoint=index)
+            for index in range(params["num_checkpoints"])]
+        # The pauses between checkpoints are training, not blocking: the sum of each checkpoint's span.
+        spans = [c["seconds"] for c in result["summary"]["checkpoints"]]
+        result["blocking_seconds"] = round(sum(spans), 6) if None not in spans else None
+    return result
+
+
+def expand_checkpoints(ranks):
+    """One record a rank and checkpoint (its index in `checkpoint`) from the ranks' `checkpoints` lists."""
+    expanded = []
+    for record in ranks:
+        base = dict((key, value) for key, value in record.items() if key != "checkpoints")
+        for item in record.get("checkpoints") or [None]:
+            expanded.append(base if item is None else dict(base, checkpoint=item["checkpoint"], start=item["start"],
+                                                            end=item["end"], bytes=item["bytes"]))
+    return expanded
+
+
+def drain_failure(drained, timeout):
+    """The drain's failure message, or None."""
+    if drained is None or drained.skipped:
+        return None
+    if drained.stalled:
+        return "canary drain: " + plan.stall_message(drained.stalled, timeout, "the NFS work directories")
+    errors = ["rank %d: %s" % (r["rank"], r["error"]) for r in drained.results if r["error"]]
+    return "canary drain failed: %s" % "; ".join(errors) if errors else None

@@ -1,9 +1,265 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Checkpoint shapes: what each real writer does on the file system, resolved into a pure plan."""
+"""Checkpoint shapes: what each real writer does on the file system, resolved into a pure plan.
+
+A shape is a preset over files, sizes, metadata operations, fsync and who makes the directory,
+named after the writer whose I/O it reproduces (issue 28; read from the writers' code):
+- torch_dcp: torch.distributed.checkpoint FileSystemWriter - every rank makes the checkpoint
+  directory (mkdir -p) and checks for an existing `.metadata`, writes `__{rank}_{thread}.distcp`
+  (one per writer thread) and fsyncs it; after every rank is done the coordinator writes
+  `.metadata.tmp`, fsyncs it, removes the old `.metadata` and renames the new one into place.
+- megatron: Megatron-LM / NeMo torch_dist - rank 0 makes `iter_{7 digits}` (the others wait at a
+  barrier), two `.distcp` files per rank, fsync always; rank 0 then writes the common state and
+  rewrites the tracker file `latest_checkpointed_iteration.txt` in place (no temp, no rename).
+- mlperf_llama3_*: MLPerf Storage v2.0's checkpoint workload (DLIO's checkpointing): per
+  checkpoint a `global_epoch{e}_step{s}` directory made by every rank, file per rank (optimizer
+  state, model state; layer files for the pipeline-parallel models), buffered writes then fsync,
+  no temp-and-rename, and a pause and a barrier before every checkpoint after the first.
+shared_file and file_per_rank are today's two layouts (plan.plan_ranks): data operations only,
+written by host/canary_ranks.run_rank as before. Rank 0 of the host is the coordinator: each
+host's canary is its own checkpoint directory.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+
 MLPERF_SHAPES = ("mlperf_llama3_8b", "mlperf_llama3_70b", "mlperf_llama3_405b", "mlperf_llama3_1t")
-SHAPES = ("shared_file", "file_per_rank", "torch_dcp", "megatron") + MLPERF_SHAPES
+LAYOUT_SHAPES = canary.LAYOUTS
+SHAPES = LAYOUT_SHAPES + ("torch_dcp", "megatron") + MLPERF_SHAPES
+# MLPerf Storage v2.0 checkpoint sizes (bytes over ranks, issue 28's figures from the rules' table):
+# 105 GB / 8, 912 GB / 64, 5.29 TB / 512, 18 TB / 1024. layers: the models' transformer layers;
+# pipeline stages: assumed from the configs' parallelism (1 for 8b); each rank writes its stage's
+# layer files, so only the number of files (metadata) rests on the assumption, not the bytes.
+MLPERF_MODELS = {
+    "mlperf_llama3_8b": {"bytes": 105 * 10 ** 9, "ranks": 8, "layers": 32, "stages": 1},
+    "mlperf_llama3_70b": {"bytes": 912 * 10 ** 9, "ranks": 64, "layers": 80, "stages": 4},
+    "mlperf_llama3_405b": {"bytes": 5290 * 10 ** 9, "ranks": 512, "layers": 126, "stages": 16},
+    "mlperf_llama3_1t": {"bytes": 18 * 10 ** 12, "ranks": 1024, "layers": 128, "stages": 32},
+}
+# DLIO's state: the model in 2 bytes a parameter (bf16), the optimizer in 12 (fp32 master and two
+# Adam moments: three fp32 groups of every parameter) - the model is 1/7 of the bytes.
+MODEL_SHARE = (2, 14)
+MLPERF_PAUSE_SECONDS = 5.0
+# Small files the coordinator writes: DCP's pickled `.metadata` index, Megatron's common state and
+# metadata.json. Their ops, not their bytes, are what costs on NFS.
+METADATA_BYTES = 64 * 1024
+MEGATRON_FILES_PER_RANK = 2
+DCP_DIR = "checkpoint"
+MEGATRON_DIR = "iter_0000001"
+MEGATRON_TRACKER = "latest_checkpointed_iteration.txt"
+DIRECTORY_BY = {"torch_dcp": "every_rank", "megatron": "rank_0"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """One step of a rank, in order. kind: begin/end (a checkpoint's timed span, checkpoint index in
+    length), mkdir_p, exists (stat, absent is fine), data (name, offset, length, create, fsync),
+    write (a small file: create or truncate in place, fsync), unlink (absent is fine), rename (name
+    to target), barrier (every rank of the host), pause (length seconds)."""
+
+    kind: str
+    name: str = ""
+    length: int = 0
+    offset: int = 0
+    create: bool = True
+    fsync: bool = True
+    target: str = ""
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class RankShape:
+    rank: int
+    global_rank: int
+    path_index: int
+    ops: tuple
+
+    def files(self):
+        return [{"name": op.name, "offset": op.offset, "length": op.length, "create": op.create}
+                for op in self.ops if op.kind == "data"]
+
+    def outputs(self):
+        """Every file this rank leaves (its data files and the metadata it writes or renames): what a drain copies."""
+        names = []
+        for op in self.ops:
+            name = op.target if op.kind == "rename" else op.name
+            if op.kind in ("data", "write", "rename") and name not in names:
+                names.append(name)
+            if op.kind in ("unlink", "rename") and op.name in names:
+                names.remove(op.name)
+        return names
+
+    def metadata_ops(self):
+        return [op for op in self.ops if op.kind in ("mkdir_p", "exists", "write", "unlink", "rename")]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapePlan:
+    """A resolved shape: every rank's ops, who makes the directory, the shared files made before go."""
+
+    name: str
+    ranks: tuple
+    directory_by: str
+    shared_files: tuple = ()
+    num_checkpoints: int = 1
+
+    def rank_plans(self):
+        """The result's `plan` (files as plan.plan_ranks gives them; ops and outputs for the shapes with metadata)."""
+        plans = []
+        for rank in self.ranks:
+            entry = {"rank": rank.rank, "global_rank": rank.global_rank, "path_index": rank.path_index,
+                     "files": rank.files(), "outputs": rank.outputs()}
+            if self.name not in LAYOUT_SHAPES:
+                entry["ops"] = [op.as_dict() for op in rank.ops]
+            plans.append(entry)
+        return plans
+
+    def summary(self):
+        first = self.ranks[0]
+        files = first.files()
+        return {"name": self.name, "files_per_rank": len(files),
+                "bytes_per_file": sorted({item["length"] for item in files}),
+                "bytes_per_rank": sum(item["length"] for item in files),
+                "metadata_ops_per_rank": max(len(rank.metadata_ops()) for rank in self.ranks),
+                "directory_by": self.directory_by, "num_checkpoints": self.num_checkpoints}
+
+
+def bytes_per_rank(name, params):
+    """Bytes one rank writes per checkpoint: the model's share for MLPerf (x shape_scale), else bytes_per_rank."""
+    if name in MLPERF_MODELS:
+        model = MLPERF_MODELS[name]
+        return max(1, int(model["bytes"] * params["shape_scale"] / model["ranks"]))
+    return params["bytes_per_rank"]
+
+
+def shape_name(params):
+    return params.get("shape") or params["layout"]
+
+
+def validate(params):
+    """Errors of the shape options, each naming the option (empty when valid)."""
+    name = shape_name(params)
+    errors = []
+    if name not in SHAPES:
+        errors.append("shape must be one of %s, got %r" % (", ".join(SHAPES), name))
+    if not params["shape_scale"] > 0:
+        errors.append("shape_scale must be greater than 0, got %s" % params["shape_scale"])
+    if not 1 <= params["thread_count"] <= 64:
+        errors.append("thread_count must be between 1 and 64, got %d" % params["thread_count"])
+    if not 1 <= params["num_checkpoints"] <= 100:
+        errors.append("num_checkpoints must be between 1 and 100, got %d" % params["num_checkpoints"])
+    elif params["num_checkpoints"] > 1 and name not in MLPERF_SHAPES:
+        errors.append("num_checkpoints > 1 needs an MLPerf shape (shape=mlperf_llama3_*), got shape %s" % name)
+    elif params["num_checkpoints"] > 1 and params["restore"]:
+        errors.append("num_checkpoints > 1 cannot be combined with restore=true (the read-back follows one checkpoint)")
+    if params["first_rank"] < 0:
+        errors.append("first_rank must be 0 or more, got %d" % params["first_rank"])
+    if params.get("shape") and params["shape"] not in LAYOUT_SHAPES and params["files_per_rank"] != 1:
+        errors.append("files_per_rank is set by shape=%s (thread_count for torch_dcp); leave it at 1" % params["shape"])
+    if not errors and name in MLPERF_SHAPES and bytes_per_rank(name, params) < params["block_size"]:
+        errors.append("shape_scale=%s makes %s's %d bytes per rank smaller than block_size (%d)"
+                      % (params["shape_scale"], name, bytes_per_rank(name, params), params["block_size"]))
+    return errors
+
+
+def _layout(name, params, path_count):
+    """shared_file / file_per_rank: plan.plan_ranks, named by global rank, a shared file per path."""
+    first = params["first_rank"]
+    base = canary.plan_ranks(params["ranks"], params["bytes_per_rank"], params["block_size"], name, params["files_per_rank"])
+    ranks, on_path = [], [0] * path_count
+    for entry in base:
+        global_rank = first + entry["rank"]
+        path_index = global_rank % path_count
+        ops = [Op("begin")]
+        for index, item in enumerate(entry["files"]):
+            if name == "shared_file":
+                ops.append(Op("data", item["name"], item["length"], on_path[path_index] * item["length"], False, params["fsync"]))
+            else:
+                ops.append(Op("data", "__%d_%d.ckpt" % (global_rank, index), item["length"], 0, True, params["fsync"]))
+        on_path[path_index] += 1
+        ranks.append(RankShape(entry["rank"], global_rank, path_index, tuple(ops + [Op("end")])))
+    shared = tuple(sorted({(r.path_index, canary.SHARED_FILE_NAME) for r in ranks})) if name == "shared_file" else ()
+    return ShapePlan(name, tuple(ranks), "module", shared)
+
+
+def _data(names_and_sizes, fsync=True):
+    return [Op("data", name, size, 0, True, fsync) for name, size in names_and_sizes]
+
+
+def _split(total, parts, block_size):
+    return [length for _start, length in canary._split_aligned(total, parts, block_size)]
+
+
+def _torch_dcp(params, rank, global_rank):
+    sizes = _split(params["bytes_per_rank"], params["thread_count"], params["block_size"])
+    ops = [Op("begin"), Op("mkdir_p", DCP_DIR), Op("exists", DCP_DIR + "/.metadata")]
+    ops += _data([("%s/__%d_%d.distcp" % (DCP_DIR, global_rank, t), size) for t, size in enumerate(sizes)], params["fsync"])
+    ops.append(Op("barrier"))
+    if rank == 0:
+        ops += [Op("write", DCP_DIR + "/.metadata.tmp", METADATA_BYTES, fsync=True), Op("unlink", DCP_DIR + "/.metadata"),
+                Op("rename", DCP_DIR + "/.metadata.tmp", target=DCP_DIR + "/.metadata")]
+    return ops + [Op("barrier"), Op("end")]
+
+
+def _megatron(params, rank, global_rank):
+    sizes = _split(params["bytes_per_rank"], MEGATRON_FILES_PER_RANK, params["block_size"])
+    ops = [Op("begin")] + ([Op("mkdir_p", MEGATRON_DIR)] if rank == 0 else []) + [Op("barrier")]
+    # torch_dist's writer fsyncs always (not an option there).
+    ops += _data([("%s/__%d_%d.distcp" % (MEGATRON_DIR, global_rank, t), size) for t, size in enumerate(sizes)])
+    ops.append(Op("barrier"))
+    if rank == 0:
+        ops += [Op("write", MEGATRON_DIR + "/common.pt", METADATA_BYTES), Op("write", MEGATRON_DIR + "/metadata.json", 64),
+                Op("write", MEGATRON_TRACKER, 8, create=False, fsync=False)]
+    return ops + [Op("barrier"), Op("end")]
+
+
+def _mlperf(name, params, rank, global_rank):
+    model = MLPERF_MODELS[name]
+    total = bytes_per_rank(name, params)
+    model_bytes = total * MODEL_SHARE[0] // MODEL_SHARE[1]
+    layers = -(-model["layers"] // model["stages"]) if model["stages"] > 1 else 1
+    ops = []
+    for checkpoint in range(params["num_checkpoints"]):
+        if checkpoint:
+            ops += [Op("pause", length=int(MLPERF_PAUSE_SECONDS)), Op("barrier")]
+        directory = "global_epoch1_step%d" % (checkpoint + 1)
+        files = [("%s/zero_pp_rank_%d_mp_rank_00_optim_states.pt" % (directory, global_rank), total - model_bytes)]
+        if layers == 1:
+            files.append(("%s/model_states-%d.pt" % (directory, global_rank), model_bytes))
+        else:
+            files += [("%s/layer_%02d-model_%d_model_states.pt" % (directory, index, global_rank), size)
+                      for index, size in enumerate(_split(model_bytes, layers, 1))]
+        ops += [Op("begin", length=checkpoint), Op("mkdir_p", directory)] + _data(files, params["fsync"]) + [Op("end", length=checkpoint)]
+    return ops
+
+
+def resolve(params, path_count=1):
+    """The ShapePlan of the options (validate() first): ranks round-robin over path_count paths by global rank."""
+    name = shape_name(params)
+    if name in LAYOUT_SHAPES:
+        return _layout(name, params, path_count)
+    ranks = []
+    for rank in range(params["ranks"]):
+        global_rank = params["first_rank"] + rank
+        if name == "torch_dcp":
+            ops = _torch_dcp(params, rank, global_rank)
+        elif name == "megatron":
+            ops = _megatron(params, rank, global_rank)
+        else:
+            ops = _mlperf(name, params, rank, global_rank)
+        ranks.append(RankShape(rank, global_rank, global_rank % path_count, tuple(ops)))
+    return ShapePlan(name, tuple(ranks), DIRECTORY_BY.get(name, "every_rank"), (), params["num_checkpoints"])
+
+
+def bytes_by_path(shape_plan, path_count):
+    """Bytes the ranks write to each path (index = path_index), every checkpoint counted."""
+    totals = [0] * path_count
+    for rank in shape_plan.ranks:
+        totals[rank.path_index] += sum(op.length for op in rank.ops if op.kind in ("data", "write"))
+    return totals

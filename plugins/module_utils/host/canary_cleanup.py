@@ -26,6 +26,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 
 # A helper whose ranks are stuck in D waits this long for the server before giving up.
 CLEANUP_PATIENCE = 86400.0
+# Subdirectories removed below the work directory: the shapes make one level (canary/shapes.py).
+MAX_DEPTH = 4
 
 
 def open_directory(real):
@@ -47,7 +49,7 @@ def open_directory(real):
     return final
 
 
-def _remove_entries(parent_fd, workdir_name):
+def _remove_entries(parent_fd, workdir_name, depth=0):
     """One attempt at deleting the work directory; False while the NFS client still holds a file.
 
     A rank killed in the middle of a write exits before the client has flushed its pages, so the
@@ -56,6 +58,7 @@ def _remove_entries(parent_fd, workdir_name):
     once the server takes the pages, so they mean "try again", not "give up".
     """
     dir_fd = os.open(workdir_name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+    emptied = True
     try:
         for name in os.listdir(dir_fd):
             try:
@@ -63,6 +66,9 @@ def _remove_entries(parent_fd, workdir_name):
                 os.unlink(name, dir_fd=dir_fd)
             except FileNotFoundError:
                 pass
+            except IsADirectoryError:
+                # A shape's checkpoint directory (canary/shapes.py): at most MAX_DEPTH deep, opened O_NOFOLLOW.
+                emptied = depth < MAX_DEPTH and _remove_entries(dir_fd, name, depth + 1) and emptied
             except OSError as exc:
                 if exc.errno != errno.EBUSY:
                     raise
@@ -74,7 +80,7 @@ def _remove_entries(parent_fd, workdir_name):
         if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EBUSY):
             return False
         raise
-    return True
+    return emptied
 
 
 def remove_workdir(parent_fd, workdir_name, rank_ids, retry_interval=1.0):

@@ -22,6 +22,7 @@ import time
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 
 # os.urandom is called in pieces so a rank never holds its block twice (bytes + mmap).
@@ -153,11 +154,19 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at):
     return result
 
 
-def write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end):
+def write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer=None):
+    """A rank's write: a shape's ops (host/canary_shapes.run_ops) or a layout's files (run_rank)."""
+    if rank_plan.get("ops"):
+        buffer = random_block(params["block_size"]) if buffer is None else buffer
+        return canary_shapes.run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer)
+    return run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at, buffer)
+
+
+def write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end, barrier=None):
     """A rank with restore=true: write; drop its pages (fadvise); send the write result as line 1;
     wait for the read go (a second line through the go pipe); read back; send line 2."""
     buffer = random_block(params["block_size"])
-    result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at, buffer)
+    result = write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer)
     # The parent's RUSAGE_CHILDREN has no rank before it is reaped, and this one lives on to read.
     usage = resource.getrusage(resource.RUSAGE_SELF)
     line = dict(result, write_cpu_seconds=usage.ru_utime + usage.ru_stime)
@@ -177,22 +186,37 @@ def write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end):
     os.write(write_end, (json.dumps(read) + "\n").encode())
 
 
-def rank_body(dir_fd, rank_plan, params):
-    """What a forked rank runs: wait for go (the barrier's, through its go pipe), then its work."""
+def rank_body(dir_fds, rank_plan, params, barrier=None):
+    """What a forked rank runs: wait for go (the barrier's, through its go pipe), then its work in
+    the work directory of its path (dir_fds[path_index]; the local path's for a burst buffer)."""
+    dir_fd = dir_fds[rank_plan.get("path_index", 0)]
+
     def body(go_read, write_end):
         start_at = processes.receive_go(go_read, close=not params.get("restore"))
         if start_at is None:
             return
         if params.get("restore"):
-            write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end)
+            write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end, barrier)
         else:
-            result = run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at)
+            result = write_rank(dir_fd, rank_plan, params, start_at, barrier)
             os.write(write_end, json.dumps(result).encode())
     return body
 
 
-def start_ranks(dir_fd, plan, params, control_fd=None):
-    """Fork one rank per plan entry, telling the cleanup helper each (pid, starttime) as it goes.
+def drain_body(source_fd, target_fds, rank_plan, params, rate):
+    """A forked drain: wait for go, copy the rank's files from the local path to its NFS path."""
+    def body(go_read, write_end):
+        start_at = processes.receive_go(go_read)
+        if start_at is None:
+            return
+        result = canary_shapes.drain_rank(source_fd, target_fds[rank_plan.get("path_index", 0)], rank_plan,
+                                          params["block_size"], rate, random_block(params["block_size"]), start_at)
+        os.write(write_end, json.dumps(result).encode())
+    return body
+
+
+def start_ranks(plan, body_of, control_fds=()):
+    """Fork one child per plan entry (body_of(entry) its body), telling every cleanup helper each (pid, starttime).
 
     A fork or pipe that fails (EAGAIN from the process limit, EMFILE) kills the ranks already
     forked and raises RankStartError: the caller fails cleanly and the helper removes the directory.
@@ -203,12 +227,12 @@ def start_ranks(dir_fd, plan, params, control_fd=None):
     gc.collect()
     gc.freeze()
     ranks = []
-    close_fds = tuple(fd for fd in (control_fd,) if fd is not None)
+    close_fds = tuple(fd for fd in control_fds if fd is not None)
     try:
         for rank_plan in plan:
-            child = processes.fork_child(rank_body(dir_fd, rank_plan, params), lib, close_fds)
+            child = processes.fork_child(body_of(rank_plan), lib, close_fds)
             ranks.append(Rank(rank_plan["rank"], child))
-            if control_fd is not None:
+            for control_fd in close_fds:
                 os.write(control_fd, ("rank %d %s\n" % (child.pid, child.starttime)).encode())
     except OSError as exc:
         for rank in ranks:

@@ -22,6 +22,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as c
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_ranks
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup import WorkdirError
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused, prepare
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
@@ -190,6 +191,27 @@ class Run:
         phase.read_at = read_at
         return phase
 
+    def drain_phase(self, places, plan, written):
+        """The burst buffer's drain, once every rank has written locally: a child per rank copies its
+        files to its NFS path (drain_rate_limit shared between them), monitored as the writes were."""
+        if written.stalled or any(r.get("error") for r in written.results):
+            return Phase([], [], [], {}, skipped="not run: a rank failed or stalled writing to local_path")
+        rate = self.params["drain_rate_limit"] / float(len(plan)) if self.params["drain_rate_limit"] else 0
+        drainers = canary_ranks.start_ranks(
+            plan, lambda entry: canary_ranks.drain_body(places.local_fd, places.nfs_fds, entry, self.params, rate),
+            places.control_fds())
+        writers, self.ranks = self.ranks, drainers
+        try:
+            go_at = time.time()
+            processes.send_go([rank.child for rank in drainers], go_at)
+            phase = self.monitor(go_at + self.params["timeout"], go_at)
+        finally:
+            self.ranks = writers + drainers
+        written.samples.extend(phase.samples)
+        for item in phase.stalled:
+            item["phase"] = "drain"
+        return phase
+
     def wait_for_go(self, workdir, start_at):
         """(go epoch on this host's clock or None to abort, barrier record or None without a barrier)."""
         if self.params["barrier_dir"] is None:
@@ -227,75 +249,85 @@ class Run:
         return [(rank.child.pid, rank.child.starttime) for rank in self.ranks]
 
 
-def run_phases(module, workdir, dir_fd, plan, start_at, servers, host, result):
-    """Fork the ranks, start them together, write; with restore=true then read back.
+def run_phases(module, places, shape_plan, plan, start_at, servers, host, result):
+    """Fork the ranks, start them together, write; with restore=true then read back; with local_path drain.
 
-    Returns (the Run, the write Phase or None when called off before go, the read Phase or None).
-    A fork that fails raises canary_ranks.RankStartError.
+    Returns (the Run, the write Phase or None when called off before go, the read Phase or None, the
+    drain Phase or None). A fork that fails raises canary_ranks.RankStartError.
     """
     params = module.params
     supervised = Run(module, [], servers, host)
-    written = read = None
+    written = read = drained = None
+    write_fds = places.write_fds()
+    barrier = canary_shapes.PipeBarrier(len(plan)) if any(entry.get("ops") for entry in plan) else None
     try:
-        if params["layout"] == "shared_file":
-            os.close(os.open(canary.SHARED_FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
-                             dir_fd=dir_fd))
+        for path_index, name in shape_plan.shared_files:
+            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=write_fds[path_index]))
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        supervised.ranks = canary_ranks.start_ranks(dir_fd, plan, params, workdir.control_fd)
-        go_at, signal_info = supervised.wait_for_go(workdir.path(), start_at)
+        supervised.ranks = canary_ranks.start_ranks(
+            plan, lambda entry: canary_ranks.rank_body(write_fds, entry, params, barrier), places.control_fds())
+        go_at, signal_info = supervised.wait_for_go(places.path(), start_at)
         if signal_info is not None:
             result["barrier"] = signal_info
         if go_at is not None:
             result["start_at"] = go_at
             written = supervised.write_phase(go_at, children_before)
             if params["restore"]:
-                read = supervised.read_phase(workdir.path(), written, result.get("barrier", {}))
+                read = supervised.read_phase(places.path(), written, result.get("barrier", {}))
+            if places.local is not None:
+                drained = supervised.drain_phase(places, plan, written)
     finally:
         supervised.let_go()
-        os.close(dir_fd)
-    return supervised, written, read
+        if barrier is not None:
+            barrier.close()
+        places.close_fds()
+    return supervised, written, read, drained
 
 
-def settle(module, workdir, supervised, written, read, result):
-    """After the phases: reap the ranks, let the cleanup helper finish (or defer), fill the result;
+def settle(module, places, supervised, written, read, drained, result):
+    """After the phases: reap the ranks, let the cleanup helpers finish (or defer), fill the result;
     the failure message or None."""
     params = module.params
     if written is None:
-        # The controller (or barrier_timeout) called the run off: ranks exit unwritten, the directory goes.
+        # The controller (or barrier_timeout) called the run off: ranks exit unwritten, the directories go.
         processes.reap_within([pid for pid, _start in supervised.rank_ids()], params["kill_grace"])
-        result.update(workdir.finish(params["kill_grace"], module.warn))
+        result.update(places.finish(params["kill_grace"], module.warn))
         result["ranks"] = []
         return "canary aborted before any rank wrote: %s" % ((result.get("barrier") or {}).get("abort") or "aborted")
-    stalled = written.stalled + (read.stalled if read else [])
-    # After a stall the ranks may never exit soon: give the helper only the grace period.
-    result.update(workdir.finish(params["kill_grace"] if stalled else max(params["timeout"], 30.0), module.warn))
+    stalled = written.stalled + (read.stalled if read else []) + (drained.stalled if drained else [])
+    # After a stall the ranks may never exit soon: give the helpers only the grace period.
+    result.update(places.finish(params["kill_grace"] if stalled else max(params["timeout"], 30.0), module.warn))
     for pid, _start in supervised.rank_ids():
         processes.reap(pid)
     outcome.fill(result, params, written, read, module._diff)
-    return outcome.failure(result, params["timeout"], written, read)
+    outcome.fill_placement(result, params, [workdir.real for workdir in places.nfs], written, drained)
+    return outcome.failure(result, params["timeout"], written, read) or outcome.drain_failure(drained, params["timeout"])
 
 
 def run(module, host):
     """The whole canary; (result, failure message or None)."""
     params = module.params
-    workdir, servers, result = prepare(module, host)
+    places, servers, result, shape_plan = prepare(module, host)
     if module.check_mode:
         return result, None
     if params["barrier_dir"] is not None:
-        # Before the work directory: a refused barrier_dir leaves nothing behind.
+        # Before the work directories: a refused barrier_dir leaves nothing behind.
         error = barrier_files.prepare_dir(params["barrier_dir"])
         if error:
             raise Refused(error)
     try:
-        dir_fd = workdir.make()
+        places.make()
     except WorkdirError as exc:
         raise Refused(str(exc))
-    result["workdir"] = workdir.path()
+    result["workdir"] = places.path()
+    if len(places.every) > 1:
+        result["workdirs"] = [workdir.path() for workdir in places.every]
     try:
-        supervised, written, read = run_phases(module, workdir, dir_fd, result["plan"], result["start_at"], servers, host, result)
+        supervised, written, read, drained = run_phases(module, places, shape_plan, result["plan"], result["start_at"],
+                                                        servers, host, result)
     except canary_ranks.RankStartError as exc:
-        raise Refused(str(exc), cleaned_up=workdir.cleaned_after_failed_start())
-    failure = settle(module, workdir, supervised, written, read, result)
+        raise Refused(str(exc), cleaned_up=places.cleaned_after_failed_start())
+    failure = settle(module, places, supervised, written, read, drained, result)
     if params["barrier_dir"] is not None:
         # done.json: the role's one wait after go returns on it.
         barrier_files.write_done(module, params["barrier_dir"], failure is not None)

@@ -16,9 +16,11 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import limits as
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import options
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_cleanup
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_places
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
 
 
@@ -82,7 +84,7 @@ def _open_fd_count():
 
 
 def check_limits(params, real, parent_fd, meminfo_path, check_mode):
-    """Memory, open files and free space for the whole run; raises Refused naming every shortfall.
+    """Memory and open files for the whole run (free space: check_space); raises Refused naming every shortfall.
     Raises the soft open-files limit when the run needs it and may (not in check mode)."""
     ranks = params["ranks"]
     errors = []
@@ -93,32 +95,97 @@ def check_limits(params, real, parent_fd, meminfo_path, check_mode):
     errors.append(error)
     if new_soft is not None and not check_mode:
         resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
-    vfs = os.fstatvfs(parent_fd)
-    errors.append(canary_limits.space_error(real, ranks, params["bytes_per_rank"],
-                                            vfs.f_bavail * vfs.f_frsize, vfs.f_blocks * vfs.f_frsize))
+    errors = [e for e in errors if e]
+    if errors:
+        raise Refused("; ".join(errors))
+
+
+def _paths(params):
+    """The NFS paths the ranks spread over: paths when given, else path alone."""
+    return list(params["paths"]) if params["paths"] else [params["path"]]
+
+
+def open_places(params, mountinfo_path):
+    """(the Places: a Workdir per NFS path and the local path's, the mount of each path, the NFS servers) or Refused.
+
+    Every path is checked as path always was (real, opened without a link, NFS unless allow_local);
+    the local path must be a real directory that is not NFS (a burst buffer on the mount under test
+    would measure the mount twice).
+    """
+    paths = _paths(params)
+    if len(set(paths)) != len(paths):
+        raise Refused("paths must not name a directory twice, got %s" % ", ".join(paths))
+    workdirs, mounts, servers = [], [], []
+    for path in paths:
+        label = "path" if not params["paths"] else "paths entry"
+        try:
+            workdir = open_target(path, params["keep"])
+        except Refused as exc:
+            raise Refused("%s: %s" % (label, exc), **exc.result) if params["paths"] else exc
+        workdirs.append(workdir)
+        try:
+            mount, path_servers = check_mount(path, workdir.real, workdir.parent_fd, params["allow_local"], mountinfo_path)
+        except Refused as exc:
+            raise Refused("%s: %s" % (label, exc), **exc.result) if params["paths"] else exc
+        mounts.append(mount)
+        servers += [server for server in path_servers if server not in servers]
+    local = None
+    if params["local_path"]:
+        try:
+            local = open_target(params["local_path"], params["keep"])
+        except Refused as exc:
+            raise Refused("local_path: %s" % exc)
+        mount = canary.mount_for_path(parse_mountinfo(atomic_file.read_optional(mountinfo_path) or ""), local.real)
+        if mount is not None and mount["fstype"] in NFS_FSTYPES:
+            raise Refused("local_path %s is on the NFS mount %s: a burst buffer must be node-local (NVMe, tmpfs)"
+                          % (params["local_path"], mount["mount_point"]))
+    return canary_places.Places(workdirs, local), mounts, servers
+
+
+def check_space(params, places, shape_plan):
+    """Each NFS path's bytes (its ranks') and, with local_path, this host's bytes on the local path; Refused naming them."""
+    errors = []
+    per_path = shapes.bytes_by_path(shape_plan, len(places.nfs))
+    for workdir, needed in zip(places.nfs, per_path):
+        vfs = os.fstatvfs(workdir.parent_fd)
+        free, total = vfs.f_bavail * vfs.f_frsize, vfs.f_blocks * vfs.f_frsize
+        if len(per_path) == 1 and shape_plan.name in shapes.LAYOUT_SHAPES:
+            errors.append(canary_limits.space_error(workdir.real, params["ranks"], params["bytes_per_rank"], free, total))
+        else:
+            errors.append(canary_limits.bytes_space_error(workdir.real, needed, free, total))
+    if places.local is not None:
+        vfs = os.fstatvfs(places.local.parent_fd)
+        error = canary_limits.bytes_space_error(places.local.real, sum(per_path), vfs.f_bavail * vfs.f_frsize,
+                                                vfs.f_blocks * vfs.f_frsize)
+        errors.append("local_path has no room for this host's checkpoint: %s" % error if error else None)
     errors = [e for e in errors if e]
     if errors:
         raise Refused("; ".join(errors))
 
 
 def prepare(module, host):
-    """Check the options, the target and the limits: (Workdir, NFS servers, the result before anything ran)."""
+    """Check the options, the targets and the limits: (Places, NFS servers, the result before anything ran, ShapePlan)."""
     params = module.params
     errors = options.option_errors(params)
     if errors:
         raise Refused("; ".join(errors))
-    workdir = open_target(params["path"], params["keep"])
-    mount, servers = check_mount(params["path"], workdir.real, workdir.parent_fd, params["allow_local"], host.mountinfo)
-    check_limits(params, workdir.real, workdir.parent_fd, host.meminfo, module.check_mode)
-    rank_plan = canary.plan_ranks(params["ranks"], params["bytes_per_rank"], params["block_size"],
-                                  params["layout"], params["files_per_rank"])
+    places, mounts, servers = open_places(params, host.mountinfo)
+    shape_plan = shapes.resolve(params, len(places.nfs))
+    error = options.drain_error(params, shapes.bytes_by_path(shape_plan, len(places.nfs)))
+    if error:
+        raise Refused(error)
+    check_limits(params, places.nfs[0].real, places.nfs[0].parent_fd, host.meminfo, module.check_mode)
+    check_space(params, places, shape_plan)
     now = time.time()
-    result = outcome.initial_result(params, mount, rank_plan, options.start_at(params, now),
-                                    os.path.join(workdir.real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>"))
+    result = outcome.initial_result(params, mounts[0], shape_plan.rank_plans(), options.start_at(params, now),
+                                    os.path.join(places.nfs[0].real, canary.WORKDIR_PREFIX + "<host>-<pid>-<token>"))
+    result["shape"] = shape_plan.summary()
+    if params["paths"]:
+        result["mounts"] = mounts
     error = options.start_error(params, now)
     if error:
         raise Refused(error)
     warning = options.late_start_warning(params, now)
     if warning:
         module.warn(warning)
-    return workdir, servers, result
+    return places, servers, result, shape_plan

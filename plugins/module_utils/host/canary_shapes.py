@@ -1,0 +1,216 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""checkpoint_canary's shapes on the host: a rank running its ops (canary/shapes.py), the barrier
+of one host's ranks, and the burst buffer's drain (a forked child per rank copying its files from
+the local path to its NFS path, rate-capped).
+
+Every name is opened relative to a work directory's fd with O_NOFOLLOW; the subdirectories are
+made by the ranks themselves inside that 0700 directory (never followed out: mkdir fails on any
+existing entry that is not a directory, and a later open through it is O_NOFOLLOW on the leaf).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+
+FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class PipeBarrier:
+    """A barrier of one host's ranks over pipes made before the fork: rank 0 takes one byte from every
+    other rank, then releases them with one byte each. The release pipe alternates by round: a fast
+    rank in round r + 1 cannot take a byte meant for a slow rank still leaving round r (it can reach
+    round r + 2, the same pipe again, only after every rank has left round r). A rank that failed
+    keeps passing its barriers (run_ops), so the others never wait on it; a dead one leaves them to
+    the timeout."""
+
+    def __init__(self, ranks):
+        self.ranks = ranks
+        self.round = 0
+        self.arrive = os.pipe() if ranks > 1 else None
+        self.release = (os.pipe(), os.pipe()) if ranks > 1 else ()
+
+    def _read(self, fd, count):
+        while count > 0:
+            got = len(os.read(fd, count))
+            if got == 0:
+                raise OSError(errno.EPIPE, "barrier closed")
+            count -= got
+
+    def wait(self, rank):
+        if self.arrive is None:
+            return
+        release = self.release[self.round % 2]
+        self.round += 1
+        if rank == 0:
+            self._read(self.arrive[0], self.ranks - 1)
+            os.write(release[1], b"g" * (self.ranks - 1))
+        else:
+            os.write(self.arrive[1], b"a")
+            self._read(release[0], 1)
+
+    def close(self):
+        for pair in ((self.arrive,) if self.arrive else ()) + self.release:
+            for fd in pair:
+                os.close(fd)
+
+
+def _mkdir_p(dir_fd, name):
+    """mkdir -p of a relative name inside dir_fd (every component; an existing directory is fine)."""
+    parts = name.split("/")
+    for index in range(len(parts)):
+        try:
+            os.mkdir("/".join(parts[:index + 1]), 0o700, dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+
+
+def _write_data(dir_fd, op, view, block_size, direct):
+    flags = os.O_WRONLY | FLAGS | (os.O_CREAT | os.O_EXCL if op["create"] else 0) | (os.O_DIRECT if direct else 0)
+    fd = os.open(op["name"], flags, 0o600, dir_fd=dir_fd)
+    written_total = 0
+    try:
+        for offset, size in canary.write_chunks(op["offset"], op["length"], block_size):
+            view[0:canary.STAMP_BYTES] = canary.block_stamp(offset)
+            written = 0
+            while written < size:
+                written += os.pwrite(fd, view[written:size], offset + written)
+            written_total += size
+        if op["fsync"]:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return written_total
+
+
+def _write_small(dir_fd, op, view):
+    """A small file written whole: create (O_EXCL) or, create false, truncated and rewritten in place."""
+    flags = os.O_WRONLY | os.O_CREAT | FLAGS | (os.O_EXCL if op["create"] else os.O_TRUNC)
+    fd = os.open(op["name"], flags, 0o600, dir_fd=dir_fd)
+    try:
+        position = 0
+        while position < op["length"]:
+            position += os.write(fd, view[0:min(len(view), op["length"] - position)])
+        if op["fsync"]:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _metadata(dir_fd, op):
+    if op["kind"] == "mkdir_p":
+        _mkdir_p(dir_fd, op["name"])
+    elif op["kind"] == "exists":
+        try:
+            os.stat(op["name"], dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+    elif op["kind"] == "unlink":
+        try:
+            os.unlink(op["name"], dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+    elif op["kind"] == "rename":
+        os.rename(op["name"], op["target"], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer):
+    """One rank of a shape: its ops in order; its result with one record a checkpoint (MLPerf).
+
+    start and end of the result are the first begin and the last end; after an error the rank
+    only passes its remaining barriers.
+    """
+    view = memoryview(buffer)
+    delay = start_at - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    result = {"rank": rank_plan["rank"], "pid": os.getpid(), "start": None, "end": None, "bytes": 0, "error": None}
+    checkpoints = []
+    for op in rank_plan["ops"]:
+        kind = op["kind"]
+        if kind == "barrier":
+            barrier.wait(rank_plan["rank"])
+            continue
+        if result["error"]:
+            continue
+        try:
+            if kind == "begin":
+                checkpoints.append({"checkpoint": op["length"], "start": time.time(), "end": None, "bytes": 0})
+            elif kind == "end":
+                checkpoints[-1]["end"] = time.time()
+            elif kind == "pause":
+                time.sleep(op["length"])
+            elif kind == "data":
+                checkpoints[-1]["bytes"] += _write_data(dir_fd, op, view, params["block_size"], params["direct"])
+            elif kind == "write":
+                _write_small(dir_fd, op, view)
+            else:
+                _metadata(dir_fd, op)
+        except OSError as exc:
+            result["error"] = "%s %s: %s" % (kind, op["name"], atomic_file.describe_error(exc))
+    if checkpoints:
+        result["start"] = checkpoints[0]["start"]
+        result["end"] = checkpoints[-1]["end"] if not result["error"] else None
+        result["bytes"] = sum(c["bytes"] for c in checkpoints)
+    if len(checkpoints) > 1:
+        result["checkpoints"] = checkpoints
+    return result
+
+
+def drain_items(rank_plan):
+    """(name, offset, length or None for the whole file) a rank's drain copies: its data ranges, then its other outputs."""
+    items = [(f["name"], f["offset"], f["length"]) for f in rank_plan["files"]]
+    data = set(f["name"] for f in rank_plan["files"])
+    return items + [(name, 0, None) for name in rank_plan.get("outputs", []) if name not in data]
+
+
+def _pace(started, copied, rate):
+    """Sleep until copied bytes at rate bytes/s have had their time (rate 0: no cap)."""
+    if rate > 0:
+        wait = started + copied / float(rate) - time.time()
+        if wait > 0:
+            time.sleep(wait)
+
+
+def drain_rank(source_fd, target_fd, rank_plan, block_size, rate, buffer, start_at):
+    """Copy one rank's files from the local work directory to its NFS one, fsync each; its drain record."""
+    delay = start_at - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    view = memoryview(buffer)
+    result = {"rank": rank_plan["rank"], "pid": os.getpid(), "start": time.time(), "end": None, "bytes": 0, "error": None}
+    try:
+        for name, offset, length in drain_items(rank_plan):
+            if "/" in name:
+                _mkdir_p(target_fd, name.rsplit("/", 1)[0])
+            source = os.open(name, os.O_RDONLY | FLAGS, dir_fd=source_fd)
+            try:
+                target = os.open(name, os.O_WRONLY | os.O_CREAT | FLAGS, 0o600, dir_fd=target_fd)
+                try:
+                    end = offset + (os.fstat(source).st_size if length is None else length)
+                    position = offset
+                    while position < end:
+                        got = os.preadv(source, [view[0:min(block_size, end - position)]], position)
+                        if got == 0:
+                            break
+                        done = 0
+                        while done < got:
+                            done += os.pwrite(target, view[done:got], position + done)
+                        position += got
+                        result["bytes"] += got
+                        _pace(result["start"], result["bytes"], rate)
+                    os.fsync(target)
+                finally:
+                    os.close(target)
+            finally:
+                os.close(source)
+        result["end"] = time.time()
+    except OSError as exc:
+        result["error"] = "drain %s: %s" % (name, atomic_file.describe_error(exc))
+    return result

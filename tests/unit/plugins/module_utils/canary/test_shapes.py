@@ -1,0 +1,108 @@
+"""The shapes' pure plans (canary/shapes.py): files, sizes, metadata operations and their order."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def _params(**extra):
+    params = {"shape": None, "layout": "shared_file", "ranks": 2, "bytes_per_rank": 4 * MIB, "block_size": MIB,
+              "files_per_rank": 1, "fsync": True, "direct": False, "restore": False, "shape_scale": 1.0,
+              "thread_count": 1, "num_checkpoints": 1, "first_rank": 0}
+    params.update(extra)
+    return params
+
+
+def _kinds(rank):
+    return [(op.kind, op.name) for op in rank.ops if op.kind not in ("data",)]
+
+
+def test_no_shape_is_the_layout_unchanged():
+    plan = shapes.resolve(_params())
+    assert plan.name == "shared_file" and plan.directory_by == "module"
+    assert plan.shared_files == ((0, "shared.ckpt"),)
+    assert [r.files() for r in plan.ranks] == [[{"name": "shared.ckpt", "offset": 0, "length": 4 * MIB, "create": False}],
+                                               [{"name": "shared.ckpt", "offset": 4 * MIB, "length": 4 * MIB, "create": False}]]
+    assert "ops" not in plan.rank_plans()[0]
+
+
+def test_file_per_rank_names_files_by_global_rank_and_spreads_paths_round_robin():
+    plan = shapes.resolve(_params(shape="file_per_rank", files_per_rank=2, first_rank=8, ranks=3), path_count=2)
+    assert [r.global_rank for r in plan.ranks] == [8, 9, 10]
+    assert [r.path_index for r in plan.ranks] == [0, 1, 0]
+    assert [f["name"] for f in plan.ranks[1].files()] == ["__9_0.ckpt", "__9_1.ckpt"]
+    assert shapes.bytes_by_path(plan, 2) == [8 * MIB, 4 * MIB]
+
+
+def test_shared_file_over_two_paths_has_one_file_a_path_with_offsets_within_it():
+    plan = shapes.resolve(_params(ranks=4), path_count=2)
+    assert plan.shared_files == ((0, "shared.ckpt"), (1, "shared.ckpt"))
+    assert [(r.path_index, r.files()[0]["offset"]) for r in plan.ranks] == [(0, 0), (1, 0), (0, 4 * MIB), (1, 4 * MIB)]
+
+
+def test_torch_dcp_every_rank_mkdirs_and_checks_metadata_and_the_coordinator_renames():
+    plan = shapes.resolve(_params(shape="torch_dcp", thread_count=2))
+    coordinator, other = plan.ranks
+    assert _kinds(coordinator) == [("begin", ""), ("mkdir_p", "checkpoint"), ("exists", "checkpoint/.metadata"),
+                                   ("barrier", ""), ("write", "checkpoint/.metadata.tmp"), ("unlink", "checkpoint/.metadata"),
+                                   ("rename", "checkpoint/.metadata.tmp"), ("barrier", ""), ("end", "")]
+    assert _kinds(other) == [("begin", ""), ("mkdir_p", "checkpoint"), ("exists", "checkpoint/.metadata"),
+                             ("barrier", ""), ("barrier", ""), ("end", "")]
+    assert [f["name"] for f in other.files()] == ["checkpoint/__1_0.distcp", "checkpoint/__1_1.distcp"]
+    assert sum(f["length"] for f in other.files()) == 4 * MIB
+    write = [op for op in coordinator.ops if op.kind == "write"][0]
+    assert write.fsync and write.create and [op.target for op in coordinator.ops if op.kind == "rename"] == ["checkpoint/.metadata"]
+    assert all(op.fsync for op in coordinator.ops if op.kind == "data")
+    assert coordinator.outputs() == ["checkpoint/__0_0.distcp", "checkpoint/__0_1.distcp", "checkpoint/.metadata"]
+    assert plan.summary()["metadata_ops_per_rank"] == 5 and plan.directory_by == "every_rank"
+
+
+def test_megatron_rank_0_makes_the_directory_and_rewrites_the_tracker_in_place():
+    plan = shapes.resolve(_params(shape="megatron", ranks=3, fsync=False))
+    coordinator, other = plan.ranks[0], plan.ranks[1]
+    assert _kinds(coordinator)[:3] == [("begin", ""), ("mkdir_p", "iter_0000001"), ("barrier", "")]
+    assert _kinds(other) == [("begin", ""), ("barrier", ""), ("barrier", ""), ("barrier", ""), ("end", "")]
+    tracker = coordinator.ops[-3]
+    assert (tracker.kind, tracker.name, tracker.create) == ("write", "latest_checkpointed_iteration.txt", False)
+    # torch_dist fsyncs always, whatever fsync says.
+    assert len(other.files()) == 2 and all(op.fsync for op in other.ops if op.kind == "data")
+    assert plan.directory_by == "rank_0"
+    # Every rank passes the same number of barriers, or the host's ranks would wait on each other forever.
+    assert len({sum(op.kind == "barrier" for op in r.ops) for r in plan.ranks}) == 1
+
+
+@pytest.mark.parametrize("name, per_rank, layer_files", [
+    ("mlperf_llama3_8b", 105 * 10 ** 9 // 8, 0), ("mlperf_llama3_70b", 912 * 10 ** 9 // 64, 20),
+    ("mlperf_llama3_405b", 5290 * 10 ** 9 // 512, 8), ("mlperf_llama3_1t", 18 * 10 ** 12 // 1024, 4)])
+def test_mlperf_sizes_follow_the_model_scaled(name, per_rank, layer_files):
+    plan = shapes.resolve(_params(shape=name, shape_scale=0.001))
+    files = plan.ranks[1].files()
+    assert abs(sum(f["length"] for f in files) - per_rank // 1000) <= 1
+    assert files[0]["name"] == "global_epoch1_step1/zero_pp_rank_1_mp_rank_00_optim_states.pt"
+    assert len([f for f in files if "layer_" in f["name"]]) == layer_files
+    assert sum(f["length"] for f in files[1:]) == sum(f["length"] for f in files) * 2 // 14
+
+
+def test_mlperf_checkpoints_each_their_directory_by_every_rank_after_a_pause_and_a_barrier():
+    plan = shapes.resolve(_params(shape="mlperf_llama3_8b", shape_scale=0.0001, num_checkpoints=2))
+    kinds = [(op.kind, op.name, op.length) for op in plan.ranks[1].ops if op.kind != "data"]
+    assert kinds == [("begin", "", 0), ("mkdir_p", "global_epoch1_step1", 0), ("end", "", 0),
+                     ("pause", "", 5), ("barrier", "", 0),
+                     ("begin", "", 1), ("mkdir_p", "global_epoch1_step2", 0), ("end", "", 1)]
+    assert not [op for op in plan.ranks[0].ops if op.kind in ("rename", "write", "unlink")]
+    assert plan.summary()["num_checkpoints"] == 2
+
+
+@pytest.mark.parametrize("extra, option", [
+    ({"shape": "bogus"}, "shape must be one of"), ({"shape_scale": 0}, "shape_scale"),
+    ({"thread_count": 0}, "thread_count"), ({"num_checkpoints": 2}, "num_checkpoints > 1 needs an MLPerf shape"),
+    ({"shape": "mlperf_llama3_8b", "num_checkpoints": 2, "restore": True}, "restore=true"),
+    ({"first_rank": -1}, "first_rank"), ({"shape": "torch_dcp", "files_per_rank": 2}, "files_per_rank"),
+    ({"shape": "mlperf_llama3_8b", "shape_scale": 1e-12}, "shape_scale=1e-12")])
+def test_bad_shape_options_are_named(extra, option):
+    errors = shapes.validate(_params(**extra))
+    assert errors and option in errors[0]
