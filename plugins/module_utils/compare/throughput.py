@@ -18,13 +18,16 @@
 
 A rank record is a dict {host, rank, start, end, bytes, error} on the controller's clock
 (stats/bundle.canary_ranks); optional ``checkpoint`` (the index of the checkpoint when the run wrote
-several, default 0) and ``global_rank``. Without global_rank, rank 0 is rank 0 of the first host in
+several, default 0) and ``global_rank``. A record of a run with several checkpoints carries them as
+``checkpoints`` [{checkpoint, start, end, bytes}] on its host's clock (host/canary_shapes.py): each
+becomes a record of its own, moved by the record's clock_offset_seconds. Without global_rank, rank 0 is rank 0 of the first host in
 sorted order: the role gives client i of the sorted client group the global ranks from i x ranks
 (roles/canary_validation, first_rank).
 """
 
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 
 GIB = 1024.0 ** 3
@@ -35,10 +38,26 @@ PUBLISHED_RULE = ("checkpoint bytes / rank 0's own duration, mean over the check
                   "(DLIO statscounter.py end_save_ckpt/end_run, what MLPerf Storage publishes)")
 
 
+def _expanded(ranks):
+    """One record per rank and checkpoint: a record's own `checkpoints` split out, on the controller's clock."""
+    for record in ranks:
+        nested = record.get("checkpoints")
+        if not isinstance(nested, list) or not nested:
+            yield record
+            continue
+        offset = record.get("clock_offset_seconds")
+        for item in nested:
+            # A rank that failed in a checkpoint has no end there: that checkpoint carries its error.
+            yield dict(record, checkpoint=item.get("checkpoint"), bytes=item.get("bytes") or 0,
+                       start=clock.to_controller_time(item.get("start"), offset),
+                       end=clock.to_controller_time(item.get("end"), offset),
+                       error=record.get("error") if item.get("end") is None else None, checkpoints=None)
+
+
 def _checkpoints(ranks):
     """{checkpoint index: [rank records]} (one checkpoint, index 0, when the records carry none)."""
     groups = {}
-    for record in ranks:
+    for record in _expanded(ranks):
         groups.setdefault(int(record.get("checkpoint") or 0), []).append(record)
     return groups
 

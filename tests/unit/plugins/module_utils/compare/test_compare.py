@@ -174,3 +174,18 @@ def test_option_bundles_pick_each_options_newest_bundle_of_this_run():
     # file_per_rank's only bundle predates this comparison: another run's, left out.
     assert bundles == [{"name": "shared_file", "bundle": "/r/20260101T000100-shared_file", "shape": "shared_file",
                         "paths": ["/mnt/a"], "local_path": None}]
+
+
+def test_a_records_own_checkpoints_are_split_and_moved_to_the_controllers_clock():
+    # host b's clock runs 100 s ahead (offset +100): its checkpoint times read 100 s late.
+    ranks = [
+        _rank("a", 0, 0.0, 12.0, nbytes=2 * GIB, clock_offset_seconds=0.0,
+              checkpoints=[{"checkpoint": 0, "start": 0.0, "end": 1.0, "bytes": GIB}, {"checkpoint": 1, "start": 10.0, "end": 12.0, "bytes": GIB}]),
+        _rank("b", 0, 0.0, 13.0, nbytes=2 * GIB, clock_offset_seconds=100.0,
+              checkpoints=[{"checkpoint": 0, "start": 100.0, "end": 104.0, "bytes": GIB}, {"checkpoint": 1, "start": 110.0, "end": 113.0, "bytes": GIB}]),
+    ]
+    figures = throughput.two_figures(ranks)
+    # ours: checkpoint 0 spans 0..4 s, checkpoint 1 10..13 s on the controller's clock: 4 GiB in 7 s.
+    assert figures["ours"]["seconds"] == pytest.approx(7.0) and figures["ours"]["checkpoints"] == 2
+    # published: rank 0 is a/0: 2 GiB / 1 s and 2 GiB / 2 s, mean 1.5 GiB/s.
+    assert figures["mlperf_published"]["gib_per_second"] == pytest.approx(1.5)
