@@ -125,11 +125,10 @@ def two_figures(ranks):
     figures = [row["gib_per_second"] for row in per_checkpoint]
     measured = bool(figures) and all(value is not None for value in figures)
     mean = sum(figures) / len(figures) if measured else None
+    problems = "; ".join("checkpoint %d: %s" % (row["checkpoint"], row["problem"]) for row in per_checkpoint if row["problem"])
     published = {"gib_per_second": mean, "bytes_per_second": mean * GIB if mean is not None else None,
                  "checkpoints": per_checkpoint, "rests_on": PUBLISHED_RULE,
-                 "problem": None if measured else ("; ".join("checkpoint %d: %s" % (row["checkpoint"], row["problem"])
-                                                            for row in per_checkpoint if row["problem"])
-                                                   or "no rank records")}
+                 "problem": None if measured else (problems or "no rank records")}
     ratio = None
     if published["bytes_per_second"] and ours["bytes_per_second"]:
         ratio = published["bytes_per_second"] / ours["bytes_per_second"]
