@@ -61,9 +61,9 @@ CONTEXT = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 4 * GIB, "w
 DIAGNOSIS = {"limiting_layer": "network", "verdict": "rearchitect"}
 
 
-def _row(name, seconds, nbytes=GIB, spec=None, canaries=None, deltas=None, diagnosis=DIAGNOSIS):
+def _row(name, seconds, nbytes=GIB, spec=None, canaries=None, deltas=None, no_diagnosis=False):
     ranks = [_rank("a", 0, 0.0, seconds, nbytes), _rank("b", 0, 0.0, seconds, nbytes)]
-    return option.option_row(name, spec or {}, CONTEXT, diagnosis, ranks, [_delta(OPEN=8, RENAME=2, COMMIT=4)] if deltas is None else deltas,
+    return option.option_row(name, spec or {}, CONTEXT, None if no_diagnosis else DIAGNOSIS, ranks, [_delta(OPEN=8, RENAME=2, COMMIT=4)] if deltas is None else deltas,
                              canaries or {})
 
 
@@ -92,7 +92,7 @@ def test_different_total_bytes_are_flagged_not_ranked_together():
 
 
 def test_unmeasured_figures_say_so():
-    row = _row("no_stats", 2.0, deltas=[], diagnosis=None)
+    row = _row("no_stats", 2.0, deltas=[], no_diagnosis=True)
     assert row["metadata_ops"]["RENAME"]["value"] is None
     assert row["metadata_ops"]["RENAME"]["rests_on"].startswith("unmeasured")
     assert row["limiting_layer"]["value"] is None
