@@ -34,22 +34,15 @@ description:
     rank to exit, so a dead server delays it instead of hanging the play.
   - Data is random (a block generated once per rank, each write stamped with its offset), so a server
     that compresses or deduplicates cannot shortcut it.
-  - With O(restore=true) the canary also measures the checkpoint's load (MLPerf Storage's checkpoint workload
-    times save and load - after a failure every rank reads the checkpoint back before training resumes). Once
-    every rank of this host has written and fsynced, the parent releases the reads together (a second line
-    through each rank's go pipe) and the same ranks read back exactly what they wrote (same files, offsets and
-    O(block_size)) from a cold client cache (O(restore_cache)), timed by the same MLPerf rule
-    (RV(summary.restore)). Every block read is compared with what was written (its offset stamp and the rank's
-    random block); a torn, stale or missing block fails the module naming the rank, file and offset.
-  - The read phase has its own O(timeout), counted from the read go, with the same SIGKILL and O(kill_grace)
-    handling as the write. It does not start when a rank failed or stalled writing (C(skipped) in
-    RV(summary.restore) says why).
-  - Read start with O(barrier_dir) (the hook for a read barrier across hosts) - after the writes the canary
-    writes C(written.json) in O(barrier_dir) and waits for C(read_go.json) (key C(go_at), like C(go.json)) or
-    C(abort.json) for at most O(barrier_timeout) seconds. Without O(barrier_dir) the reads start as soon as
-    the last rank of this host has written. C(written.json) says C(read_ready) - a canary whose write failed
-    or stalled writes it too, with C(read_ready=false) and C(skipped) (why), and does not wait, so the
-    controller's wait for it ends at once; it then writes C(done.json) and fails.
+  - With O(restore=true) the canary also measures the checkpoint's load (MLPerf Storage times save and load). Once every
+    rank of this host has fsynced, the reads are released together (a second go line; with O(barrier_dir) after
+    C(written.json) and the controller's C(read_go.json) or C(abort.json), waited for at most O(barrier_timeout)) and
+    each rank reads back exactly what it wrote from a cold client cache (O(restore_cache)), timed by the same rule
+    (RV(summary.restore)), with its own O(timeout). Every block is verified; a torn, stale or missing block fails naming
+    the rank, file and offset. A failed or stalled write skips the reads (C(written.json) then says C(read_ready=false)).
+  - O(shape) reproduces a real writer's files and metadata operations, O(paths) spreads the ranks over several NFS
+    mounts, O(local_path) writes to a burst buffer and times the drain to NFS (RV(per_path), RV(blocking_seconds),
+    RV(drain)); C(docs/validation.md) "Shapes", "Placement", "Burst buffer".
 author:
   - ckptio.nfs maintainers (@ckptio)
 extends_documentation_fragment:
@@ -155,24 +148,15 @@ options:
     default: false
   restore_cache:
     description:
-      - How the read phase starts from a cold client page cache (ignored unless O(restore=true)). Neither method
-        empties the NFS server's cache - a read right after the write may be served from the server's memory.
-      - V(fadvise) - after its fsync each rank reopens its files and calls
-        C(posix_fadvise(POSIX_FADV_DONTNEED)) over its own range (the whole file with O(layout=file_per_rank);
-        with O(layout=shared_file) its own range only, because a whole-file DONTNEED would start writeback of
-        ranks still writing), outside both timed windows. The reads are then ordinary buffered reads with the
-        client's readahead, as a training job's load is. What is guaranteed is the call - the kernel drops the
-        clean, unmapped, unlocked pages of the range; after the fsync (NFS COMMIT) the pages should all be clean.
-        Not guaranteed by the call - that the NFS client releases every page (a page it still holds state for
-        is not dropped), so some reads may still hit the cache. This module records only the method (no
-        C(mincore) in the Python standard library); M(ckptio.nfs.diagnose_bundle) measures the result
-        (C(restore.cold_cache) - the clients' mountstats C(serverreadbytes) against the bytes read back).
-      - V(direct) - the reads open with C(O_DIRECT) into a page-aligned buffer; the client page cache is not used
-        for the data read, each block is a READ to the server, and there is no readahead. Needs O(block_size) a
-        multiple of 4096 and O(bytes_per_rank) a multiple of O(block_size), as O(direct=true) does. A file system
-        without C(O_DIRECT) (tmpfs) fails the read with C(EINVAL).
-      - V(none) - nothing is emptied, a warm read - the control case that shows what a cold cache changes (the
-        diagnosis's C(restore.cold_cache) measures how much was read from the server whichever method ran).
+      - How the read phase starts from a cold client page cache (ignored unless O(restore=true); C(docs/validation.md)
+        "Restore (read-back)" says what each guarantees). Neither empties the NFS server's cache.
+      - V(fadvise) - after its fsync each rank calls C(posix_fadvise(POSIX_FADV_DONTNEED)) over its own range (not the
+        whole shared file: that would start writeback of ranks still writing), outside both timed windows; then ordinary
+        buffered reads with readahead. The call is guaranteed, not that every page goes;
+        M(ckptio.nfs.diagnose_bundle) measures the result (C(restore.cold_cache)).
+      - V(direct) - C(O_DIRECT) reads into a page-aligned buffer, each block a READ to the server, no readahead. Needs
+        O(block_size) a multiple of 4096 and O(bytes_per_rank) a multiple of O(block_size); tmpfs fails with C(EINVAL).
+      - V(none) - a warm read, the control case.
     type: str
     choices: [fadvise, direct, none]
     default: fadvise
@@ -209,7 +193,8 @@ options:
   paths:
     description:
       - Several existing directories on NFS mounts (other servers or exports); ranks go round-robin by global rank.
-        Each is checked as O(path) is, and gets its own work directory. Empty means O(path) alone.
+        Each is checked as O(path) is, and gets its own work directory. Given, it replaces O(path) (which stays
+        required; give it the first entry). Empty means O(path) alone.
     type: list
     elements: path
     default: []
@@ -247,26 +232,16 @@ EXAMPLES = r"""
     start_at: "{{ canary_start_at }}"
     timeout: 300
 
-- name: File per rank, two files each, O_DIRECT
+- name: PyTorch DCP's shape over two NFS exports, through a node-local burst buffer capped at 1 GB/s
   ckptio.nfs.checkpoint_canary:
-    path: /mnt/checkpoints
+    path: /mnt/ckpt-a
+    paths: [/mnt/ckpt-a, /mnt/ckpt-b]
     ranks: 8
-    layout: file_per_rank
-    files_per_rank: 2
-    direct: true
-
-- name: Save and load - write, then read everything back with O_DIRECT and verify every block
-  ckptio.nfs.checkpoint_canary:
-    path: /mnt/checkpoints
-    ranks: 8
-    layout: file_per_rank
-    restore: true
-    restore_cache: direct
+    shape: torch_dcp
+    local_path: /local/nvme/ckpt
+    drain_rate_limit: 1000000000
+    checkpoint_interval_seconds: 1800
   register: canary
-
-- name: Show the load's MLPerf throughput
-  ansible.builtin.debug:
-    msg: "{{ canary.summary.restore.throughput_bytes_per_second }} B/s ({{ canary.summary.restore.restore_cache }})"
 """
 
 RETURN = r"""
@@ -284,13 +259,14 @@ mount:
   type: dict
   sample: {mount_point: /mnt/checkpoints, fstype: nfs4, source: "10.0.0.1:/srv/nfs"}
 plan:
-  description: Files, offsets and lengths per rank.
+  description: Per rank - C(files) (offsets and lengths), C(global_rank), C(path_index), C(outputs); a shape's C(ops) in order.
   returned: always
   type: list
   elements: dict
 ranks:
   description:
-    - Per-rank results; start and end are Unix epochs, error is null on success.
+    - Per-rank results; start and end are Unix epochs, error is null on success. With O(num_checkpoints) > 1 one record
+      a rank and checkpoint (C(checkpoint), its index; RV(summary) then has C(checkpoints), one aggregate each).
     - With O(restore=true) also C(read_start), C(read_end) (epochs), C(read_bytes), C(read_error) (null on success),
       C(verify_errors) (at most 8 bad blocks, each C({file, offset, problem})) and C(verify_error_count) (all of them).
   returned: when the ranks ran
@@ -379,6 +355,11 @@ shape:
   description: C(name) and the resolved plan - C(files_per_rank), C(bytes_per_file), C(metadata_ops_per_rank), C(directory_by).
   returned: always
   type: dict
+workdirs:
+  description: Every work directory (one per path, then the local path's), when there is more than one.
+  returned: when the ranks ran on several paths or a local path
+  type: list
+  elements: str
 per_path:
   description: One row per NFS path - C(path), C(ranks), C(bytes), C(start), C(end), C(seconds) (the MLPerf rule over its ranks).
   returned: when the ranks ran
@@ -395,12 +376,9 @@ drain:
   type: dict
 harness:
   description:
-    - The harness's own CPU while the ranks ran - C(canary_cpu_seconds) (this module's process, getrusage),
-      C(ranks_cpu_seconds), C(host_busy_cpu_seconds) (from the host samples at go and at the end) and
-      C(other_cpu_seconds) (the host's busy CPU that was neither, such as Ansible's own processes), and
-      C(dstate_sampler) - the D-state passes over /proc (C(passes), their C(cpu_seconds)), sampled every second
-      unless a pass costs more than C(max_share) of its interval, which then stretches
-      (C(longest_interval_seconds), at most 10 s; a pass took ~0.1 s of CPU in a 1-vCPU QEMU TCG guest).
+    - The harness's own CPU while the ranks ran - C(canary_cpu_seconds), C(ranks_cpu_seconds), C(host_busy_cpu_seconds),
+      C(other_cpu_seconds) (busy CPU that was neither) and C(dstate_sampler) (its passes, their C(cpu_seconds), and the
+      C(longest_interval_seconds) a costly pass stretched the 1 s interval to, at most 10 s).
   returned: when the ranks ran
   type: dict
 """

@@ -12,6 +12,7 @@ relative to the work directory's fd with O_NOFOLLOW.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 import gc
 import json
 import mmap
@@ -51,6 +52,10 @@ def random_block(block_size):
     return buffer
 
 
+def _count(result, size):
+    result["bytes"] += size
+
+
 def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at, buffer=None):
     """Write one rank's files; return its result dict. Runs in the forked child.
 
@@ -70,13 +75,7 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at, buffer=None
             open_flags = flags | (os.O_CREAT | os.O_EXCL if item["create"] else 0)
             fd = os.open(item["name"], open_flags, 0o600, dir_fd=dir_fd)
             try:
-                for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
-                    # Stamp the offset into the block so no two blocks are identical (dedupe).
-                    view[0:canary.STAMP_BYTES] = canary.block_stamp(offset)
-                    written = 0
-                    while written < size:
-                        written += os.pwrite(fd, view[written:size], offset + written)
-                    result["bytes"] += size
+                canary_shapes.write_range(fd, view, item["offset"], item["length"], block_size, partial(_count, result))
                 if fsync:
                     os.fsync(fd)
             finally:

@@ -74,19 +74,28 @@ def _mkdir_p(dir_fd, name):
 def _write_data(dir_fd, op, view, block_size, direct):
     flags = os.O_WRONLY | FLAGS | (os.O_CREAT | os.O_EXCL if op["create"] else 0) | (os.O_DIRECT if direct else 0)
     fd = os.open(op["name"], flags, 0o600, dir_fd=dir_fd)
-    written_total = 0
     try:
-        for offset, size in canary.write_chunks(op["offset"], op["length"], block_size):
-            view[0:canary.STAMP_BYTES] = canary.block_stamp(offset)
-            written = 0
-            while written < size:
-                written += os.pwrite(fd, view[written:size], offset + written)
-            written_total += size
+        written_total = write_range(fd, view, op["offset"], op["length"], block_size)
         if op["fsync"]:
             os.fsync(fd)
     finally:
         os.close(fd)
     return written_total
+
+
+def write_range(fd, view, offset, length, block_size, counted=None):
+    """pwrite [offset, offset + length) in block_size writes of view, each block stamped with its offset
+    (no two blocks alike: a deduplicating server cannot shortcut them); counted(size) after each block."""
+    total = 0
+    for position, size in canary.write_chunks(offset, length, block_size):
+        view[0:canary.STAMP_BYTES] = canary.block_stamp(position)
+        written = 0
+        while written < size:
+            written += os.pwrite(fd, view[written:size], position + written)
+        total += size
+        if counted is not None:
+            counted(size)
+    return total
 
 
 def _write_small(dir_fd, op, view):

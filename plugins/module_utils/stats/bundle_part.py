@@ -42,12 +42,15 @@ def _plan(plan, host, *per_host):
     return block
 
 
+PLACEMENT_KEYS = ("shape", "per_path", "blocking_seconds", "drain")
+
+
 def canary_record(canary, host, start_at, clock, go_plan, read_plan=None):
     """canary.json: the canary's result (checkpoint_canary, through async_status: keys it lacks
     are empty), the run's one start time, the clock reading and the two go plans as this host saw them."""
     barrier = _plan(go_plan, host, "go")
     barrier["host"] = canary.get("barrier")
-    return {
+    record = {
         "ranks": canary.get("ranks", []), "summary": canary.get("summary"), "stalled": canary.get("stalled", []),
         "start_at": start_at,
         "clock": dict((key, clock[key]) for key in CLOCK_KEYS),
@@ -56,6 +59,10 @@ def canary_record(canary, host, start_at, clock, go_plan, read_plan=None):
         "restore": canary.get("restore"), "harness": canary.get("harness"), "workdir": canary.get("workdir"),
         "cleaned_up": canary.get("cleaned_up"), "host_samples": canary.get("host_samples", {}), "msg": canary.get("msg", ""),
     }
+    # Issue 28, where the canary returned them: the shape's plan summary, the figures per NFS path,
+    # the optimizer's blocking seconds, the burst buffer's drain (older results' records stay as they were).
+    record.update((key, canary[key]) for key in PLACEMENT_KEYS if key in canary)
+    return record
 
 
 def probe_record(target, seconds, probe, clock=None):

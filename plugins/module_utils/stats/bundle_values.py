@@ -116,7 +116,8 @@ CONTEXT = mapping(
 CANARY = mapping(ranks=list_of(RANK), summary=HOST_SUMMARY, clock=CLOCK, start_at=NUM, stalled=list_of(ANYTHING),
                  host_samples=mapping(start=HOST_SAMPLE, end=HOST_SAMPLE), harness=mapping_of(ANYTHING),
                  barrier=Spec(MAPPING), read_barrier=Spec(MAPPING), restore=Spec(MAPPING), msg=STR, workdir=STR,
-                 cleaned_up=FLAG)
+                 cleaned_up=FLAG, shape=Spec(MAPPING), per_path=list_of(Spec(MAPPING)), blocking_seconds=NUM,
+                 drain=Spec(MAPPING))
 PROBE = mapping(server=STR, port=NUM, streams=NUM, seconds=NUM, start_at=NUM, started_at=NUM, clock=CLOCK, msg=STR,
                 barrier=Spec(MAPPING), iperf3=ANYTHING,
                 summary=mapping(sent_bits_per_second=NUM, received_bits_per_second=NUM, retransmits=NUM, streams=NUM,

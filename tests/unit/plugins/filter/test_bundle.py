@@ -150,3 +150,12 @@ def test_the_servers_samples_at_go_and_end_are_written_as_to_json_wrote_them():
     sample = {"format": 1, "time": 2.5, "cpu": {"idle": 0.9}, "name": "s\u00e9"}
     files = canary_server_samples({"results": [{"item": {"item": "s1"}, "host_sample": sample}]}, {})["files"]
     assert [item["content"] for item in files] == [render("{{ sample | to_json }}", sample=sample)]
+
+
+def test_canary_json_carries_the_shape_paths_and_drain_when_the_canary_returned_them():
+    canary = dict(CANARY, shape={"name": "torch_dcp", "files_per_rank": 1}, per_path=[{"path": "/mnt/a", "ranks": 2}],
+                  blocking_seconds=1.5, drain={"seconds": 3.0, "fits_interval": True})
+    record = FILTERS["canary_record"](canary, "c1", GO["go_at"], CLOCK, GO)
+    assert (record["shape"]["name"], record["per_path"][0]["path"], record["blocking_seconds"], record["drain"]["seconds"]) == (
+        "torch_dcp", "/mnt/a", 1.5, 3.0)
+    assert "drain" not in FILTERS["canary_record"](CANARY, "c1", GO["go_at"], CLOCK, GO)

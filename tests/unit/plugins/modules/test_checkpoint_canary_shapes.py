@@ -7,30 +7,18 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary
+# The canary tests' live host (autouse) and arguments: 3 ranks x 64 KiB in 16 KiB blocks, allow_local.
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import _args, live_host  # noqa: F401
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
 
 KIB = 1024
 MIB = 1024 * KIB
 
 
-@pytest.fixture(autouse=True)
-def live_host(fake_root):
-    fake_root.link_live("/proc/self/mountinfo", "/proc/meminfo", "/proc/stat", "/proc/uptime", "/proc/diskstats",
-                        "/proc/net", "/proc/sys/kernel/osrelease", "/sys/class/net")
-    return fake_root
-
-
 def _dir(tmp_path, name):
     path = tmp_path / name
     path.mkdir()
     return path
-
-
-def _args(path, **extra):
-    args = {"path": str(path), "ranks": 3, "bytes_per_rank": 64 * KIB, "block_size": 16 * KIB,
-            "allow_local": True, "timeout": 60}
-    args.update(extra)
-    return args
 
 
 def _tree(path):
