@@ -63,8 +63,8 @@ DIAGNOSIS = {"limiting_layer": "network", "verdict": "rearchitect"}
 
 def _row(name, seconds, nbytes=GIB, spec=None, canaries=None, deltas=None, no_diagnosis=False):
     ranks = [_rank("a", 0, 0.0, seconds, nbytes), _rank("b", 0, 0.0, seconds, nbytes)]
-    return option.option_row(name, spec or {}, CONTEXT, None if no_diagnosis else DIAGNOSIS, ranks, [_delta(OPEN=8, RENAME=2, COMMIT=4)] if deltas is None else deltas,
-                             canaries or {})
+    deltas = [_delta(OPEN=8, RENAME=2, COMMIT=4)] if deltas is None else deltas
+    return option.option_row(name, spec or {}, CONTEXT, None if no_diagnosis else DIAGNOSIS, ranks, deltas, canaries or {})
 
 
 def test_options_are_ranked_against_the_target_and_the_conclusion_names_who_meets_it():
