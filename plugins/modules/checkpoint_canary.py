@@ -151,7 +151,7 @@ options:
       - How the read phase starts from a cold client page cache (ignored unless O(restore=true); C(docs/validation.md)
         "Restore (read-back)" says what each guarantees). Neither empties the NFS server's cache.
       - V(fadvise) - after its fsync each rank calls C(posix_fadvise(POSIX_FADV_DONTNEED)) over its own range (not the
-        whole shared file: that would start writeback of ranks still writing), outside both timed windows; then ordinary
+        whole shared file, which would start writeback of ranks still writing), outside both timed windows; then ordinary
         buffered reads with readahead. The call is guaranteed, not that every page goes;
         M(ckptio.nfs.diagnose_bundle) measures the result (C(restore.cold_cache)).
       - V(direct) - C(O_DIRECT) reads into a page-aligned buffer, each block a READ to the server, no readahead. Needs

@@ -722,6 +722,28 @@ for _case, _value in (("relative", "mnt/nfs"), ("missing", Deferred(lambda w: {"
                       ("symlink", Deferred(lambda w: {"path": w.path("mnt/link")})),
                       ("not-nfs", Deferred(lambda w: {"path": w.path("local")}))):
     row("checkpoint_canary", "path", _case, _value if isinstance(_value, Deferred) else {"path": _value})
+# Issue 28: shapes, paths, the burst buffer.
+choice_rows("checkpoint_canary", "shape", "torch_dcp")
+row("checkpoint_canary", "shape_scale", "zero", {"shape": "mlperf_llama3_8b", "shape_scale": 0})
+row("checkpoint_canary", "shape_scale", "too-small", {"shape": "mlperf_llama3_8b", "shape_scale": 1e-12})
+row("checkpoint_canary", "thread_count", "below", {"shape": "torch_dcp", "thread_count": 0})
+row("checkpoint_canary", "thread_count", "not-torch-dcp", {"thread_count": 2})
+row("checkpoint_canary", "num_checkpoints", "below", {"num_checkpoints": 0})
+row("checkpoint_canary", "num_checkpoints", "not-mlperf", {"num_checkpoints": 2})
+row("checkpoint_canary", "first_rank", "negative", {"first_rank": -1})
+for _option in ("shape_scale", "thread_count", "num_checkpoints", "first_rank", "drain_rate_limit", "checkpoint_interval_seconds"):
+    row("checkpoint_canary", _option, "type", {_option: "many"})
+row("checkpoint_canary", "paths", "missing", Deferred(lambda w: {"paths": [w.path("mnt/absent")]}))
+row("checkpoint_canary", "paths", "not-nfs", Deferred(lambda w: {"paths": [w.path("local")]}))
+row("checkpoint_canary", "paths", "twice", Deferred(lambda w: {"paths": [w.mount_point, w.mount_point]}))
+row("checkpoint_canary", "local_path", "missing", Deferred(lambda w: {"local_path": w.path("mnt/absent")}))
+row("checkpoint_canary", "local_path", "relative", {"local_path": "local/nvme"})
+row("checkpoint_canary", "local_path", "on-nfs", Deferred(lambda w: {"local_path": w.mount_point}))
+row("checkpoint_canary", "drain_rate_limit", "negative", {"drain_rate_limit": -1})
+row("checkpoint_canary", "drain_rate_limit", "without-local-path", {"drain_rate_limit": 1000})
+row("checkpoint_canary", "checkpoint_interval_seconds", "negative", {"checkpoint_interval_seconds": -1})
+row("checkpoint_canary", "checkpoint_interval_seconds", "shorter-than-drain",
+    Deferred(lambda w: {"local_path": w.path("local"), "drain_rate_limit": 1, "checkpoint_interval_seconds": 1}))
 unknown_row("checkpoint_canary", "rank")
 
 # -- tcp_probe --------------------------------------------------------------------------------

@@ -112,8 +112,10 @@ def expand_checkpoints(ranks):
     for record in ranks:
         base = dict((key, value) for key, value in record.items() if key != "checkpoints")
         for item in record.get("checkpoints") or [None]:
-            expanded.append(base if item is None else dict(base, checkpoint=item["checkpoint"], start=item["start"],
-                                                            end=item["end"], bytes=item["bytes"]))
+            if item is None:
+                expanded.append(base)
+            else:
+                expanded.append(dict(base, checkpoint=item["checkpoint"], start=item["start"], end=item["end"], bytes=item["bytes"]))
     return expanded
 
 

@@ -63,7 +63,9 @@ class Places:
 
     def cleaned_after_failed_start(self):
         self.seal()
-        return all([workdir.cleaned_after_failed_start() for workdir in self.every])
+        # Every helper is waited for (a list, not a short-circuiting generator).
+        cleaned = [workdir.cleaned_after_failed_start() for workdir in self.every]
+        return all(cleaned)
 
     def finish(self, wait_seconds, warn):
         """Finish every work directory: cleaned_up only when all went; the first deferred helper's pid."""

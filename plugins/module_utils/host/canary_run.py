@@ -18,7 +18,6 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
-from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_ranks

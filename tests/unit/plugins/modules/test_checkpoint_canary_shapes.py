@@ -8,7 +8,10 @@ import pytest
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary
 # The canary tests' live host (autouse) and arguments: 3 ranks x 64 KiB in 16 KiB blocks, allow_local.
-from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import _args, live_host  # noqa: F401
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import _args
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import live_host  # noqa: F401 pylint: disable=unused-import
+
+pytestmark = pytest.mark.usefixtures("live_host")
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
 
 KIB = 1024
