@@ -311,8 +311,9 @@ def draw_figure(pyplot, series):
     return figure
 
 
-def draw_png(series):
-    """PNG bytes of the report figure, or None without matplotlib."""
+def draw_png(series, draw=None):
+    """PNG bytes of the report figure (or of draw(pyplot, series): another figure saved the same way,
+    e.g. module_utils/compare/figure.py's), or None without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -321,7 +322,7 @@ def draw_png(series):
         return None
     import io
 
-    figure = draw_figure(pyplot, series)
+    figure = (draw or draw_figure)(pyplot, series)
     buffer = io.BytesIO()
     # No Software/date metadata: the same numbers give the same bytes (idempotent reruns).
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})

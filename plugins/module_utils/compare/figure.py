@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""compare.png: one figure of ranking.compare()'s document, drawn by report_figure.draw_png(document, draw).
+
+Three panels, each on its own scale: write throughput per option, both ways of counting, against the
+target line; the seconds the optimizer blocks and the drain takes; the metadata ops of the op mix.
+An unmeasured figure has no bar and says "unmeasured" where the bar would be.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.compare import option, ranking
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+
+OURS_COLOUR, PUBLISHED_COLOUR = "#1f77b4", "#ff7f0e"
+BLOCK_COLOUR, DRAIN_COLOUR = "#d62728", "#9467bd"
+OPS_COLOURS = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def _label(row):
+    text = "%s\n%s" % (row["name"][:28], row["shape"][:28])
+    if row["flag"]:
+        text += "\n(other bytes: not ranked)"
+    return text
+
+
+def _pairs(axes, rows, values, colours, names, render, missing=("unmeasured", "unmeasured")):
+    """Two bars per option (values: [(a, b)]); a missing one says why (missing[side] or a callable of the row)."""
+    positions = list(range(len(rows)))[::-1]
+    top = max([value for pair in values for value in pair if value is not None] + [0.0]) or 1.0
+    for side, (colour, name) in enumerate(zip(colours, names)):
+        offsets = [position + (0.2 if side == 0 else -0.2) for position in positions]
+        for offset, pair, row in zip(offsets, values, rows):
+            value = pair[side]
+            axes.barh([offset], [value or 0.0], height=0.38, color=colour, label=name if offset == offsets[0] else None)
+            why = missing[side](row) if callable(missing[side]) else missing[side]
+            axes.text((value or 0.0) + top * 0.02, offset, render(value) if value is not None else why, va="center", fontsize=7)
+    axes.set_yticks(positions)
+    axes.set_yticklabels([_label(row) for row in rows], fontsize=7)
+    axes.set_xlim(0, top * 1.6)
+    return top
+
+
+def _draw_throughput(axes, document):
+    rows = document["options"]
+    values = [(row["throughput"]["ours"]["bytes_per_second"], row["throughput"]["mlperf_published"]["bytes_per_second"])
+              for row in rows]
+    _pairs(axes, rows, [(a / 1e6 if a else a, b / 1e6 if b else b) for a, b in values], (OURS_COLOUR, PUBLISHED_COLOUR),
+           ("ours: bytes / (latest end - earliest start)", "MLPerf published: size / rank 0's time"),
+           lambda value: human.rate(value * 1e6))
+    target = document["target_bytes_per_second"]
+    if target:
+        axes.axvline(target / 1e6, color="#2ca02c", linestyle="--", label="target %s" % human.rate(target))
+    axes.set_xlabel("MB/s (write)", fontsize=8)
+    axes.set_title("Write throughput, both ways of counting", fontsize=10)
+    axes.legend(loc="lower right", fontsize=7)
+
+
+def _draw_seconds(axes, document):
+    rows = document["options"]
+    _pairs(axes, rows, [(row["blocking_seconds"]["value"], row["drain_seconds"]["value"]) for row in rows],
+           (BLOCK_COLOUR, DRAIN_COLOUR), ("optimizer blocks", "drain to NFS (background)"), human.seconds,
+           ("unmeasured", lambda row: "unmeasured" if row["local_path"] else ranking.NO_DRAIN))
+    axes.set_xlabel("seconds", fontsize=8)
+    axes.set_title("What training waits, what drains behind it", fontsize=10)
+    axes.legend(loc="lower right", fontsize=7)
+
+
+def _draw_ops(axes, document):
+    rows = document["options"]
+    positions = list(range(len(rows)))[::-1]
+    left = [0.0] * len(rows)
+    for (name, _ops), colour in zip(option.METADATA_GROUPS, OPS_COLOURS):
+        widths = [row["metadata_ops"][name]["value"] or 0 for row in rows]
+        axes.barh(positions, widths, left=left, color=colour, label=name, height=0.6)
+        left = [a + b for a, b in zip(left, widths)]
+    top = max(left) or 1.0
+    for position, row, total in zip(positions, rows, left):
+        measured = any(item["value"] is not None for item in row["metadata_ops"].values())
+        axes.text(total + top * 0.02, position, human.number(int(total)) if measured else "unmeasured", va="center", fontsize=7)
+    axes.set_yticks(positions)
+    axes.set_yticklabels([row["name"][:28] for row in rows], fontsize=7)
+    axes.set_xlim(0, top * 1.4)
+    axes.set_xlabel("ops over the run (all clients, mountstats deltas)", fontsize=8)
+    axes.set_title("Metadata ops", fontsize=10)
+    axes.legend(loc="best", fontsize=7)
+
+
+def draw_figure(pyplot, document):
+    """The comparison figure (a matplotlib Figure), titled with the conclusion."""
+    count = max(1, len(document["options"]))
+    figure, panels = pyplot.subplots(1, 3, figsize=(16, 2.2 + 0.9 * count))
+    _draw_throughput(panels[0], document)
+    _draw_seconds(panels[1], document)
+    _draw_ops(panels[2], document)
+    title = textwrap.wrap("%s Target: %s." % (document["conclusion"], document["target_text"]), 150)[:3]
+    figure.suptitle("\n".join(title), fontsize=11, fontweight="bold")
+    figure.tight_layout(rect=(0, 0, 1, 0.97 - 0.02 * len(title)))
+    return figure

@@ -1,0 +1,191 @@
+"""The architecture comparison: both throughput figures, ranking against the target, flags, unmeasured figures."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.compare import option, plan, ranking, throughput
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+
+def _rank(host, rank, start, end, nbytes=GIB, **extra):
+    return dict({"host": host, "rank": rank, "start": start, "end": end, "bytes": nbytes, "error": None}, **extra)
+
+
+def test_both_figures_differ_when_rank_zero_finishes_first():
+    # rank 0 (first host, rank 0) is done in 2 s, the slowest rank in 8 s: 4 GiB in all.
+    ranks = [_rank("a", 0, 100.0, 102.0), _rank("a", 1, 100.0, 104.0), _rank("b", 0, 100.5, 108.0), _rank("b", 1, 100.0, 106.0)]
+    figures = throughput.two_figures(ranks)
+    assert figures["ours"]["bytes"] == 4 * GIB
+    assert figures["ours"]["seconds"] == pytest.approx(8.0)
+    assert figures["ours"]["bytes_per_second"] == pytest.approx(4 * GIB / 8.0)
+    # DLIO: checkpoint size in GiB over rank 0's own 2 s.
+    assert figures["mlperf_published"]["gib_per_second"] == pytest.approx(2.0)
+    assert figures["mlperf_published"]["checkpoints"][0]["rank0_host"] == "a"
+    assert figures["published_over_ours"] == pytest.approx(4.0)
+
+
+def test_global_rank_names_rank_zero_and_checkpoints_are_averaged_the_dlio_way():
+    ranks = [
+        _rank("b", 0, 0.0, 1.0, global_rank=0, checkpoint=0), _rank("a", 0, 0.0, 4.0, global_rank=1, checkpoint=0),
+        _rank("b", 0, 10.0, 14.0, global_rank=0, checkpoint=1), _rank("a", 0, 10.0, 14.0, global_rank=1, checkpoint=1),
+    ]
+    figures = throughput.two_figures(ranks)
+    # rank 0 is on host b: 2 GiB / 1 s and 2 GiB / 4 s, mean 1.25 GiB/s.
+    assert figures["mlperf_published"]["gib_per_second"] == pytest.approx((2.0 + 0.5) / 2)
+    # ours: 4 GiB over the two checkpoints' own spans (4 s + 4 s), not the pause between them.
+    assert figures["ours"]["seconds"] == pytest.approx(8.0)
+    assert figures["ours"]["checkpoints"] == 2
+
+
+def test_a_rank_zero_that_did_not_finish_leaves_the_published_figure_unmeasured():
+    ranks = [_rank("a", 0, 0.0, None), _rank("a", 1, 0.0, 2.0)]
+    figures = throughput.two_figures(ranks)
+    assert figures["mlperf_published"]["gib_per_second"] is None
+    assert "rank 0 did not finish" in figures["mlperf_published"]["problem"]
+    assert figures["ours"]["incomplete_ranks"] == ["a/0"]
+
+
+def test_no_ranks_is_unmeasured_not_zero():
+    figures = throughput.two_figures([])
+    assert figures["ours"]["bytes_per_second"] is None and figures["ours"]["problem"] == "no rank records"
+    assert figures["mlperf_published"]["gib_per_second"] is None
+
+
+def _delta(**ops):
+    return {"usable": True, "problems": [], "ops": dict((name, {"ops": count}) for name, count in ops.items())}
+
+
+CONTEXT = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 4 * GIB, "window_seconds": 4.0}, "canary": {"layout": "file_per_rank"}}
+DIAGNOSIS = {"limiting_layer": "network", "verdict": "rearchitect"}
+
+
+def _row(name, seconds, nbytes=GIB, spec=None, canaries=None, deltas=None, no_diagnosis=False):
+    ranks = [_rank("a", 0, 0.0, seconds, nbytes), _rank("b", 0, 0.0, seconds, nbytes)]
+    deltas = [_delta(OPEN=8, RENAME=2, COMMIT=4)] if deltas is None else deltas
+    return option.option_row(name, spec or {}, CONTEXT, None if no_diagnosis else DIAGNOSIS, ranks, deltas, canaries or {})
+
+
+def test_options_are_ranked_against_the_target_and_the_conclusion_names_who_meets_it():
+    document = ranking.compare([_row("slow", 4.0), _row("fast", 1.0), _row("middle", 2.0)])
+    assert [row["name"] for row in document["options"]] == ["fast", "middle", "slow"]
+    assert [row["rank"] for row in document["options"]] == [1, 2, 3]
+    # target 1 GiB/s: fast 2 GiB/s meets, middle exactly 1 GiB/s meets, slow 0.5 GiB/s misses.
+    assert document["options"][0]["verdict"].startswith("meets")
+    assert document["options"][2]["verdict"].startswith("misses")
+    assert document["conclusion"] == "Measured options that meet the target: fast, middle (best: fast)."
+
+
+def test_none_meets_the_target():
+    document = ranking.compare([_row("a", 8.0), _row("b", 16.0)])
+    assert document["conclusion"] == "None of the measured options met the target; the best, a, reached 0.25x of it."
+
+
+def test_different_total_bytes_are_flagged_not_ranked_together():
+    document = ranking.compare([_row("reference", 4.0), _row("bigger", 1.0, nbytes=2 * GIB)])
+    bigger = [row for row in document["options"] if row["name"] == "bigger"][0]
+    assert bigger["rank"] is None and "different total bytes" in bigger["flag"]
+    assert document["options"][0]["name"] == "reference" and document["options"][0]["rank"] == 1
+    assert "bigger" not in document["conclusion"]
+    assert "not ranked" in ranking.render_markdown(document)
+
+
+def test_unmeasured_figures_say_so():
+    row = _row("no_stats", 2.0, deltas=[], no_diagnosis=True)
+    assert row["metadata_ops"]["RENAME"]["value"] is None
+    assert row["metadata_ops"]["RENAME"]["rests_on"].startswith("unmeasured")
+    assert row["limiting_layer"]["value"] is None
+    assert row["restore"]["value"] is None
+    markdown = ranking.render_markdown(ranking.compare([row]))
+    line = [text for text in markdown.splitlines() if "| no_stats |" in text][0]
+    assert line.count("unmeasured") >= 4  # restore, metadata ops, limiting layer, diagnosis
+
+
+def test_distorted_counters_carry_no_figure():
+    deltas = [_delta(OPEN=3), {"usable": False, "problems": ["reset"], "ops": {"OPEN": {"ops": 1000000}}}]
+    row = _row("remounted", 2.0, deltas=deltas)
+    assert row["metadata_ops"]["CREATE/OPEN"]["value"] is None
+    assert "distorted" in row["metadata_ops"]["CREATE/OPEN"]["rests_on"]
+
+
+def test_metadata_ops_are_summed_over_the_clients_op_mix():
+    row = _row("dcp", 2.0, deltas=[_delta(OPEN=4, RENAME=1, GETATTR=7), _delta(CREATE=2, OPEN=4, SETATTR=3, COMMIT=5)])
+    values = dict((name, item["value"]) for name, item in row["metadata_ops"].items())
+    assert values == {"CREATE/OPEN": 10, "SETATTR": 3, "RENAME": 1, "GETATTR": 7, "COMMIT": 5}
+
+
+def test_async_is_judged_by_blocking_seconds_only_when_the_drain_fits():
+    spec = {"local_path": "/local/nvme"}
+    canaries = {"a": {"blocking_seconds": 0.5, "drain": {"start": 1.0, "end": 9.0, "fits_interval": True, "rate_limit": 0}},
+                "b": {"blocking_seconds": 1.0, "drain": {"start": 1.5, "end": 11.0, "fits_interval": True, "rate_limit": 0}}}
+    row = _row("async", 10.0, spec=spec, canaries=canaries)
+    assert row["blocking_seconds"]["value"] == 1.0
+    assert row["drain_seconds"]["value"] == pytest.approx(10.0)
+    assert row["judged"]["value"] == pytest.approx(2 * GIB / 1.0)
+    canaries["b"]["drain"]["fits_interval"] = False
+    late = _row("async_late", 10.0, spec=spec, canaries=canaries)
+    assert late["judged"]["value"] is None and "does not fit" in late["judged"]["rests_on"]
+    assert ranking.compare([late])["options"][0]["verdict"] == "unmeasured"
+
+
+def test_direct_writes_block_for_the_whole_checkpoint_and_have_no_drain():
+    row = _row("direct", 3.0)
+    assert row["blocking_seconds"]["value"] == pytest.approx(3.0)
+    assert row["drain_seconds"]["value"] is None
+    assert ranking.NO_DRAIN in ranking.render_markdown(ranking.compare([row]))
+
+
+def test_no_target_ranks_without_judging():
+    context = dict(CONTEXT, target={"checkpoint_bytes": 0, "window_seconds": 0})
+    row = option.option_row("x", {}, context, None, [_rank("a", 0, 0.0, 1.0)], [], {})
+    document = ranking.compare([row])
+    assert document["options"][0]["verdict"] == "no target"
+    assert document["conclusion"].startswith("No target given")
+
+
+def test_default_options_follow_the_mounts_and_the_local_path():
+    names = [item["name"] for item in plan.compare_options(None, "/mnt/a")]
+    assert names == ["shared_file", "file_per_rank"]
+    options = plan.compare_options(None, "/mnt/a", paths=["/mnt/a", "/mnt/b"], local_path="/local")
+    assert [item["name"] for item in options] == ["shared_file", "file_per_rank", "file_per_rank_2_paths", "file_per_rank_async"]
+    assert options[2]["paths"] == ["/mnt/a", "/mnt/b"] and options[3]["local_path"] == "/local"
+    assert options[0]["layout"] == "shared_file" and options[1]["layout"] == "file_per_rank"
+
+
+@pytest.mark.parametrize("options, message", [
+    ([{"name": "a b"}], "name must be"),
+    ([{"name": "a"}, {"name": "a"}], "each name once"),
+    ([{"name": "a", "paths": ["relative"]}], "absolute"),
+    ([{"name": "a", "colour": "red"}], "unknown key"),
+    ([{"name": "n%d" % index} for index in range(7)], "at most 6"),
+])
+def test_bad_options_are_refused_naming_them(options, message):
+    with pytest.raises(plan.PlanError, match=message):
+        plan.compare_options(options, "/mnt/a")
+
+
+def test_option_bundles_pick_each_options_newest_bundle_of_this_run():
+    options = plan.compare_options(None, "/mnt/a")
+    found = ["/r/20260101T000000-shared_file/context.yml", "/r/20260101T000100-shared_file/context.yml",
+             "/r/20260101T000200-other/context.yml", "/r/20251231T235959-file_per_rank/context.yml",
+             "/r/sub/20260101T000300-shared_file/context.yml", "/r/x-shared_file/context.yml"]
+    bundles = plan.option_bundles(options, found, "/r/", since="20260101T000000")
+    # file_per_rank's only bundle predates this comparison: another run's, left out.
+    assert bundles == [{"name": "shared_file", "bundle": "/r/20260101T000100-shared_file", "shape": "shared_file",
+                        "paths": ["/mnt/a"], "local_path": None}]
+
+
+def test_a_records_own_checkpoints_are_split_and_moved_to_the_controllers_clock():
+    # host b's clock runs 100 s ahead (offset +100): its checkpoint times read 100 s late.
+    ranks = [
+        _rank("a", 0, 0.0, 12.0, nbytes=2 * GIB, clock_offset_seconds=0.0,
+              checkpoints=[{"checkpoint": 0, "start": 0.0, "end": 1.0, "bytes": GIB}, {"checkpoint": 1, "start": 10.0, "end": 12.0, "bytes": GIB}]),
+        _rank("b", 0, 0.0, 13.0, nbytes=2 * GIB, clock_offset_seconds=100.0,
+              checkpoints=[{"checkpoint": 0, "start": 100.0, "end": 104.0, "bytes": GIB}, {"checkpoint": 1, "start": 110.0, "end": 113.0, "bytes": GIB}]),
+    ]
+    figures = throughput.two_figures(ranks)
+    # ours: checkpoint 0 spans 0..4 s, checkpoint 1 10..13 s on the controller's clock: 4 GiB in 7 s.
+    assert figures["ours"]["seconds"] == pytest.approx(7.0) and figures["ours"]["checkpoints"] == 2
+    # published: rank 0 is a/0: 2 GiB / 1 s and 2 GiB / 2 s, mean 1.5 GiB/s.
+    assert figures["mlperf_published"]["gib_per_second"] == pytest.approx(1.5)
