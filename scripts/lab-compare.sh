@@ -5,6 +5,7 @@
 #                                          -> OUTDIR/<time>-compare/{compare.md,compare.json,compare.png} -> lab down
 #   CKPTIO_COMPARE_TUNED=1 ...             skip the tuning (the lab is tuned already)
 #   CKPTIO_COMPARE_KEEP=1 ...              leave the lab running afterwards (scripts/lab down stops it)
+#   CKPTIO_COMPARE_OPTIONS='[{...}]' ...   other options than the five below (JSON, as ckptio_compare_options)
 #
 # The options, one canary_validation run each on both clients, same ranks and bytes (the lab's
 # group_vars), back to back (playbooks/compare_architectures.yml):
@@ -25,11 +26,12 @@ out=${1:?usage: scripts/lab-compare.sh OUTDIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 BURST=/var/tmp/ckptio-burst
-OPTIONS='[{"name": "shared_file", "shape": "shared_file"},
+DEFAULT_OPTIONS='[{"name": "shared_file", "shape": "shared_file"},
   {"name": "file_per_rank", "shape": "file_per_rank"},
   {"name": "two_exports", "shape": "file_per_rank", "paths": ["/mnt/nfs", "/mnt/nfs-b"]},
   {"name": "async_local", "shape": "file_per_rank", "local_path": "'$BURST'", "checkpoint_interval_seconds": 1800},
   {"name": "torch_dcp", "shape": "torch_dcp"}]'
+OPTIONS=${CKPTIO_COMPARE_OPTIONS:-$DEFAULT_OPTIONS}
 
 TUNED_MOUNTS='{"client_tuning_mounts": [{"src": "nfs1:/srv/nfs", "path": "/mnt/nfs"}, {"src": "nfs1:/srv/nfs-b", "path": "/mnt/nfs-b"}]}'
 
