@@ -48,7 +48,7 @@ step "lab up (nfs1 serves /srv/nfs and /srv/nfs-b; nfs2 and nfs3 mount both)"
 if [ -z "${CKPTIO_COMPARE_KEEP:-}" ]; then
   trap '"$REPO/scripts/lab" down' EXIT
 fi
-scripts/lab up
+CKPTIO_LAB_SECOND_EXPORT=1 scripts/lab up
 for client in nfs2 nfs3; do scripts/lab ssh "$client" mkdir -p "$BURST"; done
 
 if [ -z "${CKPTIO_COMPARE_TUNED:-}" ]; then
