@@ -203,7 +203,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import returned_diagnosis
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, returned_diagnosis
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 
@@ -235,7 +235,7 @@ def main():
     try:
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
         result = json_safe(diagnose(load_bundle(directory, stream=True)))
-        json_text = dump_json(result, "diagnosis.json", indent=2, sort_keys=True) + "\n"
+        json_text = dump_json(result, "diagnosis.json", **json_layout(result)) + "\n"
     except BundleError as exc:
         module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
 

@@ -73,13 +73,13 @@ def profile(clients, root, link):
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
-    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe
     bundle = build(root, clients, link)
 
     def work():
         result = json_safe(diagnose(load_bundle(bundle, stream=True)))
-        text = dump_json(result, "diagnosis.json", indent=2, sort_keys=True)
+        text = dump_json(result, "diagnosis.json", **json_layout(result))
         render_markdown(result)
         return len(text)
 

@@ -234,6 +234,15 @@ def fold_evidence(diagnosis):
             for item in diagnosis["evidence"]]
 
 
+def json_layout(diagnosis):
+    """json.dumps arguments for diagnosis.json: indented for a person up to PER_HOST_LINES_MAX hosts
+    of a kind; above it compact (a 16,384-client diagnosis.json was 70 MB indented, about half of it
+    the indentation, and its text is held in memory while written: tests/bench/README.md)."""
+    if _folded_hosts(diagnosis):
+        return {"separators": (",", ":"), "sort_keys": True}
+    return {"indent": 2, "sort_keys": True}
+
+
 def returned_diagnosis(diagnosis):
     """The diagnosis a module returns once diagnosis.json is written: above PER_HOST_LINES_MAX hosts
     of a kind, without the folded hosts' entries in clients, servers, cpu, network.links and

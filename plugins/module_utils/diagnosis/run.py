@@ -7,6 +7,7 @@ achieved, capacity and per-op totals over the clients the diagnosis uses), once.
 
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
@@ -173,24 +174,50 @@ def capture_problem_text(excluded):
                                "; ".join(excluded["problem_details"]))
 
 
-def _read_clients(client_files, mount_point):
+# Above this many clients the reading is shared among forked workers (one per core), each taking
+# CLIENT_CHUNK hosts at a time; below it the clients are read here, as before (the same results).
+PARALLEL_CLIENTS = 512
+CLIENT_CHUNK = 128
+
+
+def _read_chunk(shared, hosts):
+    """[(host, view, excluded, kept canary block, kept files)] of some clients, and the problems reading
+    them added to the bundle's list (a forked worker's additions are returned, not lost)."""
+    client_files, mount_point, problems = shared
+    already = len(problems)
+    rows = []
+    for host in hosts:
+        files = client_files[host]
+        view, problem = _client_view(host, files, mount_point)
+        canary = _kept_canary(files["canary"]) if isinstance(files.get("canary"), dict) else None
+        rows.append((host, view, problem, canary, _kept_files(files) if problem is None else None))
+    return rows, problems[already:]
+
+
+def _read_clients(client_files, mount_point, problems=None):
     """(usable client views, excluded clients, each usable client's kept files, every client's canary
     block): each client's files are taken once, their figures kept and their texts dropped (a bundle of
-    thousands of clients never sits whole in memory); BundleError when no client is usable."""
+    thousands of clients never sits whole in memory); BundleError when no client is usable. problems:
+    the list the reader adds unparsed files to (bundle["problems"]), kept in host order."""
+    problems = [] if problems is None else problems
+    hosts = sorted(client_files)
+    workers = parallel_map.workers_for(hosts, PARALLEL_CLIENTS // 2) if len(hosts) > PARALLEL_CLIENTS else 1
+    chunks = parallel_map.chunked_map(_read_chunk, (client_files, mount_point, problems), hosts, CLIENT_CHUNK, workers)
     clients = []
     excluded = []
     kept = {}
     canaries = {}
-    for host in sorted(client_files):
-        files = client_files[host]
-        view, problem = _client_view(host, files, mount_point)
-        if isinstance(files.get("canary"), dict):
-            canaries[host] = _kept_canary(files["canary"])
-        if problem is None:
-            clients.append(view)
-            kept[host] = _kept_files(files)
-        else:
-            excluded.append(problem)
+    for rows, added in chunks:
+        if workers > 1:
+            problems.extend(added)
+        for host, view, problem, canary, files in rows:
+            if canary is not None:
+                canaries[host] = canary
+            if problem is None:
+                clients.append(view)
+                kept[host] = files
+            else:
+                excluded.append(problem)
     if not clients:
         raise BundleError("no usable client capture, every client's mountstats is broken: %s"
                           % "; ".join(capture_problem_text(problem) for problem in excluded))
@@ -349,7 +376,9 @@ def read_run(bundle):
     client_files = bundle.get("clients") or {}
     if not client_files:
         raise BundleError("the bundle has no clients/<host>/ directory")
-    clients, excluded_clients, kept, canaries = _read_clients(client_files, mount_point)
+    # The reader adds the files it cannot parse to bundle["problems"] while the clients are read.
+    problems = bundle.get("problems") if isinstance(bundle.get("problems"), list) else None
+    clients, excluded_clients, kept, canaries = _read_clients(client_files, mount_point, problems)
     servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
     canary = context.get("canary") or {}
     ops = op_totals(clients)

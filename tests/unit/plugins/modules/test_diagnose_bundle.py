@@ -187,7 +187,10 @@ def test_a_large_bundle_returns_without_the_per_host_blocks_diagnosis_json_holds
         shutil.copytree(os.path.join(clients, "nfs2"), os.path.join(clients, "c%02d" % index))
     result = run_module(diagnose_bundle, {"bundle": root})
     with open(os.path.join(root, "diagnosis.json")) as handle:
-        saved = json.load(handle)
+        text = handle.read()
+    saved = json.loads(text)
+    # Above 16 hosts diagnosis.json is compact (half its size is indentation); the same values.
+    assert text == json.dumps(saved, separators=(",", ":"), sort_keys=True) + "\n"
     returned = result["diagnosis"]
     assert len(saved["clients"]) == 19 and returned["clients"] == {} and returned["per_host_left_out"] == 19
     assert returned["servers"] == saved["servers"] and list(returned["cpu"]) == ["nfs1"]
@@ -198,3 +201,6 @@ def test_a_large_bundle_returns_without_the_per_host_blocks_diagnosis_json_holds
     shutil.copytree(sample_path("..", "captures", "healthy"), small_root)
     small = run_module(diagnose_bundle, {"bundle": small_root})["diagnosis"]
     assert small["per_host_left_out"] is None and set(small["clients"]) == {"nfs2", "nfs3"}
+    with open(os.path.join(small_root, "diagnosis.json")) as handle:
+        small_text = handle.read()
+    assert small_text == json.dumps(json.loads(small_text), indent=2, sort_keys=True) + "\n"

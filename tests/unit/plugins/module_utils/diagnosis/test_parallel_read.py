@@ -1,0 +1,77 @@
+"""Reading a large bundle's clients in forked workers (run.py _read_clients, host/parallel_map.py)
+gives the run the serial reading gives: the same clients, exclusions and problems, in host order."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers need fork()")
+
+
+def _forced_parallel(monkeypatch):
+    """Every client read in two forked workers, one client per chunk."""
+    monkeypatch.setattr(run, "PARALLEL_CLIENTS", 0)
+    monkeypatch.setattr(run, "CLIENT_CHUNK", 1)
+    monkeypatch.setattr(parallel_map, "workers_for", lambda items, least: 2)
+
+
+def _copy(tmp_path, name):
+    bundle = str(tmp_path / name)
+    shutil.copytree(sample_path("..", "captures", name), bundle)
+    return bundle
+
+
+def _square(shared, chunk):
+    if "boom" in chunk:
+        raise BundleError("clients/boom: broken")
+    return [shared * item for item in chunk]
+
+
+@needs_fork
+def test_chunked_map_keeps_order_and_raises_a_workers_error():
+    items = list(range(10))
+    assert parallel_map.chunked_map(_square, 3, items, 2, 2) == [[0, 3], [6, 9], [12, 15], [18, 21], [24, 27]]
+    with pytest.raises(BundleError, match="clients/boom: broken"):
+        parallel_map.chunked_map(_square, 1, ["a", "boom", "c"], 1, 2)
+
+
+@needs_fork
+@pytest.mark.parametrize("name", ["healthy", "loss_2pct", "one_shaped", "old_mount"])
+def test_forked_reading_gives_the_serial_diagnosis(monkeypatch, name):
+    serial = diagnose(load_bundle(sample_path("..", "captures", name), stream=True))
+    _forced_parallel(monkeypatch)
+    assert diagnose(load_bundle(sample_path("..", "captures", name), stream=True)) == serial
+
+
+@needs_fork
+def test_a_workers_unparsed_file_is_still_listed_once(monkeypatch, tmp_path):
+    bundle = _copy(tmp_path, "healthy")
+    with open(os.path.join(bundle, "clients", "nfs3", "probe.json"), "w", encoding="utf-8") as handle:
+        handle.write("{not json")
+    serial = diagnose(load_bundle(bundle, stream=True))
+    unread = [row for row in serial["evidence"] if row["signal"] == "unreadable bundle file"]
+    assert len(unread) == 1 and "nfs3/probe.json" in str(unread[0])
+    _forced_parallel(monkeypatch)
+    assert diagnose(load_bundle(bundle, stream=True)) == serial
+
+
+@needs_fork
+def test_a_workers_refusal_names_the_file(monkeypatch, tmp_path):
+    bundle = _copy(tmp_path, "healthy")
+    with open(os.path.join(bundle, "clients", "nfs3", "canary.json"), "w", encoding="utf-8") as handle:
+        handle.write('{"ranks": [{"bytes": NaN}]}')
+    with pytest.raises(BundleError) as serial:
+        diagnose(load_bundle(bundle, stream=True))
+    _forced_parallel(monkeypatch)
+    with pytest.raises(BundleError) as forked:
+        diagnose(load_bundle(bundle, stream=True))
+    assert str(forked.value) == str(serial.value) and "nfs3/canary.json" in str(forked.value)
