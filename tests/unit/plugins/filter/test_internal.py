@@ -33,7 +33,8 @@ ROLE_STEPS = {"client_tuning_state_records", "client_tuning_wanted_mounts", "cli
 PUBLIC = {"mountstats_delta", "nfsd_delta", "checkpoint_capacity", "nfs_diagnosis",
           "canary_context", "canary_failures", "canary_barrier", "canary_server_samples", "bundle_files",
           "capture_window", "capture_sampling", "capture_client", "capture_context", "bundle_stats_files", "internal",
-          "bundle_host_files", "canary_record", "probe_record", "canary_probe_errors", "hosts_with", "host_values", "canary_waits"}
+          "bundle_host_files", "canary_record", "probe_record", "canary_probe_errors", "hosts_with", "host_values", "canary_waits",
+          "compare_options", "compare_bundles"}
 
 
 def test_the_filter_calls_each_step_by_name():
