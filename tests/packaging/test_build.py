@@ -52,7 +52,8 @@ DEV_FILES = {
 }
 # A checkout's hyphenated playbook names only import the real plays (tune_clients.yml, ...):
 # a collection playbook must be a valid identifier to be called as ckptio.nfs.<name>.
-CHECKOUT_PLAYBOOKS = ("playbooks/tune-clients.yml", "playbooks/tune-servers.yml", "playbooks/validate-checkpoint.yml")
+CHECKOUT_PLAYBOOKS = ("playbooks/tune-clients.yml", "playbooks/tune-servers.yml", "playbooks/validate-checkpoint.yml",
+                      "playbooks/compare-architectures.yml")
 
 
 # Tracked development files that must stay out (checked by name, not only by the rule above).
@@ -138,8 +139,8 @@ def test_the_parts_a_user_needs_are_there(built):
         assert "roles/%s/meta/main.yml" % role in shipped
         assert "roles/%s/README.md" % role in shipped, "galaxy-importer rejects a role without a README"
     playbooks = sorted(path for path in shipped if path.startswith("playbooks/") and path.count("/") == 1)
-    assert playbooks == ["playbooks/audit.yml", "playbooks/capture.yml", "playbooks/diagnose.yml", "playbooks/paste.yml",
-                         "playbooks/tune_clients.yml",
+    assert playbooks == ["playbooks/audit.yml", "playbooks/capture.yml", "playbooks/compare_architectures.yml",
+                         "playbooks/diagnose.yml", "playbooks/paste.yml", "playbooks/tune_clients.yml",
                          "playbooks/tune_servers.yml", "playbooks/validate_checkpoint.yml"]
     assert [path for path in shipped if path.startswith("docs/") and path.endswith(".md")]
     assert manifest["collection_info"]["license"] == ["GPL-3.0-or-later"]
