@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary.shapes import LAYOUT_SHAPES, SHAPES
+
 # The playbook imports validate_checkpoint.yml once per slot (a playbook cannot loop over plays).
 MAX_OPTIONS = 6
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -22,7 +24,7 @@ TIMESTAMP = re.compile(r"^[0-9]{8}T[0-9]{6}$")
 DEFAULTS = {"shape": "file_per_rank", "paths": None, "local_path": "", "shape_scale": 1.0, "thread_count": 1,
             "num_checkpoints": 1, "drain_rate_limit": 0, "checkpoint_interval_seconds": 0}
 # The shapes the canary had before it had shapes: a layout of its own.
-LAYOUTS = ("shared_file", "file_per_rank")
+LAYOUTS = LAYOUT_SHAPES
 
 
 class PlanError(ValueError):
@@ -51,6 +53,8 @@ def _normalised(index, option, mount, layout):
     if not isinstance(name, str) or not NAME.match(name):
         raise PlanError("ckptio_compare_options[%d].name must be letters, digits, '.', '_' or '-' (got %r)" % (index, name))
     result = dict(DEFAULTS, **option)
+    if result["shape"] not in SHAPES:
+        raise PlanError("ckptio_compare_options[%d].shape must be one of %s (got %r)" % (index, ", ".join(SHAPES), result["shape"]))
     result["paths"] = list(result["paths"] or [mount])
     if not all(isinstance(path, str) and path.startswith("/") for path in result["paths"]):
         raise PlanError("ckptio_compare_options[%d].paths must be absolute mount points (got %r)" % (index, result["paths"]))

@@ -159,6 +159,9 @@ def test_default_options_follow_the_mounts_and_the_local_path():
     ([{"name": "a", "paths": ["relative"]}], "absolute"),
     ([{"name": "a", "colour": "red"}], "unknown key"),
     ([{"name": "n%d" % index} for index in range(7)], "at most 6"),
+    # Named before any option runs, not by the role's argument check once the first run has begun.
+    ([{"name": "a", "shape": "bogus"}], r"ckptio_compare_options\[0\]\.shape must be one of shared_file, file_per_rank, torch_dcp"),
+    ([{"name": "a", "shape": None}], r"\.shape must be one of"),
 ])
 def test_bad_options_are_refused_naming_them(options, message):
     with pytest.raises(plan.PlanError, match=message):
