@@ -93,6 +93,13 @@ conclusion:
   description: Which measured option meets the target, or that none did (or that no target was given).
   returned: always
   type: str
+rearchitect_answers:
+  description:
+    - For each option whose own diagnosis says re-architect - C(option), C(meets) (the measured options that meet the
+      target) and C(text) (which they are, or that none met it and what to measure next).
+  returned: always
+  type: list
+  elements: dict
 options:
   description:
     - One row per option, ranked - C(name), C(rank) (null when not ranked), C(verdict), C(flag), C(throughput)
@@ -178,7 +185,8 @@ def main():
     if png is None and module.params["png"]:
         msg += "; compare.png not drawn: matplotlib is not importable on the controller"
     result = {"changed": any(row["changed"] for row in written), "conclusion": document["conclusion"],
-              "options": document["options"], "files": files, "msg": msg}
+              "rearchitect_answers": document["rearchitect_answers"], "options": document["options"], "files": files,
+              "msg": msg}
     if module._diff:
         result["diff"] = [{"before": written[0]["before"] or "", "after": markdown, "before_header": md_path, "after_header": md_path}]
     module.exit_json(**result)

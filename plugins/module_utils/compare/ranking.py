@@ -64,7 +64,31 @@ def compare(rows):
     for row in ordered:
         row.setdefault("rank", None)
     return {"options": ordered, "target_bytes_per_second": target_rate, "target_text": target_text,
-            "conclusion": _conclusion(measured, target_rate), "problems": [target_problem] if target_problem else []}
+            "conclusion": _conclusion(measured, target_rate), "problems": [target_problem] if target_problem else [],
+            "rearchitect_answers": _rearchitect_answers(rows, measured, target_rate)}
+
+
+def _rearchitect_answers(rows, measured, target_rate):
+    """For each option whose own diagnosis says re-architect: the measured options that meet the target
+    (issue 28: the recommendation points at a measured option, or says that none met it)."""
+    answers = []
+    if target_rate is None or not measured:
+        return answers
+    for row in rows:
+        if row["diagnosis_verdict"]["value"] != "rearchitect":
+            continue
+        head = "%s's diagnosis says re-architect (limiting layer %s); " % (row["name"], row["limiting_layer"]["value"] or UNMEASURED)
+        meeting = [other for other in measured if other["name"] != row["name"] and other["judged"]["value"] >= target_rate]
+        if meeting:
+            text = head + "measured here, %s." % ", ".join(
+                "%s meets the target (%s)" % (other["name"], human.factor(other["judged"]["value"] / target_rate)) for other in meeting)
+        else:
+            best = measured[0]
+            text = head + ("none of the measured options met the target (the best, %s, reached %s): measure another "
+                           "architecture (several servers, a parallel file system, a burst buffer)."
+                           % (best["name"], human.factor(best["judged"]["value"] / target_rate)))
+        answers.append({"option": row["name"], "meets": [other["name"] for other in meeting], "text": text})
+    return answers
 
 
 def _conclusion(measured, target_rate):
@@ -140,6 +164,9 @@ def render_markdown(document, figure_note=None):
     lines.extend("Problem: %s." % problem for problem in document["problems"])
     lines.extend(["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)])
     lines.extend("| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |" for cells in table_rows(document))
+    if document.get("rearchitect_answers"):
+        lines.extend(["", "What the diagnoses' \"re-architect\" meets here:", ""])
+        lines.extend("- %s" % item["text"] for item in document["rearchitect_answers"])
     lines.extend(["", "Write throughput, both ways of counting:", "",
                   "- ours: " + _first_rule(document, "ours"),
                   "- MLPerf published: " + _first_rule(document, "mlperf_published"), "",

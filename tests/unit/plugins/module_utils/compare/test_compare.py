@@ -192,3 +192,34 @@ def test_a_records_own_checkpoints_are_split_and_moved_to_the_controllers_clock(
     assert figures["ours"]["seconds"] == pytest.approx(7.0) and figures["ours"]["checkpoints"] == 2
     # published: rank 0 is a/0: 2 GiB / 1 s and 2 GiB / 2 s, mean 1.5 GiB/s.
     assert figures["mlperf_published"]["gib_per_second"] == pytest.approx(1.5)
+
+
+def _with_diagnosis(row, verdict, limiting):
+    row = dict(row)
+    row["diagnosis_verdict"] = {"value": verdict, "rests_on": "diagnosis.json verdict"}
+    row["limiting_layer"] = {"value": limiting, "rests_on": "diagnosis.json limiting_layer"}
+    return row
+
+
+def test_a_diagnosis_that_says_rearchitect_is_answered_by_the_measured_options():
+    # issue 28: the diagnosis's "re-architect" points at the measured option that meets the target.
+    today = _with_diagnosis(_row("shared_file", 8.0), "rearchitect", "access_pattern")
+    per_rank = _with_diagnosis(_row("file_per_rank", 1.0), "meets_target", None)
+    two = _with_diagnosis(_row("two_exports", 4.0), "rearchitect", "server_cpu")
+    document = ranking.compare([today, per_rank, two])
+    answers = dict((item["option"], item["text"]) for item in document["rearchitect_answers"])
+    assert answers["shared_file"] == ("shared_file's diagnosis says re-architect (limiting layer access_pattern); "
+                                      "measured here, file_per_rank meets the target (2x).")
+    assert answers["two_exports"].startswith("two_exports's diagnosis says re-architect (limiting layer server_cpu); "
+                                             "measured here, file_per_rank meets the target")
+    assert "file_per_rank" not in answers
+    assert answers["shared_file"] in ranking.render_markdown(document)
+
+
+def test_a_rearchitect_no_measured_option_answers_says_so():
+    today = _with_diagnosis(_row("shared_file", 8.0), "rearchitect", "server_storage")
+    other = _with_diagnosis(_row("file_per_rank", 6.0), "rearchitect", "server_storage")
+    answers = dict((item["option"], item["text"]) for item in ranking.compare([today, other])["rearchitect_answers"])
+    assert answers["shared_file"] == ("shared_file's diagnosis says re-architect (limiting layer server_storage); "
+                                      "none of the measured options met the target (the best, file_per_rank, reached 0.33x): "
+                                      "measure another architecture (several servers, a parallel file system, a burst buffer).")
