@@ -162,7 +162,7 @@ options:
       - V(mlperf_llama3_8b), V(mlperf_llama3_70b), V(mlperf_llama3_405b), V(mlperf_llama3_1t) - MLPerf Storage v2.0's checkpoint
         workload (a C(global_epoch…_step…) directory per checkpoint made by every rank; per-rank bytes from the model, times
         O(shape_scale); O(bytes_per_rank) is then ignored).
-      - Rank 0 of this host is the coordinator; each host's canary is its own checkpoint directory.
+      - Each host's canary is its own checkpoint directory; the job's rank 0 (O(first_rank=0)) alone coordinates.
     type: str
     choices: [shared_file, file_per_rank, torch_dcp, megatron, mlperf_llama3_8b, mlperf_llama3_70b, mlperf_llama3_405b, mlperf_llama3_1t]
   shape_scale:

@@ -17,8 +17,11 @@ named after the writer whose I/O it reproduces (issue 28; read from the writers'
   state, model state; layer files for the pipeline-parallel models), buffered writes then fsync,
   no temp-and-rename, and a pause and a barrier before every checkpoint after the first.
 shared_file and file_per_rank are today's two layouts (plan.plan_ranks): data operations only,
-written by host/canary_ranks.run_rank as before. Rank 0 of the host is the coordinator: each
-host's canary is its own checkpoint directory.
+written by host/canary_ranks.run_rank as before. Each host's canary is its own checkpoint
+directory (its rank 0 makes it where the writer's rank 0 does), but only the job's rank 0
+(first_rank 0) does the coordinator's work - the metadata, the rename, the tracker - once per
+checkpoint as the writers do (the lab showed one RENAME per client before). It does it after its
+own host's ranks are done: the canary has no barrier across hosts.
 """
 
 from __future__ import annotations
@@ -201,7 +204,7 @@ def _torch_dcp(params, rank, global_rank):
     ops = [Op("begin"), Op("mkdir_p", DCP_DIR), Op("exists", DCP_DIR + "/.metadata")]
     ops += _data([("%s/__%d_%d.distcp" % (DCP_DIR, global_rank, t), size) for t, size in enumerate(sizes)], params["fsync"])
     ops.append(Op("barrier"))
-    if rank == 0:
+    if global_rank == 0:
         ops += [Op("write", DCP_DIR + "/.metadata.tmp", METADATA_BYTES, fsync=True), Op("unlink", DCP_DIR + "/.metadata"),
                 Op("rename", DCP_DIR + "/.metadata.tmp", target=DCP_DIR + "/.metadata")]
     return ops + [Op("barrier"), Op("end")]
@@ -213,7 +216,7 @@ def _megatron(params, rank, global_rank):
     # torch_dist's writer fsyncs always (not an option there).
     ops += _data([("%s/__%d_%d.distcp" % (MEGATRON_DIR, global_rank, t), size) for t, size in enumerate(sizes)])
     ops.append(Op("barrier"))
-    if rank == 0:
+    if global_rank == 0:
         ops += [Op("write", MEGATRON_DIR + "/common.pt", METADATA_BYTES), Op("write", MEGATRON_DIR + "/metadata.json", 64),
                 Op("write", MEGATRON_TRACKER, 8, create=False, fsync=False)]
     return ops + [Op("barrier"), Op("end")]

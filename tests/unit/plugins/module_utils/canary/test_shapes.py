@@ -106,3 +106,15 @@ def test_mlperf_checkpoints_each_their_directory_by_every_rank_after_a_pause_and
 def test_bad_shape_options_are_named(extra, option):
     errors = shapes.validate(_params(**extra))
     assert errors and option in errors[0]
+
+
+@pytest.mark.parametrize("shape, coordinator_kinds", [("torch_dcp", {"rename", "unlink", "write"}), ("megatron", {"write"})])
+def test_only_the_jobs_rank_0_coordinates_not_every_hosts_rank_0(shape, coordinator_kinds):
+    # The lab's torch_dcp run showed RENAME 2 with two clients: each host's rank 0 renamed .metadata.
+    # The writers have one coordinator per checkpoint, the job's rank 0.
+    first_host = shapes.resolve(_params(shape=shape, ranks=2, first_rank=0))
+    second_host = shapes.resolve(_params(shape=shape, ranks=2, first_rank=2))
+    assert coordinator_kinds <= set(op.kind for op in first_host.ranks[0].ops)
+    assert not coordinator_kinds & set(op.kind for rank in second_host.ranks for op in rank.ops)
+    # Still as many barriers on every rank of a host, or its ranks would wait on each other forever.
+    assert len({sum(op.kind == "barrier" for op in r.ops) for r in second_host.ranks}) == 1
