@@ -23,8 +23,6 @@ TIMESTAMP = re.compile(r"^[0-9]{8}T[0-9]{6}$")
 # canary_validation's own defaults for the shape options (roles/canary_validation/defaults/main.yml).
 DEFAULTS = {"shape": "file_per_rank", "paths": None, "local_path": "", "shape_scale": 1.0, "thread_count": 1,
             "num_checkpoints": 1, "drain_rate_limit": 0, "checkpoint_interval_seconds": 0}
-# The shapes the canary had before it had shapes: a layout of its own.
-LAYOUTS = LAYOUT_SHAPES
 
 
 class PlanError(ValueError):
@@ -58,8 +56,9 @@ def _normalised(index, option, mount, layout):
     result["paths"] = list(result["paths"] or [mount])
     if not all(isinstance(path, str) and path.startswith("/") for path in result["paths"]):
         raise PlanError("ckptio_compare_options[%d].paths must be absolute mount points (got %r)" % (index, result["paths"]))
-    # The canary's layout: the shape itself for the two plain ones, the inventory's otherwise (a shape sets its own).
-    result["layout"] = result["shape"] if result["shape"] in LAYOUTS else layout
+    # The canary's layout: the shape itself for the two plain ones (the shapes the canary had before it had
+    # shapes), the inventory's otherwise (a shape sets its own).
+    result["layout"] = result["shape"] if result["shape"] in LAYOUT_SHAPES else layout
     result["local_path"] = result["local_path"] or ""
     return result
 
