@@ -207,6 +207,15 @@ def cluster_aggregate(every_rank, go_at=None, fields=WRITE_FIELDS):
     return summary
 
 
+def _layout_written(results, layout):
+    """The layout the ranks really wrote: a shape the canary reports (its result's shape.name) decides it -
+    every shape but shared_file writes files of a rank's own - else the layout it was given."""
+    names = set(((result or {}).get("shape") or {}).get("name") for result in results) - {None}
+    if not names:
+        return layout
+    return "shared_file" if names == {"shared_file"} else "file_per_rank"
+
+
 def context_block(results, layout, start_at=None, clocks=None, hosts=None):
     """The `canary` block of context.yml from every client's canary result (what the module returned).
 
@@ -226,7 +235,8 @@ def context_block(results, layout, start_at=None, clocks=None, hosts=None):
     seconds = None
     if summary["latest_end"] is not None:
         seconds = round(summary["latest_end"] - summary["earliest_start"], 3)
-    block = {"layout": layout, "ranks": len(ranks), "clients": len(results), "bytes": int(summary["total_bytes"]),
+    block = {"layout": _layout_written(results, layout), "ranks": len(ranks), "clients": len(results),
+             "bytes": int(summary["total_bytes"]),
              "seconds": seconds, "start_at": float(start_at) if results and start_at is not None else None}
     if clocks is not None:
         block.update({"start_spread_seconds": summary["start_spread_seconds"], "synchronized": summary["synchronized"],

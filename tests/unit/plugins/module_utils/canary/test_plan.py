@@ -240,3 +240,15 @@ def test_cluster_aggregate_of_the_reads_moves_read_times_to_the_controller_clock
 def test_block_stamp_is_the_offset_little_endian():
     assert canary.block_stamp(65536) == b"\x00\x00\x01\x00\x00\x00\x00\x00"
     assert len(canary.block_stamp(0)) == canary.STAMP_BYTES
+
+
+@pytest.mark.parametrize("shape, layout", [("torch_dcp", "file_per_rank"), ("megatron", "file_per_rank"),
+                                           ("mlperf_llama3_8b", "file_per_rank"), ("shared_file", "shared_file"),
+                                           ("file_per_rank", "file_per_rank")])
+def test_context_block_layout_is_what_the_canary_wrote_when_it_ran_a_shape(shape, layout):
+    # The lab's torch_dcp run (2026-12-02) was diagnosed with "one file per rank instead of one shared
+    # file" as its next action: context.yml carried the inventory's layout (shared_file), not the shape's.
+    ranks, _offsets = _lab_hosts()
+    results = [{"ranks": ranks["nfs2"], "shape": {"name": shape}}, {"ranks": ranks["nfs3"], "shape": {"name": shape}}]
+    assert canary.context_block(results, "shared_file", 100.0)["layout"] == layout
+    assert canary.context_block([{"ranks": ranks["nfs2"]}], "shared_file", 100.0)["layout"] == "shared_file"
