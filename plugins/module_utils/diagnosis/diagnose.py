@@ -31,7 +31,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client import
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.cpu import cpu_layers
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import (
     Evidence, add_capture_evidence, add_capture_problems, add_window_evidence, rounded)
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT, limit_label
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text
@@ -229,7 +229,7 @@ def _summary_line(verdict, limiting, contributing, achieved, target, gap, unmeas
         text = "%s: achieved %s; %s" % (verdict, human.rate(achieved), missing)
     if gap is not None and verdict != "meets_target":
         text += " (gap %s)" % human.factor(gap)
-    text += "; limiting layer: %s" % limiting
+    text += "; %s: %s" % (limit_label(verdict), limiting)
     if contributing:
         text += "; %s: %s" % ("what limits headroom" if verdict == "meets_target" else "contributing", ", ".join(contributing))
     if unmeasured:

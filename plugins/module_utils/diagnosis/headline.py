@@ -187,12 +187,22 @@ def _paradox(result, share, network):
     return ""
 
 
+def limit_label(verdict):
+    """What the limiting layer is called where it is shown. Averages over the mount's life can show where
+    requests wait, never which layer limited a checkpoint: a no_window diagnosis names what they point
+    at, not the limit (a distorted figure carries no verdict)."""
+    return "points at (since-mount averages, not a verdict)" if verdict == "no_window" else "limiting layer"
+
+
 def _limiting_text(result):
     verdict = result["verdict"]
     if verdict == "meets_target":
         limits = result.get("contributing") or []
         return "what limits headroom: %s" % (_layer(limits[0], True) if limits else "no signal crossed its threshold")
-    text = "limiting layer: %s" % _layer(result["limiting_layer"], True)
+    if verdict == "no_window":
+        text = "%s: %s" % (limit_label(verdict), _layer(result["limiting_layer"]))
+    else:
+        text = "%s: %s" % (limit_label(verdict), _layer(result["limiting_layer"], True))
     if result.get("contributing"):
         text += "; also: %s" % ", ".join(_layer(layer) for layer in result["contributing"])
     return text

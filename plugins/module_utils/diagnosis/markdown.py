@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import limit_label
 
 # Per-host lines stay readable for a rack's worth of clients; above it diagnosis.md summarises
 # (issue 15: 4,096 clients made a 4.9 MB diagnosis.md, a line and ~5 evidence rows per host).
@@ -81,8 +82,8 @@ def _figure_lines(diagnosis, hosts):
                                   else "not given"),
              "| achieved | %s (%s) |" % (human.rate(diagnosis["achieved_bytes_per_second"]), diagnosis["achieved_source"]),
              "| gap factor | %s |" % gap,
-             "| limiting layer | %s (confidence %s%s) |" % (
-                 diagnosis["limiting_layer"], diagnosis["confidence"], ": " + "; ".join(reasons) if reasons else ""),
+             "| %s | %s (confidence %s%s) |" % (
+                 limit_label(diagnosis["verdict"]), diagnosis["limiting_layer"], diagnosis["confidence"], ": " + "; ".join(reasons) if reasons else ""),
              "| unmeasured | %s |" % (", ".join(diagnosis.get("unmeasured") or []) or "-"),
              "| %s | %s |" % ("what limits headroom" if diagnosis["verdict"] == "meets_target" else "contributing",
                               ", ".join(diagnosis["contributing"]) or "-"),

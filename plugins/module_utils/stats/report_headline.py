@@ -79,7 +79,7 @@ def _verdict_text(diagnosis):
         return "no diagnosis (statistics not collected)"
     words = VERDICT_WORDS.get(verdict, verdict)
     limiting = diagnosis.get("limiting_layer")
-    limit = "limiting layer: %s" % limiting if limiting and limiting != "none" else ""
+    limit = "%s: %s" % (diagnosis_headline.limit_label(verdict), limiting) if limiting and limiting != "none" else ""
     if verdict == "meets_target":
         limits = [layer for layer in [limiting] + list(diagnosis.get("contributing") or []) if layer and layer != "none"]
         return words + ("; what limits headroom: %s" % ", ".join(limits[:2]) if limits else "")

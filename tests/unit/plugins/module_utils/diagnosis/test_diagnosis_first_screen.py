@@ -64,6 +64,13 @@ def _check_screen(result):
         assert re.search(r"Achieved %s; no target given: set ckptio_checkpoint_bytes" % RATE, text), text
     elif result["verdict"] == "no_window":
         assert re.search(r"Averaged since the mount: %s" % RATE, text), text
+        # A since-mount average never carries a verdict: the layer it points at is named as that,
+        # not as "Limiting layer" (the pasted mountstats sample read "Limiting layer: the server's storage").
+        assert "Limiting layer" not in text, text
+        assert re.search(r"^Points at \(since-mount averages, not a verdict\): ", text, re.M), text
+        markdown = render_markdown(result)
+        assert "limiting layer:" not in result["summary"] and "; points at (since-mount averages, not a verdict): " in result["summary"]
+        assert "| limiting layer |" not in markdown and "| points at (since-mount averages, not a verdict) | " in markdown
     else:
         assert re.search(r"Achieved %s of the %s \(" % (RATE, RATE), text), text
     assert re.search(r"^Links (at|not measured)|^Links: (the busiest|NFS at)", text, re.M), text
