@@ -204,7 +204,11 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values imp
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, returned_diagnosis
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text, show_undecodable
+
+
+def _diagnosis_json(result):
+    return dump_json(result, "diagnosis.json", **json_layout(result))
 
 
 def output_place(module, directory):
@@ -234,8 +238,8 @@ def main():
     output_dir, why = output_place(module, directory) if module.params["write"] else (None, "write is false")
     try:
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
-        result = json_safe(diagnose(load_bundle(directory, stream=True)))
-        json_text = dump_json(result, "diagnosis.json", **json_layout(result)) + "\n"
+        result, json_text = json_safe_text(diagnose(load_bundle(directory, stream=True)), _diagnosis_json)
+        json_text += "\n"
     except BundleError as exc:
         module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
 

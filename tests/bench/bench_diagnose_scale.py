@@ -74,12 +74,12 @@ def profile(clients, root, link):
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
-    from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
     bundle = build(root, clients, link)
 
     def work():
-        result = json_safe(diagnose(load_bundle(bundle, stream=True)))
-        text = dump_json(result, "diagnosis.json", **json_layout(result))
+        result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True)),
+                                      lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
         render_markdown(result)
         return len(text)
 
