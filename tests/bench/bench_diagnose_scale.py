@@ -7,7 +7,9 @@ controller holding its result) and the size of diagnosis.json.
     python tests/bench/bench_diagnose_scale.py --profile 4096      # cProfile of load + diagnose in-process
 
 Each bundle is built in a temporary directory from copies of one real capture
-(tests/fixtures/captures/healthy, two clients and one server): client I is a copy of the capture's
+(tests/fixtures/captures/healthy, two clients and one server) as the current writer writes it (its
+probe.json re-written through bundle_part.host_files: iperf3's raw output in probe_iperf3.json, which
+the diagnosis does not read; the fixture keeps the older layout the reader still takes): client I is a copy of the capture's
 client I mod 2 under the name cNNNNN, the server and context.yml are the capture's own (context.yml's
 `canary.clients` is set to the new count). --link hard-links instead of copying (the same bytes, built
 in a fraction of the time; the reader sees regular files either way). Built once, then each size is
@@ -32,21 +34,42 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURE = os.path.join(HERE, os.pardir, "fixtures", "captures", "healthy")
 
 
+def written_capture(root):
+    """CAPTURE as the current writer writes it, in root/capture (made once): each client's probe.json
+    re-written through the one bundle writer (module_utils/stats/bundle_part.host_files), which puts
+    iperf3's raw output in probe_iperf3.json since issue 27; every other file is the capture's own."""
+    import json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
+    written = os.path.join(root, "capture")
+    if os.path.isdir(written):
+        return written
+    shutil.copytree(CAPTURE, written)
+    for host in os.listdir(os.path.join(written, "clients")):
+        directory = os.path.join(written, "clients", host)
+        with open(os.path.join(directory, "probe.json"), encoding="utf-8") as handle:
+            record = json.load(handle)
+        for item in bundle_part.host_files("clients", records={"probe": record}):
+            with open(os.path.join(directory, item["name"]), "w", encoding="utf-8") as handle:
+                handle.write(item["content"])
+    return written
+
+
 def build(root, clients, link):
-    """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE; its path."""
+    """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE as the writer writes it; its path."""
+    capture = written_capture(root)
     bundle = os.path.join(root, "bundle-%d" % clients)
     os.makedirs(os.path.join(bundle, "clients"))
-    shutil.copytree(os.path.join(CAPTURE, "servers"), os.path.join(bundle, "servers"))
-    with open(os.path.join(CAPTURE, "context.yml"), encoding="utf-8") as handle:
+    shutil.copytree(os.path.join(capture, "servers"), os.path.join(bundle, "servers"))
+    with open(os.path.join(capture, "context.yml"), encoding="utf-8") as handle:
         context = handle.read()
     # context.yml says how many clients ran the canary; the copies did.
     context = context.replace("  clients: 2\n", "  clients: %d\n" % clients)
     with open(os.path.join(bundle, "context.yml"), "w", encoding="utf-8") as handle:
         handle.write(context)
-    sources = sorted(os.listdir(os.path.join(CAPTURE, "clients")))
+    sources = sorted(os.listdir(os.path.join(capture, "clients")))
     copy = os.link if link else shutil.copyfile
     for index in range(clients):
-        source = os.path.join(CAPTURE, "clients", sources[index % len(sources)])
+        source = os.path.join(capture, "clients", sources[index % len(sources)])
         target = os.path.join(bundle, "clients", "c%05d" % index)
         os.mkdir(target)
         for name in os.listdir(source):
