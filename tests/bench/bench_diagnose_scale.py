@@ -78,14 +78,19 @@ def build(root, clients, link):
 
 
 def run_playbook(bundle, output):
-    """(seconds, peak RSS MiB, return code) of one `ansible-playbook ckptio.nfs.diagnose` in a fresh child."""
+    """(seconds, CPU seconds, peak RSS MiB, return code) of one `ansible-playbook ckptio.nfs.diagnose` in a fresh child.
+
+    CPU seconds: user + system of every process of the run (ansible-playbook, its workers, the
+    module and its forked readers: RUSAGE_CHILDREN counts every reaped descendant), which the load
+    of other work on the machine disturbs far less than the wall time."""
     argv = ["ansible-playbook", "ckptio.nfs.diagnose", "-e", "ckptio_bundle=%s" % bundle, "-e", "ckptio_output_dir=%s" % output]
     # A fresh Python per size, so ru_maxrss of RUSAGE_CHILDREN is this size's peak only.
     probe = ("import resource, subprocess, sys, time; t = time.monotonic(); "
              "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
-             "print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)")
+             "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+             "print(time.monotonic() - t, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, rc)")
     out = subprocess.run([sys.executable, "-c", probe] + argv, check=True, capture_output=True, text=True).stdout.split()
-    return float(out[0]), int(out[1]) / 1024.0, int(out[2])
+    return float(out[0]), float(out[1]), int(out[2]) / 1024.0, int(out[3])
 
 
 def profile(clients, root, link):
@@ -129,18 +134,19 @@ def main():
             started = time.monotonic()
             bundles.append((clients, build(root, clients, args.link)))
             print("built %d clients in %.1f s" % (clients, time.monotonic() - started), file=sys.stderr)
-        print("| clients | wall s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB |")
-        print("|--------:|-------:|-------------:|------------------:|----------------:|")
+        print("| clients | wall s | CPU s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB | load average before |")
+        print("|--------:|-------:|------:|-------------:|------------------:|----------------:|--------------------:|")
         for clients, bundle in bundles:
             output = os.path.join(root, "out-%d" % clients)
             os.mkdir(output)
-            seconds, rss, code = run_playbook(bundle, output)
+            load = "%.1f" % os.getloadavg()[0]
+            seconds, cpu, rss, code = run_playbook(bundle, output)
             if code != 0:
-                print("| %d | failed (ansible-playbook exit %d) | | | |" % (clients, code))
+                print("| %d | failed (ansible-playbook exit %d) | | | | | %s |" % (clients, code, load))
                 continue
             json_mb = os.path.getsize(os.path.join(output, "diagnosis.json")) / 1e6
             md_kb = os.path.getsize(os.path.join(output, "diagnosis.md")) / 1e3
-            print("| %d | %.1f | %.0f | %.1f | %.1f |" % (clients, seconds, rss, json_mb, md_kb))
+            print("| %d | %.1f | %.1f | %.0f | %.1f | %.1f | %s |" % (clients, seconds, cpu, rss, json_mb, md_kb, load))
             sys.stdout.flush()
     finally:
         shutil.rmtree(root, ignore_errors=True)
