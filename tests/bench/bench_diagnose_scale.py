@@ -103,12 +103,15 @@ def profile(clients, root, link):
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
     bundle = build(root, clients, link)
 
     def work():
-        result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True)),
-                                      lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
-        render_markdown(result)
+        # As diagnose_bundle does it: the cyclic collector paused while the result is built.
+        with paused_gc():
+            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True)),
+                                          lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
+            render_markdown(result)
         return len(text)
 
     profiler = cProfile.Profile()
