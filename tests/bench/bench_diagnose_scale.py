@@ -54,9 +54,10 @@ def written_capture(root):
     return written
 
 
-def build(root, clients, link):
-    """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE as the writer writes it; its path."""
-    capture = written_capture(root)
+def build(root, clients, link, as_captured=False):
+    """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE as the writer writes it
+    (as_captured: as the fixture holds it, probe.json with iperf3's raw output inside); its path."""
+    capture = CAPTURE if as_captured else written_capture(root)
     bundle = os.path.join(root, "bundle-%d" % clients)
     os.makedirs(os.path.join(bundle, "clients"))
     shutil.copytree(os.path.join(capture, "servers"), os.path.join(bundle, "servers"))
@@ -93,7 +94,7 @@ def run_playbook(bundle, output):
     return float(out[0]), float(out[1]), int(out[2]) / 1024.0, int(out[3])
 
 
-def profile(clients, root, link):
+def profile(clients, root, link, as_captured=False):
     """cProfile of load_bundle + diagnose + the JSON text, in this process, top 25 by cumulative time."""
     import cProfile
     import pstats
@@ -104,7 +105,7 @@ def profile(clients, root, link):
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
-    bundle = build(root, clients, link)
+    bundle = build(root, clients, link, as_captured)
 
     def work():
         # As diagnose_bundle does it: the cyclic collector paused while the result is built.
@@ -126,16 +127,19 @@ def main():
     parser.add_argument("--dir", default=None, help="where the bundles are built (default: a new temporary directory)")
     parser.add_argument("--link", action="store_true", help="hard-link the capture's files instead of copying them")
     parser.add_argument("--profile", type=int, metavar="CLIENTS", help="profile load + diagnose in-process on one size")
+    parser.add_argument("--as-captured", action="store_true",
+                        help="copy the fixture as it is (probe.json with iperf3's raw output inside, as bundles "
+                             "written before 0.5.0 hold it) instead of re-writing it through the current writer")
     args = parser.parse_args()
     root = tempfile.mkdtemp(prefix="ckptio-scale-", dir=args.dir)
     try:
         if args.profile:
-            profile(args.profile, root, args.link)
+            profile(args.profile, root, args.link, args.as_captured)
             return
         bundles = []
         for clients in args.clients:
             started = time.monotonic()
-            bundles.append((clients, build(root, clients, args.link)))
+            bundles.append((clients, build(root, clients, args.link, args.as_captured)))
             print("built %d clients in %.1f s" % (clients, time.monotonic() - started), file=sys.stderr)
         print("| clients | wall s | CPU s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB | load average before |")
         print("|--------:|-------:|------:|-------------:|------------------:|----------------:|--------------------:|")
