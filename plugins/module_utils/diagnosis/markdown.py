@@ -420,7 +420,9 @@ def _outlier_lines(clients):
     lines.append("%d of %d clients below %.0f %% of the median %s MB/s or above %.0fx the median WRITE exe %s ms: %s" % (
         len(outliers), len(clients), 100 * OUTLIER_THROUGHPUT_SHARE, throughput, OUTLIER_LATENCY_FACTOR, latency, _named(outliers)))
     settings = dict((host, _settings(summary)) for host, summary in clients.items())
-    others = [settings[host] for host in clients if host not in outliers]
+    # A set: with thousands of outliers a list's `in` is quadratic.
+    outlier_set = set(outliers)
+    others = [settings[host] for host in clients if host not in outlier_set]
     shared = []
     for name, value in settings[outliers[0]].items():
         if all(settings[host].get(name) == value for host in outliers):
