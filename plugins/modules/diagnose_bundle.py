@@ -199,12 +199,17 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place as output_place_rule
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, returned_diagnosis
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text, show_undecodable
+
+
+def _diagnosis_json(result):
+    return dump_json(result, "diagnosis.json", **json_layout(result))
 
 
 def output_place(module, directory):
@@ -234,12 +239,14 @@ def main():
     output_dir, why = output_place(module, directory) if module.params["write"] else (None, "write is false")
     try:
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
-        result = json_safe(diagnose(load_bundle(directory, stream=True)))
-        json_text = dump_json(result, "diagnosis.json", **json_layout(result)) + "\n"
+        # The collector paused while the result of thousands of hosts is built (host/gc_pause.py).
+        with paused_gc():
+            result, json_text = json_safe_text(diagnose(load_bundle(directory, stream=True)), _diagnosis_json)
+            markdown = render_markdown(result)
+        json_text += "\n"
     except BundleError as exc:
         module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
 
-    markdown = render_markdown(result)
     changed = False
     diff = []
     files = []

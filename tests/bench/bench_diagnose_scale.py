@@ -7,7 +7,9 @@ controller holding its result) and the size of diagnosis.json.
     python tests/bench/bench_diagnose_scale.py --profile 4096      # cProfile of load + diagnose in-process
 
 Each bundle is built in a temporary directory from copies of one real capture
-(tests/fixtures/captures/healthy, two clients and one server): client I is a copy of the capture's
+(tests/fixtures/captures/healthy, two clients and one server) as the current writer writes it (its
+probe.json re-written through bundle_part.host_files: iperf3's raw output in probe_iperf3.json, which
+the diagnosis does not read; the fixture keeps the older layout the reader still takes): client I is a copy of the capture's
 client I mod 2 under the name cNNNNN, the server and context.yml are the capture's own (context.yml's
 `canary.clients` is set to the new count). --link hard-links instead of copying (the same bytes, built
 in a fraction of the time; the reader sees regular files either way). Built once, then each size is
@@ -32,21 +34,43 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURE = os.path.join(HERE, os.pardir, "fixtures", "captures", "healthy")
 
 
-def build(root, clients, link):
-    """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE; its path."""
+def written_capture(root):
+    """CAPTURE as the current writer writes it, in root/capture (made once): each client's probe.json
+    re-written through the one bundle writer (module_utils/stats/bundle_part.host_files), which puts
+    iperf3's raw output in probe_iperf3.json since issue 27; every other file is the capture's own."""
+    import json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
+    written = os.path.join(root, "capture")
+    if os.path.isdir(written):
+        return written
+    shutil.copytree(CAPTURE, written)
+    for host in os.listdir(os.path.join(written, "clients")):
+        directory = os.path.join(written, "clients", host)
+        with open(os.path.join(directory, "probe.json"), encoding="utf-8") as handle:
+            record = json.load(handle)
+        for item in bundle_part.host_files("clients", records={"probe": record}):
+            with open(os.path.join(directory, item["name"]), "w", encoding="utf-8") as handle:
+                handle.write(item["content"])
+    return written
+
+
+def build(root, clients, link, as_captured=False):
+    """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE as the writer writes it
+    (as_captured: as the fixture holds it, probe.json with iperf3's raw output inside); its path."""
+    capture = CAPTURE if as_captured else written_capture(root)
     bundle = os.path.join(root, "bundle-%d" % clients)
     os.makedirs(os.path.join(bundle, "clients"))
-    shutil.copytree(os.path.join(CAPTURE, "servers"), os.path.join(bundle, "servers"))
-    with open(os.path.join(CAPTURE, "context.yml"), encoding="utf-8") as handle:
+    shutil.copytree(os.path.join(capture, "servers"), os.path.join(bundle, "servers"))
+    with open(os.path.join(capture, "context.yml"), encoding="utf-8") as handle:
         context = handle.read()
     # context.yml says how many clients ran the canary; the copies did.
     context = context.replace("  clients: 2\n", "  clients: %d\n" % clients)
     with open(os.path.join(bundle, "context.yml"), "w", encoding="utf-8") as handle:
         handle.write(context)
-    sources = sorted(os.listdir(os.path.join(CAPTURE, "clients")))
+    sources = sorted(os.listdir(os.path.join(capture, "clients")))
     copy = os.link if link else shutil.copyfile
     for index in range(clients):
-        source = os.path.join(CAPTURE, "clients", sources[index % len(sources)])
+        source = os.path.join(capture, "clients", sources[index % len(sources)])
         target = os.path.join(bundle, "clients", "c%05d" % index)
         os.mkdir(target)
         for name in os.listdir(source):
@@ -55,17 +79,22 @@ def build(root, clients, link):
 
 
 def run_playbook(bundle, output):
-    """(seconds, peak RSS MiB, return code) of one `ansible-playbook ckptio.nfs.diagnose` in a fresh child."""
+    """(seconds, CPU seconds, peak RSS MiB, return code) of one `ansible-playbook ckptio.nfs.diagnose` in a fresh child.
+
+    CPU seconds: user + system of every process of the run (ansible-playbook, its workers, the
+    module and its forked readers: RUSAGE_CHILDREN counts every reaped descendant), which the load
+    of other work on the machine disturbs far less than the wall time."""
     argv = ["ansible-playbook", "ckptio.nfs.diagnose", "-e", "ckptio_bundle=%s" % bundle, "-e", "ckptio_output_dir=%s" % output]
     # A fresh Python per size, so ru_maxrss of RUSAGE_CHILDREN is this size's peak only.
     probe = ("import resource, subprocess, sys, time; t = time.monotonic(); "
              "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
-             "print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)")
+             "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+             "print(time.monotonic() - t, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, rc)")
     out = subprocess.run([sys.executable, "-c", probe] + argv, check=True, capture_output=True, text=True).stdout.split()
-    return float(out[0]), int(out[1]) / 1024.0, int(out[2])
+    return float(out[0]), float(out[1]), int(out[2]) / 1024.0, int(out[3])
 
 
-def profile(clients, root, link):
+def profile(clients, root, link, as_captured=False):
     """cProfile of load_bundle + diagnose + the JSON text, in this process, top 25 by cumulative time."""
     import cProfile
     import pstats
@@ -74,13 +103,16 @@ def profile(clients, root, link):
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
-    from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe
-    bundle = build(root, clients, link)
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    bundle = build(root, clients, link, as_captured)
 
     def work():
-        result = json_safe(diagnose(load_bundle(bundle, stream=True)))
-        text = dump_json(result, "diagnosis.json", **json_layout(result))
-        render_markdown(result)
+        # As diagnose_bundle does it: the cyclic collector paused while the result is built.
+        with paused_gc():
+            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True)),
+                                          lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
+            render_markdown(result)
         return len(text)
 
     profiler = cProfile.Profile()
@@ -95,29 +127,33 @@ def main():
     parser.add_argument("--dir", default=None, help="where the bundles are built (default: a new temporary directory)")
     parser.add_argument("--link", action="store_true", help="hard-link the capture's files instead of copying them")
     parser.add_argument("--profile", type=int, metavar="CLIENTS", help="profile load + diagnose in-process on one size")
+    parser.add_argument("--as-captured", action="store_true",
+                        help="copy the fixture as it is (probe.json with iperf3's raw output inside, as bundles "
+                             "written before 0.5.0 hold it) instead of re-writing it through the current writer")
     args = parser.parse_args()
     root = tempfile.mkdtemp(prefix="ckptio-scale-", dir=args.dir)
     try:
         if args.profile:
-            profile(args.profile, root, args.link)
+            profile(args.profile, root, args.link, args.as_captured)
             return
         bundles = []
         for clients in args.clients:
             started = time.monotonic()
-            bundles.append((clients, build(root, clients, args.link)))
+            bundles.append((clients, build(root, clients, args.link, args.as_captured)))
             print("built %d clients in %.1f s" % (clients, time.monotonic() - started), file=sys.stderr)
-        print("| clients | wall s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB |")
-        print("|--------:|-------:|-------------:|------------------:|----------------:|")
+        print("| clients | wall s | CPU s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB | load average before |")
+        print("|--------:|-------:|------:|-------------:|------------------:|----------------:|--------------------:|")
         for clients, bundle in bundles:
             output = os.path.join(root, "out-%d" % clients)
             os.mkdir(output)
-            seconds, rss, code = run_playbook(bundle, output)
+            load = "%.1f" % os.getloadavg()[0]
+            seconds, cpu, rss, code = run_playbook(bundle, output)
             if code != 0:
-                print("| %d | failed (ansible-playbook exit %d) | | | |" % (clients, code))
+                print("| %d | failed (ansible-playbook exit %d) | | | | | %s |" % (clients, code, load))
                 continue
             json_mb = os.path.getsize(os.path.join(output, "diagnosis.json")) / 1e6
             md_kb = os.path.getsize(os.path.join(output, "diagnosis.md")) / 1e3
-            print("| %d | %.1f | %.0f | %.1f | %.1f |" % (clients, seconds, rss, json_mb, md_kb))
+            print("| %d | %.1f | %.1f | %.0f | %.1f | %.1f | %s |" % (clients, seconds, cpu, rss, json_mb, md_kb, load))
             sys.stdout.flush()
     finally:
         shutil.rmtree(root, ignore_errors=True)

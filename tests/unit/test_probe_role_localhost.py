@@ -88,7 +88,10 @@ def test_a_failed_send_still_stops_the_listeners_and_fails_the_run_at_the_end(tm
     good = json.loads((bundle / "clients" / "c1" / "probe.json").read_text())
     assert (good["server"], good["port"], good["streams"], good["seconds"]) == ("127.0.0.1", base, 2, 1)
     assert good["summary"]["error"] is None and good["summary"]["received_bits_per_second"] > 0
-    assert good["iperf3"]["start"]["test_start"]["num_streams"] == 2
+    # iperf3's raw output beside probe.json (issue 27: the diagnosis reads probe.json alone)
+    assert "iperf3" not in good
+    raw = json.loads((bundle / "clients" / "c1" / "probe_iperf3.json").read_text())
+    assert raw["start"]["test_start"]["num_streams"] == 2
     bad = json.loads((bundle / "clients" / "c2" / "probe.json").read_text())
     assert bad["summary"]["error"] == "unable to connect to server: Connection refused"
     assert bad["port"] == nobody

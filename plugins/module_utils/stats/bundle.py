@@ -44,6 +44,12 @@ SERVER_FILES = {
     # sampled by the clients' play when the ranks start (start_at) and after the last one ended
     "host_start": "host_start.json", "host_end": "host_end.json",
 }
+# iperf3's own -J output of a client's probe, written beside probe.json by the one writer
+# (bundle_part.host_files) and read by no diagnosis: the diagnosis keeps the probe's summary, and
+# json-decoding and schema-checking ~38 kB of raw output a client cost a third of reading a
+# 16,384-client bundle (tests/bench/README.md). Not in CLIENT_FILES, so the reader never opens it;
+# bundles written before it hold the same output in probe.json's `iperf3` key, read as before.
+PROBE_RAW_FILE = "probe_iperf3.json"
 JSON_SUFFIX = ".json"
 # The run's description at the bundle's top (docs/capture-bundle.md "context.yml").
 CONTEXT_FILE = "context.yml"

@@ -77,7 +77,8 @@ def probe_record(target, seconds, probe, clock=None):
 
 def host_files(kind, before=None, after=None, dstate_text=None, records=None):
     """[{name, content}] of a host's part: the statistics files when both reads are given (else
-    only dstate.txt, when given), then each record {file key: record} as its JSON document."""
+    only dstate.txt, when given), then each record {file key: record} as its JSON document (the
+    probe's as two: probe.json and iperf3's raw output in probe_iperf3.json)."""
     if kind not in ("clients", "servers"):
         raise ValueError("a host's part is \"clients\" or \"servers\", not %r" % (kind,))
     names = bundle.file_names(kind)
@@ -86,5 +87,17 @@ def host_files(kind, before=None, after=None, dstate_text=None, records=None):
     else:
         files = [] if dstate_text is None else [{"name": names["dstate"], "content": dstate_text}]
     for key, record in (records or {}).items():
-        files.append({"name": names[key], "content": document(record)})
+        if key == "probe" and isinstance(record, dict):
+            files += _probe_files(names[key], record)
+        else:
+            files.append({"name": names[key], "content": document(record)})
+    return files
+
+
+def _probe_files(name, record):
+    """probe.json without iperf3's raw output, and that output in its own file (bundle.PROBE_RAW_FILE)
+    when iperf3 printed any: the diagnosis reads probe.json only."""
+    files = [{"name": name, "content": document(dict((key, value) for key, value in record.items() if key != "iperf3"))}]
+    if record.get("iperf3") is not None:
+        files.append({"name": bundle.PROBE_RAW_FILE, "content": document(record["iperf3"])})
     return files

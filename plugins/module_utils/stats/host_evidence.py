@@ -19,6 +19,7 @@ Rules behind the numbers:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import struct
@@ -170,10 +171,21 @@ def _ipv4_from_hex(text):
     return ipaddress.IPv4Address(socket.inet_ntoa(struct.pack("=I", int(text, 16))))
 
 
+# Route tables parsed once per distinct text: the hosts of one subnet print the same /proc/net/route
+# (a 16,384-client bundle parsed it 16,384 times, tests/bench/README.md). The parsed routes are
+# immutable (tuples of ipaddress objects and strings); the bound keeps a few distinct tables.
+ROUTE_TABLES_CACHED = 64
+
+
 def parse_route(text):
     """IPv4 routes of /proc/net/route: [(network, interface, gateway, metric)], only routes that are up."""
+    return list(_ipv4_routes(text or ""))
+
+
+@functools.lru_cache(maxsize=ROUTE_TABLES_CACHED)
+def _ipv4_routes(text):
     routes = []
-    for line in (text or "").splitlines()[1:]:
+    for line in text.splitlines()[1:]:
         words = line.split()
         if len(words) < 8:
             continue
@@ -185,13 +197,18 @@ def parse_route(text):
             continue
         if flags & 0x1:  # RTF_UP
             routes.append((network, words[0], None if int(gateway) == 0 else str(gateway), metric))
-    return routes
+    return tuple(routes)
 
 
 def parse_ipv6_route(text):
     """IPv6 routes of /proc/net/ipv6_route: [(network, interface, gateway, metric)]."""
+    return list(_ipv6_routes(text or ""))
+
+
+@functools.lru_cache(maxsize=ROUTE_TABLES_CACHED)
+def _ipv6_routes(text):
     routes = []
-    for line in (text or "").splitlines():
+    for line in text.splitlines():
         words = line.split()
         if len(words) < 10:
             continue
@@ -203,7 +220,7 @@ def parse_ipv6_route(text):
             continue
         if flags & 0x1:
             routes.append((network, words[9], None if int(gateway) == 0 else str(gateway), metric))
-    return routes
+    return tuple(routes)
 
 
 def parse_fib_trie_locals(text):
@@ -243,9 +260,14 @@ def route_to(sample, address):
     except ValueError:
         return None, None
     tables = sample.get("net") or {}
-    routes = parse_route(tables.get("route")) if target.version == 4 else parse_ipv6_route(tables.get("ipv6_route"))
+    return _route_choice(tables.get("route" if target.version == 4 else "ipv6_route") or "", target)
+
+
+@functools.lru_cache(maxsize=ROUTE_TABLES_CACHED * 4)
+def _route_choice(text, target):
+    """route_to() in one table (its text: parsed once) for one address: the same answer for every host that prints it."""
     best = None
-    for network, interface, gateway, metric in routes:
+    for network, interface, gateway, metric in (_ipv4_routes(text) if target.version == 4 else _ipv6_routes(text)):
         if target in network and (best is None or (network.prefixlen, -metric) > (best[0].prefixlen, -best[3])):
             best = (network, interface, gateway, metric)
     return (best[1], best[2]) if best else (None, None)

@@ -436,9 +436,25 @@ def _split_blocks(text):
         position = following + 1
 
 
-def _iter_blocks(source):
+def _split_nfs_blocks(text):
+    """The blocks of _split_blocks(text) whose device line has " fstype nfs" (what _parse_block_lines keeps
+    with nfs_only), found in C: the others (25 of 27 in the lab's captures) are never cut out of the text."""
+    found = text.find(" fstype nfs")
+    while found >= 0:
+        start = text.rfind(_DEVICE, 0, found) + 1
+        following = text.find(_DEVICE, found)
+        # On the device line (the kernel escapes blanks in paths) of a block (not junk before the first).
+        if (start or text.startswith("device ")) and text.find("\n", start, found) < 0:
+            yield text[start:following + 1] if following >= 0 else text[start:]
+        if following < 0:
+            return
+        found = text.find(" fstype nfs", following + 1)
+
+
+def _iter_blocks(source, nfs_only=False):
+    split = _split_nfs_blocks if nfs_only else _split_blocks
     if isinstance(source, str):
-        yield from _split_blocks(source)
+        yield from split(source)
         return
     read = getattr(source, "read", None)
     if read is not None:
@@ -455,9 +471,9 @@ def _iter_blocks(source):
         last = pending.rfind(_DEVICE)
         if last < 0:
             continue
-        yield from _split_blocks(pending[:last + 1])
+        yield from split(pending[:last + 1])
         pending = pending[last + 1:]
-    yield from _split_blocks(pending)
+    yield from split(pending)
 
 
 def _joined_line_chunks(lines_iterator):
@@ -587,7 +603,7 @@ def iter_mountstats(lines, nfs_only=True):
     Unknown lines are skipped (a parser for live kernel output must not crash on a line it
     has not seen); fields newer kernels append are kept as `extra`.
     """
-    for block in _iter_blocks(lines):
+    for block in _iter_blocks(lines, nfs_only):
         mount = _parse_block(block, nfs_only)
         if mount is not None:
             yield mount

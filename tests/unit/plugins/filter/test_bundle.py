@@ -97,9 +97,21 @@ def test_probe_json_is_byte_for_byte_what_the_jinja_wrote():
     probe = {"start_at": 1.5, "started_at": 1.6, "barrier": {"go": 1}, "summary": {"error": None, "bits_per_second": 9.5e9},
              "msg": "", "parsed": {"end": {}}, "changed": False}
     record = FILTERS["probe_record"](probe, target, "10", CLOCK)
-    old = render(OLD_PROBE, canary_validation__probe_target=target, canary_validation_probe_seconds="10",
+    # Since issue 27's scale step iperf3's raw output is a file of its own (probe_iperf3.json, read by
+    # no diagnosis): probe.json is the Jinja's document without that key, byte for byte.
+    without_raw = OLD_PROBE.replace(",\n    'iperf3': canary_validation__probe.parsed | default(none)}", "}")
+    assert without_raw != OLD_PROBE
+    old = render(without_raw, canary_validation__probe_target=target, canary_validation_probe_seconds="10",
                  canary_validation__probe=probe, canary_validation__clock=CLOCK)
-    assert files("clients", records={"probe": record}) == {"probe.json": old}
+    raw = render("{{ canary_validation__probe.parsed | to_nice_json }}", canary_validation__probe=probe)
+    assert files("clients", records={"probe": record}) == {"probe.json": old, "probe_iperf3.json": raw}
+
+
+def test_a_probe_without_iperf3_output_is_probe_json_alone():
+    probe = {"summary": None, "msg": "iperf3: command not found", "parsed": None}
+    record = FILTERS["probe_record"](probe, {"server": "nfs1", "port": 5201, "streams": 1}, 10)
+    written = files("clients", records={"probe": record})
+    assert list(written) == ["probe.json"] and '"iperf3"' not in written["probe.json"]
 
 
 def test_capture_part_has_the_statistics_then_the_record():
