@@ -204,6 +204,22 @@ options:
       - Refused when O(drain_rate_limit) makes the drain provably longer (this host's bytes / rate > interval).
     type: int
     default: 0
+  job_id:
+    description:
+      - One checkpoint directory per path shared by the job's hosts, C(ckptio-canary-job-<job_id>), files named by global rank;
+        made by the first host, never removed here (the caller removes it once every host is done; roles/canary_validation does).
+      - Needs O(shape=file_per_rank) or an MLPerf shape. Omitted means this host's own work directory.
+    type: str
+  job_ranks:
+    description: Ranks of the whole job (hosts x O(ranks)) with O(job_id); 0 means not given.
+    type: int
+    default: 0
+  recovery_rank_shift:
+    description:
+      - MLPerf's read-back (DLIO's C(recovery_rank_shift)); with O(restore=true), O(job_id) and O(job_ranks) global rank g reads
+        the files of rank (g + shift) mod O(job_ranks). O(ranks) makes the reader another host, whose client never cached them.
+    type: int
+    default: 0
 notes:
   - Ranks are forked processes; results, D-state samples and cleanup do not depend on the play's
     connection staying open.
@@ -414,6 +430,9 @@ def main():
             local_path=dict(type="path"),
             drain_rate_limit=dict(type="int", default=0),
             checkpoint_interval_seconds=dict(type="int", default=0),
+            job_id=dict(type="str"),
+            job_ranks=dict(type="int", default=0),
+            recovery_rank_shift=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )
