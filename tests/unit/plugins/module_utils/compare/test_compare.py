@@ -253,3 +253,18 @@ def test_a_restore_a_cache_could_serve_is_flagged_not_averaged():
     assert "FLAGGED" in row["restore"]["rests_on"] and "its own host's files" in row["restore"]["rests_on"]
     document = {"options": [dict(row, rank=None, verdict="unranked", flag=None)]}
     assert "FLAG: a cache could serve it" in ranking.table_rows(document)[0][9]
+
+
+def test_a_failed_option_is_reported_failed_with_its_error_and_the_others_still_rank():
+    failed = _row("broken", 0.5, nbytes=GIB // 2, canaries={"a": {"msg": "canary restore failed: rank 0: read x: ENOENT"}, "b": {"msg": ""}})
+    assert failed["error"] == "a: canary restore failed: rank 0: read x: ENOENT"
+    document = ranking.compare([failed, _row("slow", 4.0), _row("fast", 1.0)])
+    assert [(row["name"], row["rank"]) for row in document["options"]] == [("fast", 1), ("slow", 2), ("broken", None)]
+    broken = document["options"][2]
+    assert broken["verdict"] == "FAILED: a: canary restore failed: rank 0: read x: ENOENT"
+    # Its other bytes do not flag the others: the reference is the first option that ran.
+    assert document["options"][0]["flag"] is None and broken["flag"] == "failed: not ranked"
+    assert document["conclusion"] == "Measured options that meet the target: fast (best: fast)."
+    assert "FAILED: a: canary restore failed" in ranking.table_rows(document)[2][-1]
+    markdown = ranking.render_markdown(document)
+    assert "broken" in markdown and "FAILED" in markdown
