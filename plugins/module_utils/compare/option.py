@@ -119,6 +119,13 @@ def _judged(spec, ours, blocking, fits):
     return figure(ours["bytes"] / blocking["value"], "bytes / blocking seconds (the drain fits the interval)")
 
 
+def _error(canaries):
+    """The option's failure, "host: message; ..." from each host's canary.json msg (the module's failure), or None."""
+    failed = ["%s: %s" % (host, result["msg"]) for host, result in sorted((canaries or {}).items())
+              if isinstance(result, dict) and result.get("msg")]
+    return "; ".join(failed) or None
+
+
 def option_row(name, spec, context, diagnosis, ranks, deltas, canaries):
     """One option: name, shape, placement, both throughput figures, blocking, drain, restore,
     metadata ops, limiting layer and verdict (its diagnosis), the figure judged against the target."""
@@ -133,6 +140,7 @@ def option_row(name, spec, context, diagnosis, ranks, deltas, canaries):
     restore, restore_flag = _restore(ranks, canaries)
     return {
         "name": name,
+        "error": _error(canaries),
         "shape": spec.get("shape") or (context.get("canary") or {}).get("layout") or "unmeasured",
         "paths": list(spec.get("paths") or ([context["mount_point"]] if context.get("mount_point") else [])),
         "local_path": spec.get("local_path") or None,

@@ -48,13 +48,16 @@ def compare(rows):
         return {"options": [], "target_bytes_per_second": None, "target_text": "no options",
                 "conclusion": "No option was run.", "problems": []}
     target_rate, target_text, target_problem = _target(rows)
-    reference = rows[0]["bytes"]
+    # The reference: the first option that ran (a failed option is reported, never ranked nor compared with).
+    first = ([row for row in rows if not row.get("error")] or rows)[0]
     for row in rows:
         row["verdict"] = _verdict(row, target_rate)
         row["flag"] = None
-        if row["bytes"] != reference:
+        if row.get("error"):
+            row["verdict"], row["flag"] = "FAILED: %s" % row["error"], "failed: not ranked"
+        elif row["bytes"] != first["bytes"]:
             row["flag"] = ("different total bytes (%s against %s of %s): not ranked with the others"
-                           % (human.size(row["bytes"]), human.size(reference), rows[0]["name"]))
+                           % (human.size(row["bytes"]), human.size(first["bytes"]), first["name"]))
     comparable = [row for row in rows if row["flag"] is None]
     measured = sorted((row for row in comparable if row["judged"]["value"] is not None),
                       key=lambda row: -row["judged"]["value"])
@@ -141,7 +144,8 @@ def table_rows(document):
             _cell(row["blocking_seconds"], human.seconds),
             _cell(row["drain_seconds"], human.seconds) if row["local_path"] else NO_DRAIN,
             _restore_cell(row), _ops(row), _cell(row["limiting_layer"], str),
-            _cell(row["diagnosis_verdict"], str), row["verdict"] + (" - " + row["flag"] if row["flag"] else ""),
+            _cell(row["diagnosis_verdict"], str),
+            row["verdict"] + (" - " + row["flag"] if row["flag"] and not row.get("error") else ""),
         ])
     return cells
 
