@@ -401,7 +401,7 @@ def read_run(bundle):
         "client_files": kept, "canaries": canaries, "problems": list(bundle.get("problems") or []),
         # Per-op totals and transport ratios, once, over the usable clients: the diagnosis and the report read these.
         "ops": ops, "figures": client_figures(context, clients, ops),
-        "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view),
+        "checkpoint_seconds": _checkpoint_seconds(canary, capture_view),
         "capture": capture_view,
         "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
         "target": target,
@@ -451,6 +451,14 @@ def _capture_view(context, clients):
     return view
 
 
+def _checkpoint_seconds(canary, capture_view):
+    """The seconds the mount was written: a burst buffer's drain, else the canary's span, else the capture's window."""
+    drain = canary.get("drain")
+    if isinstance(drain, dict) and drain.get("seconds"):
+        return float(drain["seconds"])
+    return float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view)
+
+
 def _capture_seconds(capture_view):
     """The window on the controller's clock: the host samples bracket it, so CPU and link shares are not scaled."""
     return capture_view["seconds"] if capture_view else None
@@ -470,7 +478,13 @@ def seconds_text(seconds):
 
 
 def _achieved(canary, clients):
-    """(achieved bytes per second, where it comes from): the canary's MLPerf aggregate, else mountstats."""
+    """(achieved bytes per second, where it comes from): a burst buffer's drain to NFS (the ranks wrote to a
+    local path: what the mount took is the drain), else the canary's MLPerf aggregate, else mountstats."""
+    drain = canary.get("drain")
+    if isinstance(drain, dict) and drain.get("bytes") and drain.get("seconds"):
+        seconds = _number(drain["seconds"], "canary.drain.seconds")
+        return (_number(drain["bytes"], "canary.drain.bytes") / seconds,
+                "drain to NFS: bytes / (latest drain end - earliest drain start); the ranks wrote to a local path")
     if canary.get("bytes") and canary.get("seconds"):
         # MLPerf Storage rule: total bytes over the slowest rank's duration. context.yml is input:
         # a value that is no positive number fails naming its key.

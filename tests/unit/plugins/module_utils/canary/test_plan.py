@@ -260,7 +260,7 @@ def test_context_block_of_a_burst_buffer_carries_the_drain_to_nfs_and_the_shape(
                 "drain": {"start": 101.0, "end": 109.0, "bytes": 10, "seconds": 8.0}},
                {"ranks": [{"rank": 0, "start": 100.0, "end": 101.5, "bytes": 8, "error": None}], "shape": {"name": "torch_dcp"},
                 "drain": {"start": 102.0, "end": 111.0, "bytes": 10, "seconds": 9.0}}]
-    block = canary.context_block(results, "shared_file", 100.0, [{"offset_seconds": 0.0}, {"offset_seconds": -1.0}], ["a", "b"])
+    block = canary.context_block(results, "shared_file", 100.0, [{"offset_seconds": 0.0}, {"offset_seconds": 1.0}], ["a", "b"])
     assert block["shape"] == "torch_dcp"
     # b's clock is 1 s ahead: its drain is 101.0-110.0 on the controller's clock.
     assert block["drain"] == {"bytes": 20, "seconds": 9.0, "start": 101.0, "end": 110.0}
