@@ -268,3 +268,10 @@ def test_a_failed_option_is_reported_failed_with_its_error_and_the_others_still_
     assert "FAILED: a: canary restore failed" in ranking.table_rows(document)[2][-1]
     markdown = ranking.render_markdown(document)
     assert "broken" in markdown and "FAILED" in markdown
+
+
+def test_an_option_may_read_back_and_a_bad_restore_is_refused():
+    options = plan.compare_options([{"name": "m", "shape": "mlperf_llama3_8b", "restore": True}, {"name": "f"}], "/mnt/a")
+    assert [option["restore"] for option in options] == [True, False]
+    with pytest.raises(plan.PlanError, match=r"ckptio_compare_options\[0\].restore must be true or false"):
+        plan.compare_options([{"name": "m", "restore": "yes"}], "/mnt/a")
