@@ -257,6 +257,12 @@ def context_block(results, layout, start_at=None, clocks=None, hosts=None):
     drain = _drain_block(results, names, offsets)
     if drain is not None:
         block["drain"] = drain
+    # Several NFS paths (the canary's `paths`): their mount points, each client's mountstats of all of them is diagnosed.
+    points = []
+    for result in results:
+        points.extend(m.get("mount_point") for m in (result or {}).get("mounts") or () if m.get("mount_point") not in points)
+    if len(points) > 1:
+        block["mount_points"] = points
     if clocks is not None:
         block.update({"start_spread_seconds": summary["start_spread_seconds"], "synchronized": summary["synchronized"],
                       "start_spread_uncertainty_seconds": summary["start_spread_uncertainty_seconds"],

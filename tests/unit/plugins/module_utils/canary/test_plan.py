@@ -265,3 +265,10 @@ def test_context_block_of_a_burst_buffer_carries_the_drain_to_nfs_and_the_shape(
     # b's clock is 1 s ahead: its drain is 101.0-110.0 on the controller's clock.
     assert block["drain"] == {"bytes": 20, "seconds": 9.0, "start": 101.0, "end": 110.0}
     assert "drain" not in canary.context_block([{"ranks": results[0]["ranks"]}], "shared_file", 100.0)
+
+
+def test_context_block_names_every_mount_of_several_paths_once():
+    mounts = [{"mount_point": "/mnt/nfs"}, {"mount_point": "/mnt/nfs-b"}]
+    results = [{"ranks": [], "mounts": mounts}, {"ranks": [], "mounts": mounts}]
+    assert canary.context_block(results, "file_per_rank")["mount_points"] == ["/mnt/nfs", "/mnt/nfs-b"]
+    assert "mount_points" not in canary.context_block([{"ranks": [], "mounts": mounts[:1]}], "file_per_rank")
