@@ -693,7 +693,7 @@ def _ops_lines(ops):
 
 def render_markdown(metrics, before=None, rows=None, figure_note=None):
     """report.md: first screen, before/after, figures, latency, hosts, restore, capture; titled with the shape written."""
-    shape = " (%s)" % metrics["canary_layout"] if metrics.get("canary_layout") else ""
+    shape = " (%s)" % metrics["canary_layout"] if metrics.get("canary_layout") not in (None, metrics.get("label")) else ""
     lines = ["# Checkpoint validation: %s%s" % (metrics.get("label") or "run", shape), ""] + _first_screen_lines(metrics)
     if before is not None and rows:
         lines += _comparison_lines(metrics, before, rows)
