@@ -15,16 +15,13 @@ description:
     into disjoint ranges of one shared file with C(pwrite) (O(layout=shared_file), the pattern of a
     single-file checkpoint) or into files of their own (O(layout=file_per_rank), the PyTorch DCP and
     MLPerf Storage pattern), then C(fsync) and close, as a real checkpoint does.
-  - Two-phase start with O(barrier_dir) (what roles/canary_validation uses) - the canary prepares (directory, files,
-    ranks forked and blocked), writes C(ready.json), waits for the controller's C(go.json) (C(go_at), on this host's
-    clock) or C(abort.json), and writes C(done.json) when it ends; every rank sleeps until go, so hosts begin together.
-  - Without O(barrier_dir) the ranks wait for O(start_at). Each reports its start, end, bytes and error; the aggregate
-    follows MLPerf Storage's rule (total bytes / (latest end - earliest start)).
+  - Two-phase start with O(barrier_dir) (roles/canary_validation) - prepare, write C(ready.json), wait for C(go.json)
+    (C(go_at), this host's clock) or C(abort.json), write C(done.json) at the end; without it the ranks wait for O(start_at).
+    Each rank reports start, end, bytes and error; the aggregate is MLPerf Storage's rule (bytes / (latest end - earliest start)).
   - Samples the tasks in D state and their C(wchan) once a second. Ranks not done within O(timeout) get SIGKILL; after at
     most O(kill_grace) more seconds the module fails naming each with its state and C(wchan), never waiting on a D state.
-  - Writes only inside a 0700 directory it makes under O(path) (files opened relative to it, C(O_NOFOLLOW)), removed
-    afterwards, after a failure too, unless O(keep=true), by a detached helper that first waits for every rank to exit.
-  - Data is random, each block stamped with its offset, so a compressing or deduplicating server cannot shortcut it.
+  - Writes only inside a 0700 directory it makes under O(path) (C(O_NOFOLLOW)), removed afterwards, after a failure too, unless
+    O(keep=true), by a detached helper that waits for every rank first. Blocks are random, each stamped with its offset.
   - With O(restore=true) the canary also measures the checkpoint's load (MLPerf Storage times save and load). Once every
     rank of this host has fsynced, the reads are released together (a second go line; with O(barrier_dir) after
     C(written.json) and the controller's C(read_go.json) or C(abort.json), waited for at most O(barrier_timeout)) and
@@ -82,10 +79,7 @@ options:
     description: C(fsync) every file before the rank's end time, as MLPerf Storage requires.
     type: bool
     default: true
-  direct:
-    description: Open with C(O_DIRECT) (page-aligned buffers), bypassing the client page cache.
-    type: bool
-    default: false
+  direct: {description: "Open with C(O_DIRECT) (page-aligned buffers), bypassing the client page cache.", type: bool, default: false}
   start_at:
     description:
       - Unix epoch (seconds, may have a fraction) at which every rank starts writing. Set it once on
@@ -118,7 +112,7 @@ options:
     type: float
     default: 600
   kill_grace:
-    description: Seconds to wait for stalled ranks to exit after SIGKILL before failing anyway.
+    description: Seconds to wait for stalled ranks after SIGKILL before failing anyway.
     type: float
     default: 5
   allow_local:
@@ -165,18 +159,9 @@ options:
       - Each host's canary is its own checkpoint directory; the job's rank 0 (O(first_rank=0)) alone coordinates.
     type: str
     choices: [shared_file, file_per_rank, torch_dcp, megatron, mlperf_llama3_8b, mlperf_llama3_70b, mlperf_llama3_405b, mlperf_llama3_1t]
-  shape_scale:
-    description: Factor on the MLPerf shapes' per-rank bytes (the model's size) so they fit the cluster or the lab.
-    type: float
-    default: 1.0
-  thread_count:
-    description: Writer threads of O(shape=torch_dcp) (files per rank, as FileSystemWriter's C(thread_count)).
-    type: int
-    default: 1
-  num_checkpoints:
-    description: Checkpoints written one after another by the MLPerf shapes, each after a 5 s pause and a barrier of this host's ranks.
-    type: int
-    default: 1
+  shape_scale: {description: "Factor on the MLPerf shapes' per-rank bytes (the model's size) to fit the cluster or the lab.", type: float, default: 1.0}
+  thread_count: {description: "Writer threads of O(shape=torch_dcp) (files per rank, FileSystemWriter's C(thread_count)).", type: int, default: 1}
+  num_checkpoints: {description: "Checkpoints the MLPerf shapes write one after another (a 5 s pause and a barrier before each).", type: int, default: 1}
   first_rank:
     description: Global rank of this host's rank 0 (host index x O(ranks)); names the files and spreads ranks over O(paths).
     type: int
@@ -194,19 +179,28 @@ options:
       - Burst buffer - a node-local directory (NVMe, tmpfs) the ranks write to; then a drain copies the files to their NFS
         path and RV(drain) times it. Refused when this host's bytes do not fit its free space. Empty means direct writes.
     type: path
-  drain_rate_limit:
-    description: Bytes per second the drain may use on this host (shared by the ranks' drains); 0 means no cap.
-    type: int
-    default: 0
+  drain_rate_limit: {description: "Bytes per second the drain may use on this host (shared by its ranks); 0 means no cap.", type: int, default: 0}
   checkpoint_interval_seconds:
     description:
       - Seconds between checkpoints in training; 0 means not given. With O(local_path), RV(drain) says whether the drain fits.
       - Refused when O(drain_rate_limit) makes the drain provably longer (this host's bytes / rate > interval).
     type: int
     default: 0
+  job_id:
+    description:
+      - One checkpoint directory per path shared by the job's hosts, C(ckptio-canary-job-<job_id>), files named by global rank;
+        made by the first host, never removed here (the caller removes it once every host is done; roles/canary_validation does).
+      - Needs O(shape=file_per_rank) or an MLPerf shape. Omitted means this host's own work directory.
+    type: str
+  job_ranks: {description: "Ranks of the whole job (hosts x O(ranks)) with O(job_id); 0 means not given.", type: int, default: 0}
+  recovery_rank_shift:
+    description:
+      - MLPerf's read-back (DLIO's C(recovery_rank_shift)); with O(restore=true), O(job_id) and O(job_ranks) global rank g reads
+        the files of rank (g + shift) mod O(job_ranks). O(ranks) makes the reader another host, whose client never cached them.
+    type: int
+    default: 0
 notes:
-  - Ranks are forked processes; results, D-state samples and cleanup do not depend on the play's
-    connection staying open.
+  - Ranks are forked processes; results, samples and cleanup do not depend on the play's connection.
 seealso:
   - name: MLPerf Storage checkpointing rules
     description: Duration is the slowest rank; throughput is total bytes over that duration.
@@ -259,7 +253,8 @@ ranks:
     - Per-rank results; start and end are Unix epochs, error is null on success. With O(num_checkpoints) > 1 one record
       a rank and checkpoint (C(checkpoint), its index; RV(summary) then has C(checkpoints), one aggregate each).
     - With O(restore=true) also C(read_start), C(read_end) (epochs), C(read_bytes), C(read_error) (null on success),
-      C(verify_errors) (at most 8 bad blocks, each C({file, offset, problem})) and C(verify_error_count) (all of them).
+      C(verify_errors) (at most 8 bad blocks, each C({file, offset, problem})), C(verify_error_count) (all of them) and,
+      with O(recovery_rank_shift), C(read_from_rank) (the global rank whose files it read).
   returned: when the ranks ran
   type: list
   elements: dict
@@ -278,6 +273,8 @@ summary:
           a rank with a read or verify error is left out of the span), computed by the same function, with
           C(max_start_delay_seconds) measured from C(read_go_at) (the read go on this host's clock), plus
           C(restore_cache) (the method used), C(verify_error_count) and C(skipped) (null, or why no rank read).
+        - C(read_from) - C(recovery_rank_shift), C(other_host) (every rank read another host's files) and C(cache_risk)
+          (null, or why a cache could serve the read - flag the figure then, never average it with cold reads).
       returned: when O(restore=true) and the ranks ran
       type: dict
 restore:
@@ -414,6 +411,9 @@ def main():
             local_path=dict(type="path"),
             drain_rate_limit=dict(type="int", default=0),
             checkpoint_interval_seconds=dict(type="int", default=0),
+            job_id=dict(type="str"),
+            job_ranks=dict(type="int", default=0),
+            recovery_rank_shift=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )

@@ -104,7 +104,9 @@ options:
   description:
     - One row per option, ranked - C(name), C(rank) (null when not ranked), C(verdict), C(flag), C(throughput)
       (C(ours), C(mlperf_published), C(published_over_ours)), C(blocking_seconds), C(drain_seconds), C(restore),
+      C(restore_published) (MLPerf's figure over the read), C(restore_cache_flag) (why a cache could serve the read, or null),
       C(metadata_ops), C(limiting_layer), C(diagnosis_verdict), C(judged); every figure is C({value, rests_on}).
+    - C(error) - a failed option's error (each host's canary message), else null; it is reported, never ranked.
   returned: always
   type: list
   elements: dict

@@ -746,6 +746,13 @@ row("checkpoint_canary", "drain_rate_limit", "without-local-path", {"drain_rate_
 row("checkpoint_canary", "checkpoint_interval_seconds", "negative", {"checkpoint_interval_seconds": -1})
 row("checkpoint_canary", "checkpoint_interval_seconds", "shorter-than-drain",
     Deferred(lambda w: {"local_path": w.path("local"), "drain_rate_limit": 1, "checkpoint_interval_seconds": 1}))
+row("checkpoint_canary", "job_id", "bad-chars", {"shape": "file_per_rank", "job_id": "../x"})
+row("checkpoint_canary", "job_id", "coordinator-shape", {"shape": "torch_dcp", "job_id": "j1"})
+row("checkpoint_canary", "job_ranks", "not-a-multiple", {"shape": "file_per_rank", "ranks": 2, "job_id": "j1", "job_ranks": 3})
+row("checkpoint_canary", "recovery_rank_shift", "negative", {"recovery_rank_shift": -1})
+row("checkpoint_canary", "recovery_rank_shift", "without-restore", {"recovery_rank_shift": 1})
+for _option in ("job_ranks", "recovery_rank_shift"):
+    row("checkpoint_canary", _option, "type", {_option: "many"})
 unknown_row("checkpoint_canary", "rank")
 
 # -- tcp_probe --------------------------------------------------------------------------------

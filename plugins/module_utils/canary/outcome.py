@@ -38,6 +38,7 @@ def fill(result, params, written, read, diff=False):
     result["summary"] = plan.aggregate(results, result["start_at"] if timed else None)
     if read is not None:
         result["summary"]["restore"] = restore.summary(results, read.read_at, params["restore_cache"], read.skipped)
+        result["summary"]["restore"]["read_from"] = restore.read_from(params)
     result["dstate_samples"] = samples
     result["host_samples"] = written.host_samples
     result["harness"] = written.harness

@@ -216,6 +216,19 @@ def _layout_written(results, layout):
     return "shared_file" if names == {"shared_file"} else "file_per_rank"
 
 
+def _drain_block(results, names, offsets):
+    """A burst buffer's drain to NFS over every client (latest drain end - earliest drain start, on the controller's
+    clock): {bytes, seconds, start, end}; None when no client drained, or one has no span."""
+    drains = [(name, (result or {}).get("drain")) for name, result in zip(names, results)]
+    drains = [(name, drain) for name, drain in drains if isinstance(drain, dict)]
+    if not drains or any(drain.get("start") is None or drain.get("end") is None for _name, drain in drains):
+        return None
+    starts = [clock.to_controller_time(drain["start"], clock.offset_of(offsets.get(name))) for name, drain in drains]
+    ends = [clock.to_controller_time(drain["end"], clock.offset_of(offsets.get(name))) for name, drain in drains]
+    return {"bytes": int(sum(drain.get("bytes") or 0 for _name, drain in drains)), "seconds": round(max(ends) - min(starts), 3),
+            "start": min(starts), "end": max(ends)}
+
+
 def context_block(results, layout, start_at=None, clocks=None, hosts=None):
     """The `canary` block of context.yml from every client's canary result (what the module returned).
 
@@ -238,6 +251,18 @@ def context_block(results, layout, start_at=None, clocks=None, hosts=None):
     block = {"layout": _layout_written(results, layout), "ranks": len(ranks), "clients": len(results),
              "bytes": int(summary["total_bytes"]),
              "seconds": seconds, "start_at": float(start_at) if results and start_at is not None else None}
+    shapes = set(((result or {}).get("shape") or {}).get("name") for result in results) - {None}
+    if len(shapes) == 1:
+        block["shape"] = shapes.pop()
+    drain = _drain_block(results, names, offsets)
+    if drain is not None:
+        block["drain"] = drain
+    # Several NFS paths (the canary's `paths`): their mount points, each client's mountstats of all of them is diagnosed.
+    points = []
+    for result in results:
+        points.extend(m.get("mount_point") for m in (result or {}).get("mounts") or () if m.get("mount_point") not in points)
+    if len(points) > 1:
+        block["mount_points"] = points
     if clocks is not None:
         block.update({"start_spread_seconds": summary["start_spread_seconds"], "synchronized": summary["synchronized"],
                       "start_spread_uncertainty_seconds": summary["start_spread_uncertainty_seconds"],

@@ -22,6 +22,7 @@ of a second block per rank (canary_limits.memory_error's blocks_per_rank).
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 
 # none: no emptying at all, a warm read - the control that shows what a cold cache changes (the
 # diagnosis's cold_cache measures how much came from the server either way).
@@ -166,6 +167,28 @@ def summary(results, read_go_at, cache, skipped=None):
     block.update({"restore_cache": cache, "read_go_at": read_go_at, "skipped": skipped,
                   "verify_error_count": sum(r.get("verify_error_count") or 0 for r in results)})
     return block
+
+
+def read_from(params):
+    """Whose files this host's ranks read back and whether a cache could serve them (summary.restore.read_from).
+
+    cache_risk is None when nothing this client holds can serve the read: the files are another host's
+    (recovery_rank_shift; MLPerf's rules: write, clear the cache, read) or the reads are O_DIRECT; else
+    why the client's page cache may serve part of it - the figure is then flagged, never averaged in.
+    The server's cache is not emptied either way."""
+    first = params["first_rank"]
+    other = all(shapes.reads_other_host(first + rank, params) for rank in range(params["ranks"]))
+    shift = params.get("recovery_rank_shift") or 0
+    if other:
+        risk = None
+    elif params["restore_cache"] == "direct":
+        risk = None
+    elif params["restore_cache"] == "none":
+        risk = "warm read: this host's own files with restore_cache=none (its page cache may serve them)"
+    else:
+        risk = ("this host's own files, its pages dropped by fadvise (the call is guaranteed, not that every page went;"
+                " diagnose_bundle measures restore.cold_cache)")
+    return {"recovery_rank_shift": shift, "other_host": other, "cache_risk": risk}
 
 
 def failure_message(results, skipped=None):

@@ -22,6 +22,13 @@ directory (its rank 0 makes it where the writer's rank 0 does), but only the job
 (first_rank 0) does the coordinator's work - the metadata, the rename, the tracker - once per
 checkpoint as the writers do (the lab showed one RENAME per client before). It does it after its
 own host's ranks are done: the canary has no barrier across hosts.
+
+A job (job_id, job_ranks; MLPerf shapes and file_per_rank only, the ones with no coordinator) shares
+one checkpoint directory per path across its hosts, the files named by global rank. With
+recovery_rank_shift the read-back is MLPerf's (DLIO's load_checkpoint with recovery_rank_shift):
+global rank g reads the files global rank (g + shift) mod job_ranks wrote - with the shift a whole
+host's ranks, a host the reader's client never cached them on (MLPerf's rules: write, clear the
+cache, read).
 """
 
 from __future__ import annotations
@@ -55,6 +62,11 @@ DCP_DIR = "checkpoint"
 MEGATRON_DIR = "iter_0000001"
 MEGATRON_TRACKER = "latest_checkpointed_iteration.txt"
 DIRECTORY_BY = {"torch_dcp": "every_rank", "megatron": "rank_0"}
+# The shapes whose job may share one directory across hosts: no coordinator (whose work would need a
+# barrier across hosts first) and no shared file (whose offsets are per host).
+JOB_SHAPES = ("file_per_rank",) + MLPERF_SHAPES
+JOB_DIR_PREFIX = "ckptio-canary-job-"
+JOB_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +123,7 @@ class ShapePlan:
     directory_by: str
     shared_files: tuple = ()
     num_checkpoints: int = 1
+    reads: tuple = ()
 
     def rank_plans(self):
         """The result's `plan` (files as plan.plan_ranks gives them; ops and outputs for the shapes with metadata)."""
@@ -121,6 +134,8 @@ class ShapePlan:
             if self.name not in LAYOUT_SHAPES:
                 entry["ops"] = [op.as_dict() for op in rank.ops]
             plans.append(entry)
+        for entry, read in zip(plans, self.reads):
+            entry["read"] = {"global_rank": read.global_rank, "path_index": read.path_index, "files": read.files()}
         return plans
 
     def summary(self):
@@ -130,7 +145,8 @@ class ShapePlan:
                 "bytes_per_file": sorted({item["length"] for item in files}),
                 "bytes_per_rank": sum(item["length"] for item in files),
                 "metadata_ops_per_rank": max(len(rank.metadata_ops()) for rank in self.ranks),
-                "directory_by": self.directory_by, "num_checkpoints": self.num_checkpoints}
+                "directory_by": self.directory_by, "num_checkpoints": self.num_checkpoints,
+                "reads_ranks": [read.global_rank for read in self.reads]}
 
 
 def bytes_per_rank(name, params):
@@ -165,10 +181,47 @@ def validate(params):
         errors.append("first_rank must be 0 or more, got %d" % params["first_rank"])
     if params.get("shape") and params["shape"] not in LAYOUT_SHAPES and params["files_per_rank"] != 1:
         errors.append("files_per_rank is set by shape=%s (thread_count for torch_dcp); leave it at 1" % params["shape"])
+    errors += job_errors(params, name)
     if not errors and name in MLPERF_SHAPES and bytes_per_rank(name, params) < params["block_size"]:
         errors.append("shape_scale=%s makes %s's %d bytes per rank smaller than block_size (%d)"
                       % (params["shape_scale"], name, bytes_per_rank(name, params), params["block_size"]))
     return errors
+
+
+def job_errors(params, name):
+    """Errors of job_id, job_ranks and recovery_rank_shift (a job's shared directory and MLPerf's read-back)."""
+    job_id, job_ranks, shift = params.get("job_id"), params.get("job_ranks") or 0, params.get("recovery_rank_shift") or 0
+    errors = []
+    if job_id is not None:
+        if not job_id or len(job_id) > 64 or any(char not in JOB_ID_CHARS for char in job_id):
+            errors.append("job_id must be 1 to 64 letters, digits, '_' or '-', got %r" % job_id)
+        if name not in JOB_SHAPES:
+            errors.append("job_id (one directory shared by the job's hosts) needs shape %s, got %s (a coordinator would need a"
+                          " barrier across hosts, a shared file offsets across hosts)" % (" or ".join(JOB_SHAPES), name))
+    if job_ranks and (job_ranks < params["first_rank"] + params["ranks"] or job_ranks % params["ranks"]):
+        errors.append("job_ranks must be a multiple of ranks (%d) of at least first_rank + ranks (%d), got %d"
+                      % (params["ranks"], params["first_rank"] + params["ranks"], job_ranks))
+    if shift < 0:
+        errors.append("recovery_rank_shift must be 0 or more, got %d" % shift)
+    elif shift and not (params["restore"] and job_id is not None and job_ranks):
+        errors.append("recovery_rank_shift needs restore=true, job_id and job_ranks (the files read are another host's)")
+    return errors
+
+
+def read_target(global_rank, params):
+    """The global rank whose files global_rank reads back: (global_rank + recovery_rank_shift) mod job_ranks."""
+    shift, job_ranks = params.get("recovery_rank_shift") or 0, params.get("job_ranks") or 0
+    return (global_rank + shift) % job_ranks if shift and job_ranks else global_rank
+
+
+def reads_other_host(global_rank, params):
+    """True when the files global_rank reads were written on another host (hosts hold `ranks` ranks each)."""
+    return read_target(global_rank, params) // params["ranks"] != global_rank // params["ranks"]
+
+
+def job_dir(params):
+    """The job's shared directory name in each path, or None without job_id."""
+    return JOB_DIR_PREFIX + params["job_id"] if params.get("job_id") is not None else None
 
 
 def _layout(name, params, path_count):
@@ -243,7 +296,17 @@ def _mlperf(name, params, rank, global_rank):
 
 
 def resolve(params, path_count=1):
-    """The ShapePlan of the options (validate() first): ranks round-robin over path_count paths by global rank."""
+    """The ShapePlan of the options (validate() first): ranks round-robin over path_count paths by global rank;
+    with recovery_rank_shift each rank's read (the files of read_target, as that rank writes them)."""
+    shape_plan = _resolve(params, path_count)
+    if not (params.get("recovery_rank_shift") and params.get("job_ranks")):
+        return shape_plan
+    reads = tuple(_resolve(dict(params, ranks=1, first_rank=read_target(rank.global_rank, params)), path_count).ranks[0]
+                  for rank in shape_plan.ranks)
+    return dataclasses.replace(shape_plan, reads=reads)
+
+
+def _resolve(params, path_count):
     name = shape_name(params)
     if name in LAYOUT_SHAPES:
         return _layout(name, params, path_count)

@@ -22,7 +22,9 @@ OPS_COLOURS = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 def _label(row):
     text = "%s\n%s" % (row["name"][:28], row["shape"][:28])
-    if row["flag"]:
+    if row.get("error"):
+        text += "\n(FAILED: see compare.md)"
+    elif row["flag"]:
         text += "\n(other bytes: not ranked)"
     return text
 

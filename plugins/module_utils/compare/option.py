@@ -73,11 +73,30 @@ def _drain(spec, canaries):
     return figure(seconds, note + " (each host's clock)"), verdict
 
 
-def _restore(ranks):
+def _read_from(canaries):
+    """(whose files the hosts read, the cache flag or None): from each host's summary.restore.read_from
+    (canary/restore.read_from). A read a cache could serve is flagged, never averaged with cold ones."""
+    found = dict((host, ((result.get("summary") or {}).get("restore") or {}).get("read_from"))
+                 for host, result in sorted((canaries or {}).items()) if isinstance(result, dict))
+    found = dict((host, value) for host, value in found.items() if isinstance(value, dict))
+    if not found:
+        return "whose files: not recorded", None
+    risks = ["%s: %s" % (host, value["cache_risk"]) for host, value in found.items() if value.get("cache_risk")]
+    shifts = sorted(set(value.get("recovery_rank_shift") or 0 for value in found.values()))
+    if all(value.get("other_host") for value in found.values()):
+        whose = "each rank read another host's files (recovery_rank_shift %s; no client read what it wrote)" % "/".join(map(str, shifts))
+    else:
+        whose = "each rank read its own host's files"
+    return whose, ("could be served by a cache - " + "; ".join(risks)) if risks else None
+
+
+def _restore(ranks, canaries=None):
     summary = canary.aggregate(ranks, fields=canary.READ_FIELDS)
     if not summary["finished_ranks"]:
-        return figure(None, "unmeasured: no read-back in this run")
-    return figure(summary["throughput_bytes_per_second"], "read bytes / (latest read end - earliest read start), every rank")
+        return figure(None, "unmeasured: no read-back in this run"), None
+    whose, flag = _read_from(canaries)
+    rests_on = "read bytes / (latest read end - earliest read start), every rank; %s" % whose
+    return figure(summary["throughput_bytes_per_second"], rests_on + ("; FLAGGED: %s" % flag if flag else "")), flag
 
 
 def _diagnosis(diagnosis):
@@ -100,6 +119,13 @@ def _judged(spec, ours, blocking, fits):
     return figure(ours["bytes"] / blocking["value"], "bytes / blocking seconds (the drain fits the interval)")
 
 
+def _error(canaries):
+    """The option's failure, "host: message; ..." from each host's canary.json msg (the module's failure), or None."""
+    failed = ["%s: %s" % (host, result["msg"]) for host, result in sorted((canaries or {}).items())
+              if isinstance(result, dict) and result.get("msg")]
+    return "; ".join(failed) or None
+
+
 def option_row(name, spec, context, diagnosis, ranks, deltas, canaries):
     """One option: name, shape, placement, both throughput figures, blocking, drain, restore,
     metadata ops, limiting layer and verdict (its diagnosis), the figure judged against the target."""
@@ -111,8 +137,10 @@ def option_row(name, spec, context, diagnosis, ranks, deltas, canaries):
     drain, fits = _drain(spec, canaries)
     limiting, verdict = _diagnosis(diagnosis)
     target = context.get("target") or {}
+    restore, restore_flag = _restore(ranks, canaries)
     return {
         "name": name,
+        "error": _error(canaries),
         "shape": spec.get("shape") or (context.get("canary") or {}).get("layout") or "unmeasured",
         "paths": list(spec.get("paths") or ([context["mount_point"]] if context.get("mount_point") else [])),
         "local_path": spec.get("local_path") or None,
@@ -121,7 +149,9 @@ def option_row(name, spec, context, diagnosis, ranks, deltas, canaries):
         "blocking_seconds": blocking,
         "drain_seconds": drain,
         "drain_fits_interval": fits,
-        "restore": _restore(ranks),
+        "restore": restore,
+        "restore_published": throughput.published_read(ranks),
+        "restore_cache_flag": restore_flag,
         "metadata_ops": _metadata(deltas),
         "limiting_layer": limiting,
         "diagnosis_verdict": verdict,

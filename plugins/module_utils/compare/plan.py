@@ -22,7 +22,7 @@ NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 TIMESTAMP = re.compile(r"^[0-9]{8}T[0-9]{6}$")
 # canary_validation's own defaults for the shape options (roles/canary_validation/defaults/main.yml).
 DEFAULTS = {"shape": "file_per_rank", "paths": None, "local_path": "", "shape_scale": 1.0, "thread_count": 1,
-            "num_checkpoints": 1, "drain_rate_limit": 0, "checkpoint_interval_seconds": 0}
+            "num_checkpoints": 1, "drain_rate_limit": 0, "checkpoint_interval_seconds": 0, "restore": False}
 
 
 class PlanError(ValueError):
@@ -60,6 +60,8 @@ def _normalised(index, option, mount, layout):
     # shapes), the inventory's otherwise (a shape sets its own).
     result["layout"] = result["shape"] if result["shape"] in LAYOUT_SHAPES else layout
     result["local_path"] = result["local_path"] or ""
+    if not isinstance(result["restore"], bool):
+        raise PlanError("ckptio_compare_options[%d].restore must be true or false (got %r)" % (index, result["restore"]))
     return result
 
 

@@ -48,13 +48,16 @@ def compare(rows):
         return {"options": [], "target_bytes_per_second": None, "target_text": "no options",
                 "conclusion": "No option was run.", "problems": []}
     target_rate, target_text, target_problem = _target(rows)
-    reference = rows[0]["bytes"]
+    # The reference: the first option that ran (a failed option is reported, never ranked nor compared with).
+    first = ([row for row in rows if not row.get("error")] or rows)[0]
     for row in rows:
         row["verdict"] = _verdict(row, target_rate)
         row["flag"] = None
-        if row["bytes"] != reference:
+        if row.get("error"):
+            row["verdict"], row["flag"] = "FAILED: %s" % row["error"], "failed: not ranked"
+        elif row["bytes"] != first["bytes"]:
             row["flag"] = ("different total bytes (%s against %s of %s): not ranked with the others"
-                           % (human.size(row["bytes"]), human.size(reference), rows[0]["name"]))
+                           % (human.size(row["bytes"]), human.size(first["bytes"]), first["name"]))
     comparable = [row for row in rows if row["flag"] is None]
     measured = sorted((row for row in comparable if row["judged"]["value"] is not None),
                       key=lambda row: -row["judged"]["value"])
@@ -116,6 +119,16 @@ def _ops(row):
     return ", ".join("%s %s" % (name, human.number(value)) for name, value in values) or "none"
 
 
+def _restore_cell(row):
+    """Restore, both ways of counting (ours / MLPerf published), and the cache flag - never averaged away."""
+    if row["restore"]["value"] is None:
+        return UNMEASURED
+    published = (row.get("restore_published") or {}).get("gib_per_second")
+    text = "%s (published %s)" % (human.rate(row["restore"]["value"]),
+                                  "%s GiB/s" % human.number(published, 3) if published is not None else UNMEASURED)
+    return text + (" - FLAG: a cache could serve it" if row.get("restore_cache_flag") else "")
+
+
 def table_rows(document):
     """The table's cells, one list per option (Markdown and the figure's footnote use them)."""
     cells = []
@@ -130,8 +143,9 @@ def table_rows(document):
              if published is not None else UNMEASURED),
             _cell(row["blocking_seconds"], human.seconds),
             _cell(row["drain_seconds"], human.seconds) if row["local_path"] else NO_DRAIN,
-            _cell(row["restore"], human.rate), _ops(row), _cell(row["limiting_layer"], str),
-            _cell(row["diagnosis_verdict"], str), row["verdict"] + (" - " + row["flag"] if row["flag"] else ""),
+            _restore_cell(row), _ops(row), _cell(row["limiting_layer"], str),
+            _cell(row["diagnosis_verdict"], str),
+            row["verdict"] + (" - " + row["flag"] if row["flag"] and not row.get("error") else ""),
         ])
     return cells
 

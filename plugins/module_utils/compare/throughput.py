@@ -133,3 +133,23 @@ def two_figures(ranks):
     if published["bytes_per_second"] and ours["bytes_per_second"]:
         ratio = published["bytes_per_second"] / ours["bytes_per_second"]
     return {"ours": ours, "mlperf_published": published, "published_over_ours": ratio}
+
+
+READ_PUBLISHED_RULE = ("checkpoint bytes read / rank 0's own read duration, in GiB/s (DLIO statscounter.py end_load_ckpt,"
+                       " the load's counterpart of the save figure)")
+
+
+def published_read(ranks):
+    """MLPerf's published restore figure over the read fields of the rank records (read_start, read_end,
+    read_bytes): {gib_per_second, bytes_per_second, rank0_seconds, rests_on, problem}; None values when
+    no rank read or rank 0 did not finish its read."""
+    records = [dict(record, start=record.get("read_start"), end=record.get("read_end"), bytes=record.get("read_bytes") or 0,
+                    error=record.get("error") or record.get("read_error") or (record.get("verify_error_count") and "verify errors"))
+               for record in (ranks or []) if record.get("read_start") is not None or record.get("read_error")]
+    if not records:
+        return {"gib_per_second": None, "bytes_per_second": None, "rank0_seconds": None, "rests_on": READ_PUBLISHED_RULE,
+                "problem": "no read-back in this run"}
+    row = _published_checkpoint(0, records)
+    value = row["gib_per_second"]
+    return {"gib_per_second": value, "bytes_per_second": value * GIB if value is not None else None,
+            "rank0_seconds": row["rank0_seconds"], "rests_on": READ_PUBLISHED_RULE, "problem": row["problem"]}

@@ -133,6 +133,8 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "target_bytes_per_second": run["target_bps"],
         "achieved_bytes_per_second": run["achieved"],
         "achieved_source": run["achieved_source"],
+        # Several NFS paths: ops, bytes and RTT per path and in total (diagnosis/paths.py); absent with one.
+        **({"paths": run["paths"]} if run.get("paths") else {}),
         "gap_factor": run["gap"],
         "limiting_layer": limiting,
         "contributing": contributing,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import limit_label
 
@@ -45,6 +46,7 @@ def render_markdown(diagnosis):
     lines += ["", "**%s**" % _cut_host_lists(diagnosis["summary"], hosts), ""]
     lines += _figure_lines(diagnosis, hosts)
     lines += _restore_lines(diagnosis.get("restore"))
+    lines += [""] + nfs_paths.markdown_lines(diagnosis.get("paths")) if diagnosis.get("paths") else []
     lines += ["", "## Evidence", ""] + _evidence_lines(diagnosis["evidence"], hosts)
     lines += ["", "## Recommendations", ""] + _recommendation_lines(diagnosis["recommendations"], hosts)
     lines += ["", "## Per host", ""]

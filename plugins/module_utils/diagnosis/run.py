@@ -7,6 +7,7 @@ achieved, capacity and per-op totals over the clients the diagnosis uses), once.
 
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
@@ -149,24 +150,31 @@ def int_setting(settings, name):
         return None
 
 
-def _client_view(host, files, mount_point):
+def _client_view(host, files, mount_point, mount_points=None):
     """(view, None) for the host's mount on mount_point, or (None, excluded) when its capture is
-    not usable (stats_delta decides: truncated, reset or new_mount)."""
+    not usable (stats_delta decides: truncated, reset or new_mount). mount_points (the canary's several
+    paths): every one's delta is read, the view's delta is their merge (diagnosis/paths.py), `paths` each."""
     for name in ("mountstats_before", "mountstats_after"):
         if not files.get(name):
             raise BundleError("clients/%s/%s.txt is missing or empty" % (host, name))
-    # The text itself, not its lines: a last line cut without its newline stays visible.
-    deltas = mountstats_delta(files["mountstats_after"], files["mountstats_before"], mount_points=[mount_point] if mount_point else None)
-    if not deltas:
-        raise BundleError("clients/%s: no NFS mount on %s in mountstats_after.txt" % (host, mount_point))
-    # The kernel lists mounts in mount order: with several blocks on the path (the same export
-    # mounted twice), the last is the mount on top, the one the checkpoint path resolves to.
-    delta = deltas[-1]
-    if not delta["usable"]:
-        return None, {"host": host, "mount_point": delta["mount_point"], "device": delta["device"],
-                      "problems": delta["problems"], "problem_details": delta["problem_details"]}
+    path_deltas = []
+    for point in (mount_points if mount_points and len(mount_points) > 1 else [mount_point]):
+        # The text itself, not its lines: a last line cut without its newline stays visible.
+        deltas = mountstats_delta(files["mountstats_after"], files["mountstats_before"], mount_points=[point] if point else None)
+        if not deltas:
+            raise BundleError("clients/%s: no NFS mount on %s in mountstats_after.txt" % (host, point))
+        # The kernel lists mounts in mount order: with several blocks on the path (the same export
+        # mounted twice), the last is the mount on top, the one the checkpoint path resolves to.
+        delta = deltas[-1]
+        if not delta["usable"]:
+            return None, {"host": host, "mount_point": delta["mount_point"], "device": delta["device"],
+                          "problems": delta["problems"], "problem_details": delta["problem_details"]}
+        path_deltas.append(delta)
     dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
-    return {"host": host, "delta": delta, "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}, None
+    view = {"host": host, "delta": nfs_paths.merge_deltas(path_deltas), "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}
+    if len(path_deltas) > 1:
+        view["paths"] = [{"mount_point": delta["mount_point"], "delta": delta} for delta in path_deltas]
+    return view, None
 
 
 def capture_problem_text(excluded):
@@ -183,18 +191,18 @@ CLIENT_CHUNK = 128
 def _read_chunk(shared, hosts):
     """[(host, view, excluded, kept canary block, kept files)] of some clients, and the problems reading
     them added to the bundle's list (a forked worker's additions are returned, not lost)."""
-    client_files, mount_point, problems = shared
+    client_files, mount_point, problems, mount_points = shared
     already = len(problems)
     rows = []
     for host in hosts:
         files = client_files[host]
-        view, problem = _client_view(host, files, mount_point)
+        view, problem = _client_view(host, files, mount_point, mount_points)
         canary = _kept_canary(files["canary"]) if isinstance(files.get("canary"), dict) else None
         rows.append((host, view, problem, canary, _kept_files(files) if problem is None else None))
     return rows, problems[already:]
 
 
-def _read_clients(client_files, mount_point, problems=None):
+def _read_clients(client_files, mount_point, problems=None, mount_points=None):
     """(usable client views, excluded clients, each usable client's kept files, every client's canary
     block): each client's files are taken once, their figures kept and their texts dropped (a bundle of
     thousands of clients never sits whole in memory); BundleError when no client is usable. problems:
@@ -202,7 +210,7 @@ def _read_clients(client_files, mount_point, problems=None):
     problems = [] if problems is None else problems
     hosts = sorted(client_files)
     workers = parallel_map.workers_for(hosts, PARALLEL_CLIENTS // 2) if len(hosts) > PARALLEL_CLIENTS else 1
-    chunks = parallel_map.chunked_map(_read_chunk, (client_files, mount_point, problems), hosts, CLIENT_CHUNK, workers)
+    chunks = parallel_map.chunked_map(_read_chunk, (client_files, mount_point, problems, mount_points), hosts, CLIENT_CHUNK, workers)
     clients = []
     excluded = []
     kept = {}
@@ -378,9 +386,10 @@ def read_run(bundle):
         raise BundleError("the bundle has no clients/<host>/ directory")
     # The reader adds the files it cannot parse to bundle["problems"] while the clients are read.
     problems = bundle.get("problems") if isinstance(bundle.get("problems"), list) else None
-    clients, excluded_clients, kept, canaries = _read_clients(client_files, mount_point, problems)
-    servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
     canary = context.get("canary") or {}
+    # The canary's several NFS paths (context.yml canary.mount_points): every one's mountstats, judged together.
+    clients, excluded_clients, kept, canaries = _read_clients(client_files, mount_point, problems, canary.get("mount_points"))
+    servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
     ops = op_totals(clients)
     capture_view = _capture_view(context, clients)
     if capture_view is None:
@@ -401,8 +410,8 @@ def read_run(bundle):
         "client_files": kept, "canaries": canaries, "problems": list(bundle.get("problems") or []),
         # Per-op totals and transport ratios, once, over the usable clients: the diagnosis and the report read these.
         "ops": ops, "figures": client_figures(context, clients, ops),
-        "checkpoint_seconds": float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view),
-        "capture": capture_view,
+        "checkpoint_seconds": _checkpoint_seconds(canary, capture_view),
+        "capture": capture_view, "paths": nfs_paths.path_figures(clients),
         "achieved": achieved, "achieved_source": achieved_source, "capacity": capacity, "target_bps": target_bps,
         "target": target,
         # A since-mount average is no checkpoint window: no gap against the target (CONTRACT 2).
@@ -451,6 +460,14 @@ def _capture_view(context, clients):
     return view
 
 
+def _checkpoint_seconds(canary, capture_view):
+    """The seconds the mount was written: a burst buffer's drain, else the canary's span, else the capture's window."""
+    drain = canary.get("drain")
+    if isinstance(drain, dict) and drain.get("seconds"):
+        return float(drain["seconds"])
+    return float(canary["seconds"]) if canary.get("seconds") else _capture_seconds(capture_view)
+
+
 def _capture_seconds(capture_view):
     """The window on the controller's clock: the host samples bracket it, so CPU and link shares are not scaled."""
     return capture_view["seconds"] if capture_view else None
@@ -470,7 +487,13 @@ def seconds_text(seconds):
 
 
 def _achieved(canary, clients):
-    """(achieved bytes per second, where it comes from): the canary's MLPerf aggregate, else mountstats."""
+    """(achieved bytes per second, where it comes from): a burst buffer's drain to NFS (the ranks wrote to a
+    local path: what the mount took is the drain), else the canary's MLPerf aggregate, else mountstats."""
+    drain = canary.get("drain")
+    if isinstance(drain, dict) and drain.get("bytes") and drain.get("seconds"):
+        seconds = _number(drain["seconds"], "canary.drain.seconds")
+        return (_number(drain["bytes"], "canary.drain.bytes") / seconds,
+                "drain to NFS: bytes / (latest drain end - earliest drain start); the ranks wrote to a local path")
     if canary.get("bytes") and canary.get("seconds"):
         # MLPerf Storage rule: total bytes over the slowest rank's duration. context.yml is input:
         # a value that is no positive number fails naming its key.

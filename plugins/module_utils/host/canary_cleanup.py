@@ -157,11 +157,14 @@ class WorkdirError(Exception):
 class Workdir:
     """The opened directory under test, the work directory in it and, unless keep, its cleanup helper."""
 
-    def __init__(self, real, keep):
+    def __init__(self, real, keep, shared=None):
         # Resolved and opened once: everything is created and removed relative to this fd.
         self.parent_fd = open_directory(real)
         self.real = real
-        self.keep = keep
+        # shared: the job's directory name (canary/shapes.job_dir), made by whichever host comes first
+        # and removed by the caller once every host is done (the role does): no helper here.
+        self.shared = shared
+        self.keep = keep or shared is not None
         self.name = None
         # Pipes to the cleanup helper (started before the work directory exists), when keep=false.
         self.control_fd = None
@@ -200,6 +203,8 @@ class Workdir:
     def make(self):
         """Create the 0700 work directory inside the opened path; a taken name is retried, bounded.
         Returns an O_RDONLY fd of it."""
+        if self.shared is not None:
+            return self.make_shared()
         if not self.keep:
             self.start_cleanup()
         host = socket.gethostname().split(".")[0] or "host"
@@ -219,6 +224,25 @@ class Workdir:
         self.tell("dir %s\n" % name)
         dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.parent_fd)
         os.fchmod(dir_fd, 0o700)
+        return dir_fd
+
+    def make_shared(self):
+        """The job's directory: made 0700, or taken as it is when another host of the job made it - a real
+        directory (never a link) of this user that no group or other can write. Returns an O_RDONLY fd of it."""
+        try:
+            os.mkdir(self.shared, 0o700, dir_fd=self.parent_fd)
+        except FileExistsError:
+            pass
+        try:
+            dir_fd = os.open(self.shared, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.parent_fd)
+        except OSError as exc:
+            raise WorkdirError("the job's directory %s in %s is not a directory: %s" % (self.shared, self.real, exc))
+        status = os.fstat(dir_fd)
+        if status.st_uid != os.geteuid() or status.st_mode & 0o022:
+            os.close(dir_fd)
+            raise WorkdirError("the job's directory %s in %s belongs to uid %d or others may write it (mode %o); refusing to share it"
+                               % (self.shared, self.real, status.st_uid, status.st_mode & 0o7777))
+        self.name = self.shared
         return dir_fd
 
     def tell(self, line):

@@ -17,6 +17,7 @@ import gc
 import json
 import mmap
 import os
+import random
 import resource
 import time
 
@@ -43,13 +44,22 @@ class Rank:
     write_cpu_seconds: float | None = None
 
 
-def random_block(block_size):
-    """A page-aligned buffer of random bytes (mmap is page aligned, as O_DIRECT needs)."""
+def random_block(block_size, seed=None):
+    """A page-aligned buffer of random bytes (mmap is page aligned, as O_DIRECT needs).
+
+    seed (a job's read-back, seed_of): the same bytes on every host, so a rank reading another
+    host's files knows what each block must be; else os.urandom."""
     buffer = mmap.mmap(-1, block_size)
+    generator = random.Random(seed) if seed is not None else None
     for start in range(0, block_size, RANDOM_CHUNK):
         size = min(RANDOM_CHUNK, block_size - start)
-        buffer[start:start + size] = os.urandom(size)
+        buffer[start:start + size] = generator.getrandbits(size * 8).to_bytes(size, "little") if generator else os.urandom(size)
     return buffer
+
+
+def seed_of(params, global_rank):
+    """The block seed of global_rank's files in a job (job_id), None outside one."""
+    return "%s/%d" % (params["job_id"], global_rank) if params.get("job_id") is not None else None
 
 
 def _count(result, size):
@@ -119,13 +129,14 @@ def _read_full(fd, view, offset, size):
     return got
 
 
-def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at):
+def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=None):
     """Read one rank's files back as it wrote them and check every block; its read fields.
 
     buffer is the rank's block from run_rank: copied once into `expected` (what each block must
     be, with its stamp), then reused as the read buffer (page aligned, as O_DIRECT needs).
+    expected given (another rank's files, recovery_rank_shift): that rank's block.
     """
-    expected = bytearray(buffer)
+    expected = bytearray(buffer if expected is None else expected)
     view = memoryview(buffer)
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_DIRECT if cache == "direct" else 0)
     delay = read_at - time.time()
@@ -133,8 +144,10 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at):
         time.sleep(delay)
     result = restore.empty_read()
     result["read_start"] = time.time()
+    name = None
     try:
         for item in rank_plan["files"]:
+            name = item["name"]
             fd = os.open(item["name"], flags, dir_fd=dir_fd)
             try:
                 for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
@@ -149,22 +162,25 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at):
                 os.close(fd)
         result["read_end"] = time.time()
     except OSError as exc:
-        result["read_error"] = "read: " + atomic_file.describe_error(exc)
+        result["read_error"] = "read %s: %s" % (name, atomic_file.describe_error(exc))
     return result
 
 
 def write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer=None):
     """A rank's write: a shape's ops (host/canary_shapes.run_ops) or a layout's files (run_rank)."""
+    if buffer is None:
+        buffer = random_block(params["block_size"], seed_of(params, rank_plan.get("global_rank", rank_plan["rank"])))
     if rank_plan.get("ops"):
-        buffer = random_block(params["block_size"]) if buffer is None else buffer
         return canary_shapes.run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer)
     return run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at, buffer)
 
 
-def write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end, barrier=None):
+def write_then_restore(dir_fds, rank_plan, params, start_at, go_read, write_end, barrier=None):
     """A rank with restore=true: write; drop its pages (fadvise); send the write result as line 1;
-    wait for the read go (a second line through the go pipe); read back; send line 2."""
-    buffer = random_block(params["block_size"])
+    wait for the read go (a second line through the go pipe); read back (its own files, or with
+    recovery_rank_shift the files of rank_plan["read"], from that rank's path); send line 2."""
+    dir_fd = dir_fds[rank_plan.get("path_index", 0)]
+    buffer = random_block(params["block_size"], seed_of(params, rank_plan.get("global_rank", rank_plan["rank"])))
     result = write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer)
     # The parent's RUSAGE_CHILDREN has no rank before it is reaped, and this one lives on to read.
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -180,6 +196,11 @@ def write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end, 
         return
     if drop_error:
         read = dict(restore.empty_read(), read_error=drop_error)
+    elif rank_plan.get("read"):
+        other = rank_plan["read"]
+        read = run_read(dir_fds[other["path_index"]], other, params["block_size"], params["restore_cache"], buffer, read_at,
+                        random_block(params["block_size"], seed_of(params, other["global_rank"])))
+        read["read_from_rank"] = other["global_rank"]
     else:
         read = run_read(dir_fd, rank_plan, params["block_size"], params["restore_cache"], buffer, read_at)
     os.write(write_end, (json.dumps(read) + "\n").encode())
@@ -195,7 +216,7 @@ def rank_body(dir_fds, rank_plan, params, barrier=None):
         if start_at is None:
             return
         if params.get("restore"):
-            write_then_restore(dir_fd, rank_plan, params, start_at, go_read, write_end, barrier)
+            write_then_restore(dir_fds, rank_plan, params, start_at, go_read, write_end, barrier)
         else:
             result = write_rank(dir_fd, rank_plan, params, start_at, barrier)
             os.write(write_end, json.dumps(result).encode())

@@ -32,8 +32,8 @@ class Refused(Exception):
         self.result = result
 
 
-def open_target(path, keep):
-    """(canary_cleanup.Workdir over the opened real path) or Refused; the name is never used again."""
+def open_target(path, keep, shared=None):
+    """(canary_cleanup.Workdir over the opened real path; shared: the job's directory name) or Refused; the name is never used again."""
     if not os.path.isabs(path):
         raise Refused("path must be absolute, got %r" % path)
     real = os.path.realpath(path)
@@ -42,7 +42,7 @@ def open_target(path, keep):
     if not os.path.isdir(real):
         raise Refused("path %s is not an existing directory" % path)
     try:
-        return canary_cleanup.Workdir(real, keep)
+        return canary_cleanup.Workdir(real, keep, shared)
     except OSError as exc:
         raise Refused("path %s cannot be opened without following a symbolic link (%s); give the real path"
                       % (path, atomic_file.describe_error(exc)))
@@ -119,7 +119,7 @@ def open_places(params, mountinfo_path):
     for path in paths:
         label = "path" if not params["paths"] else "paths entry"
         try:
-            workdir = open_target(path, params["keep"])
+            workdir = open_target(path, params["keep"], shapes.job_dir(params))
         except Refused as exc:
             raise Refused("%s: %s" % (label, exc), **exc.result) if params["paths"] else exc
         workdirs.append(workdir)

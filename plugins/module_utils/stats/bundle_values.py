@@ -107,7 +107,7 @@ CONTEXT = mapping(
     network=mapping(server_link_gbps=NUM, client_link_gbps=NUM, clients=NUM, idle_rtt_ms=NUM),
     canary=mapping(layout=STR, ranks=NUM, clients=NUM, bytes=NUM, seconds=NUM, start_at=NUM, start_spread_seconds=NUM,
                    synchronized=FLAG, start_spread_uncertainty_seconds=NUM, spread_message=STR, clocks_measured=FLAG,
-                   unmeasured_clocks=STRINGS),
+                   unmeasured_clocks=STRINGS, shape=STR, mount_points=STRINGS, drain=mapping(bytes=NUM, seconds=NUM, start=NUM, end=NUM)),
     restore=mapping(bytes=NUM, seconds=NUM, read_go_at=NUM, ranks=NUM, finished_ranks=NUM, start_spread_seconds=NUM,
                     synchronized=FLAG, start_spread_uncertainty_seconds=NUM, spread_message=STR, clocks_measured=FLAG,
                     restore_cache=STR, guarantee=STR, verify_error_count=NUM, skipped=mapping_of(ANYTHING),

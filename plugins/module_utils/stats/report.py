@@ -96,7 +96,7 @@ def bundle_metrics(context, diagnosis=None, run=None, canary_ranks=None, label=N
         "gap_factor": diagnosis.get("gap_factor"),
         "canary_seconds": canary_context.get("seconds"),
         "canary_bytes": canary_context.get("bytes"),
-        "canary_layout": canary_context.get("layout"),
+        "canary_layout": canary_context.get("shape") or canary_context.get("layout"),
         "canary_start_at": canary_context.get("start_at"),
         "canary_ranks": canary_context.get("ranks"),
         "window_seconds": window,
@@ -692,9 +692,9 @@ def _ops_lines(ops):
 
 
 def render_markdown(metrics, before=None, rows=None, figure_note=None):
-    """report.md: the first screen (the diagnosis's), the before/after comparison, then the
-    figures' table, per-op latency, canary hosts, restore and capture sections."""
-    lines = ["# Checkpoint validation: %s" % (metrics.get("label") or "run"), ""] + _first_screen_lines(metrics)
+    """report.md: first screen, before/after, figures, latency, hosts, restore, capture; titled with the shape written."""
+    shape = " (%s)" % metrics["canary_layout"] if metrics.get("canary_layout") not in (None, metrics.get("label")) else ""
+    lines = ["# Checkpoint validation: %s%s" % (metrics.get("label") or "run", shape), ""] + _first_screen_lines(metrics)
     if before is not None and rows:
         lines += _comparison_lines(metrics, before, rows)
     summary = metrics.get("network_summary")

@@ -715,7 +715,7 @@ def test_restore_direct_on_a_file_system_without_o_direct_fails_naming_the_read(
 
     monkeypatch.setattr(os, "open", no_direct)
     result = fail_module(checkpoint_canary, _args(target, ranks=2, restore=True, restore_cache="direct"))
-    assert "canary restore failed: rank 0: read: EINVAL" in result["msg"]
+    assert "canary restore failed: rank 0: read shared.ckpt: EINVAL" in result["msg"]
     assert result["summary"]["restore"]["finished_ranks"] == 0 and result["summary"]["finished_ranks"] == 2
 
 

@@ -179,3 +179,42 @@ def test_check_mode_returns_the_shape_and_writes_nothing(tmp_path):
     result = run_module(checkpoint_canary, _args(target, shape="megatron", local_path=str(local)), check_mode=True)
     assert result["shape"]["files_per_rank"] == 2 and result["plan"][0]["ops"][0]["kind"] == "begin"
     assert tree_checksums(str(tmp_path)) == before
+
+
+def _job_args(target, first_rank, **extra):
+    return _args(target, ranks=2, shape="mlperf_llama3_8b", shape_scale=1e-5, job_id="t1", job_ranks=4,
+                 first_rank=first_rank, **extra)
+
+
+def test_a_job_shares_one_directory_and_a_host_reads_back_another_hosts_files(tmp_path):
+    """Two hosts of a job, run one after the other: host 0 writes global ranks 0-1 into the job's directory;
+    host 1 writes 2-3 and, recovery_rank_shift=2, its ranks read back and verify ranks 0-1's files."""
+    target = _dir(tmp_path, "target")
+    first = run_module(checkpoint_canary, _job_args(target, 0))
+    assert first["workdir"] == str(target / "ckptio-canary-job-t1") and first["cleaned_up"] is False
+    second = run_module(checkpoint_canary, _job_args(target, 2, restore=True, recovery_rank_shift=2))
+    assert second["workdir"] == first["workdir"]
+    assert [(r["rank"], r["read_from_rank"], r["verify_error_count"], r["read_error"]) for r in second["ranks"]] == [
+        (0, 0, 0, None), (1, 1, 0, None)]
+    assert [r["read_bytes"] for r in second["ranks"]] == [r["bytes"] for r in first["ranks"]]
+    assert second["summary"]["restore"]["read_from"] == {"recovery_rank_shift": 2, "other_host": True, "cache_risk": None}
+    names = sorted(_tree(first["workdir"]))
+    assert [n.split("/")[0] for n in names] == ["global_epoch1_step1"] * 8
+    assert sorted(n.split("_rank_")[1].split("_")[0] for n in names if "optim" in n) == ["0", "1", "2", "3"]
+
+
+def test_a_read_back_of_a_file_another_rank_never_wrote_fails_naming_it(tmp_path):
+    target = _dir(tmp_path, "target")
+    run_module(checkpoint_canary, _job_args(target, 0))
+    os.unlink(str(target / "ckptio-canary-job-t1" / "global_epoch1_step1" / "model_states-1.pt"))
+    result = fail_module(checkpoint_canary, _job_args(target, 2, restore=True, recovery_rank_shift=2))
+    assert "model_states-1.pt" in result["ranks"][1]["read_error"] or "model_states-1.pt" in result["msg"]
+
+
+def test_a_job_directory_others_may_write_is_refused_before_anything_is_written(tmp_path):
+    target = _dir(tmp_path, "target")
+    shared = target / "ckptio-canary-job-t1"
+    shared.mkdir()
+    os.chmod(str(shared), 0o777)
+    result = fail_module(checkpoint_canary, _job_args(target, 0))
+    assert "others may write it" in result["msg"] and os.listdir(str(shared)) == []

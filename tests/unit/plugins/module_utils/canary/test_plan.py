@@ -252,3 +252,23 @@ def test_context_block_layout_is_what_the_canary_wrote_when_it_ran_a_shape(shape
     results = [{"ranks": ranks["nfs2"], "shape": {"name": shape}}, {"ranks": ranks["nfs3"], "shape": {"name": shape}}]
     assert canary.context_block(results, "shared_file", 100.0)["layout"] == layout
     assert canary.context_block([{"ranks": ranks["nfs2"]}], "shared_file", 100.0)["layout"] == "shared_file"
+
+
+def test_context_block_of_a_burst_buffer_carries_the_drain_to_nfs_and_the_shape():
+    # The async option's ranks write to the local path: what the NFS mount took is the drain, on the controller's clock.
+    results = [{"ranks": [{"rank": 0, "start": 100.0, "end": 101.0, "bytes": 8, "error": None}], "shape": {"name": "torch_dcp"},
+                "drain": {"start": 101.0, "end": 109.0, "bytes": 10, "seconds": 8.0}},
+               {"ranks": [{"rank": 0, "start": 100.0, "end": 101.5, "bytes": 8, "error": None}], "shape": {"name": "torch_dcp"},
+                "drain": {"start": 102.0, "end": 111.0, "bytes": 10, "seconds": 9.0}}]
+    block = canary.context_block(results, "shared_file", 100.0, [{"offset_seconds": 0.0}, {"offset_seconds": 1.0}], ["a", "b"])
+    assert block["shape"] == "torch_dcp"
+    # b's clock is 1 s ahead: its drain is 101.0-110.0 on the controller's clock.
+    assert block["drain"] == {"bytes": 20, "seconds": 9.0, "start": 101.0, "end": 110.0}
+    assert "drain" not in canary.context_block([{"ranks": results[0]["ranks"]}], "shared_file", 100.0)
+
+
+def test_context_block_names_every_mount_of_several_paths_once():
+    mounts = [{"mount_point": "/mnt/nfs"}, {"mount_point": "/mnt/nfs-b"}]
+    results = [{"ranks": [], "mounts": mounts}, {"ranks": [], "mounts": mounts}]
+    assert canary.context_block(results, "file_per_rank")["mount_points"] == ["/mnt/nfs", "/mnt/nfs-b"]
+    assert "mount_points" not in canary.context_block([{"ranks": [], "mounts": mounts[:1]}], "file_per_rank")

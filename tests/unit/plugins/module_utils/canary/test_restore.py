@@ -182,3 +182,26 @@ def test_restore_context_block_names_skipped_clients_and_bad_blocks_and_is_none_
     assert block["clocks_measured"] is False
     assert restore.context_restore_block([{"ranks": [{"rank": 0, "start": 1, "end": 2, "bytes": 1, "error": None}],
                                            "summary": {}}], None, None, ["a"], 0) is None
+
+
+def _read_params(**extra):
+    params = {"ranks": 4, "first_rank": 0, "restore_cache": "fadvise", "recovery_rank_shift": 4, "job_ranks": 8}
+    params.update(extra)
+    return params
+
+
+def test_read_back_of_another_hosts_files_cannot_be_served_by_this_clients_cache():
+    assert restore.read_from(_read_params()) == {"recovery_rank_shift": 4, "other_host": True, "cache_risk": None}
+
+
+@pytest.mark.parametrize("extra, risk", [
+    ({"recovery_rank_shift": 0}, "fadvise"),
+    ({"recovery_rank_shift": 8}, "fadvise"),
+    ({"job_ranks": 4}, "fadvise"),
+    ({"recovery_rank_shift": 0, "restore_cache": "none"}, "warm read"),
+    ({"recovery_rank_shift": 0, "restore_cache": "direct"}, None),
+])
+def test_a_read_back_of_own_files_is_flagged_when_a_cache_could_serve_it(extra, risk):
+    found = restore.read_from(_read_params(**extra))
+    assert found["other_host"] is False
+    assert (found["cache_risk"] is None) if risk is None else (risk in found["cache_risk"])

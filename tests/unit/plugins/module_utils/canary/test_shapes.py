@@ -118,3 +118,57 @@ def test_only_the_jobs_rank_0_coordinates_not_every_hosts_rank_0(shape, coordina
     assert not coordinator_kinds & set(op.kind for rank in second_host.ranks for op in rank.ops)
     # Still as many barriers on every rank of a host, or its ranks would wait on each other forever.
     assert len({sum(op.kind == "barrier" for op in r.ops) for r in second_host.ranks}) == 1
+
+
+def _job(**extra):
+    job = dict(shape="mlperf_llama3_8b", shape_scale=1e-4, ranks=4, restore=True, job_id="j1", job_ranks=8, recovery_rank_shift=4)
+    job.update(extra)
+    return _params(**job)
+
+
+def test_recovery_rank_shift_reads_the_files_of_the_rank_a_host_further_on():
+    # DLIO's load_checkpoint with recovery_rank_shift: rank g loads rank (g + ranks per node) mod world's files.
+    host0, host1 = shapes.resolve(_job(first_rank=0)), shapes.resolve(_job(first_rank=4))
+    assert [entry["read"]["global_rank"] for entry in host0.rank_plans()] == [4, 5, 6, 7]
+    assert [entry["read"]["global_rank"] for entry in host1.rank_plans()] == [0, 1, 2, 3]
+    # The files read are exactly the ones the other host's rank writes (names, sizes), none of its own.
+    read = host0.rank_plans()[1]["read"]["files"]
+    assert read == host1.ranks[1].files()
+    assert all("_5_" in f["name"] or "-5." in f["name"] for f in read)
+    assert host0.summary()["reads_ranks"] == [4, 5, 6, 7]
+    assert all(shapes.reads_other_host(g, _job(first_rank=0)) for g in range(4))
+
+
+def test_recovery_rank_shift_round_robin_paths_follow_the_writer():
+    plan = shapes.resolve(_job(first_rank=0, job_ranks=8, recovery_rank_shift=5), path_count=2)
+    assert [(e["global_rank"], e["read"]["global_rank"], e["read"]["path_index"]) for e in plan.rank_plans()] == [
+        (0, 5, 1), (1, 6, 0), (2, 7, 1), (3, 0, 0)]
+    # Rank 3 reads rank 0's files: its own host's - not another host's.
+    assert not shapes.reads_other_host(3, _job(first_rank=0, recovery_rank_shift=5))
+
+
+def test_without_shift_no_rank_reads_another_ranks_files():
+    plan = shapes.resolve(_job(first_rank=0, recovery_rank_shift=0))
+    assert all("read" not in entry for entry in plan.rank_plans()) and plan.summary()["reads_ranks"] == []
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"shape": "torch_dcp"}, "job_id (one directory shared by the job's hosts) needs shape"),
+    ({"shape": "shared_file"}, "job_id (one directory shared by the job's hosts) needs shape"),
+    ({"job_id": "a/b"}, "job_id must be 1 to 64 letters"),
+    ({"job_ranks": 6}, "job_ranks must be a multiple of ranks (4)"),
+    ({"first_rank": 8}, "job_ranks must be a multiple of ranks (4) of at least first_rank + ranks (12)"),
+    ({"recovery_rank_shift": -1}, "recovery_rank_shift must be 0 or more"),
+    ({"restore": False}, "recovery_rank_shift needs restore=true, job_id and job_ranks"),
+    ({"job_id": None}, "recovery_rank_shift needs restore=true, job_id and job_ranks"),
+])
+def test_job_options_are_refused_naming_the_option(extra, message):
+    params = _job()
+    params.update(extra)
+    assert any(message in error for error in shapes.validate(params)), shapes.validate(params)
+
+
+def test_the_role_removes_the_directory_the_canary_shares():
+    import pathlib
+    clients = pathlib.Path(__file__).parents[5] / "roles" / "canary_validation" / "tasks" / "clients.yml"
+    assert "{{ item }}/%s{{ canary_validation__job_id }}" % shapes.JOB_DIR_PREFIX in clients.read_text()

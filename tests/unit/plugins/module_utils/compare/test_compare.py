@@ -223,3 +223,55 @@ def test_a_rearchitect_no_measured_option_answers_says_so():
     assert answers["shared_file"] == ("shared_file's diagnosis says re-architect (limiting layer server_storage); "
                                       "none of the measured options met the target (the best, file_per_rank, reached 0.33x): "
                                       "measure another architecture (several servers, a parallel file system, a burst buffer).")
+
+
+def _read(host, rank, global_rank, start, end):
+    return _rank(host, rank, 0.0, 1.0, global_rank=global_rank, read_start=start, read_end=end, read_bytes=GIB,
+                 read_error=None, verify_error_count=0)
+
+
+def _read_from(other, risk=None):
+    return {"summary": {"restore": {"read_from": {"recovery_rank_shift": 2 if other else 0, "other_host": other, "cache_risk": risk}}}}
+
+
+def test_restore_both_ways_of_counting_with_the_readers_on_other_hosts():
+    # rank 0 reads 1 GiB in 1 s, the slowest rank ends 4 s after the first read start: 4 GiB in all.
+    ranks = [_read("a", 0, 0, 10.0, 11.0), _read("a", 1, 1, 10.0, 12.0), _read("b", 0, 2, 10.0, 14.0), _read("b", 1, 3, 10.0, 13.0)]
+    row = option.option_row("mlperf", {"shape": "mlperf_llama3_8b"}, CONTEXT, None, ranks, [], {"a": _read_from(True), "b": _read_from(True)})
+    assert row["restore"]["value"] == pytest.approx(4 * GIB / 4.0)
+    assert "another host's files (recovery_rank_shift 2" in row["restore"]["rests_on"]
+    assert row["restore_published"]["gib_per_second"] == pytest.approx(4.0)
+    assert row["restore_cache_flag"] is None
+
+
+def test_a_restore_a_cache_could_serve_is_flagged_not_averaged():
+    ranks = [_read("a", 0, 0, 10.0, 11.0), _read("b", 0, 1, 10.0, 12.0)]
+    canaries = {"a": _read_from(True), "b": _read_from(False, "warm read: this host's own files with restore_cache=none")}
+    row = option.option_row("warm", {"shape": "file_per_rank"}, CONTEXT, None, ranks, [], canaries)
+    assert row["restore"]["value"] == pytest.approx(2 * GIB / 2.0)
+    assert row["restore_cache_flag"].startswith("could be served by a cache - b: warm read")
+    assert "FLAGGED" in row["restore"]["rests_on"] and "its own host's files" in row["restore"]["rests_on"]
+    document = {"options": [dict(row, rank=None, verdict="unranked", flag=None)]}
+    assert "FLAG: a cache could serve it" in ranking.table_rows(document)[0][9]
+
+
+def test_a_failed_option_is_reported_failed_with_its_error_and_the_others_still_rank():
+    failed = _row("broken", 0.5, nbytes=GIB // 2, canaries={"a": {"msg": "canary restore failed: rank 0: read x: ENOENT"}, "b": {"msg": ""}})
+    assert failed["error"] == "a: canary restore failed: rank 0: read x: ENOENT"
+    document = ranking.compare([failed, _row("slow", 4.0), _row("fast", 1.0)])
+    assert [(row["name"], row["rank"]) for row in document["options"]] == [("fast", 1), ("slow", 2), ("broken", None)]
+    broken = document["options"][2]
+    assert broken["verdict"] == "FAILED: a: canary restore failed: rank 0: read x: ENOENT"
+    # Its other bytes do not flag the others: the reference is the first option that ran.
+    assert document["options"][0]["flag"] is None and broken["flag"] == "failed: not ranked"
+    assert document["conclusion"] == "Measured options that meet the target: fast (best: fast)."
+    assert "FAILED: a: canary restore failed" in ranking.table_rows(document)[2][-1]
+    markdown = ranking.render_markdown(document)
+    assert "broken" in markdown and "FAILED" in markdown
+
+
+def test_an_option_may_read_back_and_a_bad_restore_is_refused():
+    options = plan.compare_options([{"name": "m", "shape": "mlperf_llama3_8b", "restore": True}, {"name": "f"}], "/mnt/a")
+    assert [option["restore"] for option in options] == [True, False]
+    with pytest.raises(plan.PlanError, match=r"ckptio_compare_options\[0\].restore must be true or false"):
+        plan.compare_options([{"name": "m", "restore": "yes"}], "/mnt/a")

@@ -510,3 +510,14 @@ def test_the_restore_says_from_the_server_read_bytes_whether_the_cache_was_cold(
     restore = diagnose(_restore_capture())["restore"]
     # The hand-built fixture's mountstats hold no READ: not a cold cache, and said so.
     assert restore["cold_cache"]["cold"] is False and restore["cold_cache"]["server_read_bytes"] == 0
+
+
+def test_a_burst_buffers_diagnosis_judges_the_drain_to_nfs_not_the_local_write():
+    bundle = load("seed_like_baseline")
+    canary = bundle["context"]["canary"]
+    # The ranks wrote locally in a tenth of the time; the NFS mount took the bytes over the drain's 10x longer span.
+    canary["drain"] = {"bytes": canary["bytes"], "seconds": canary["seconds"] * 10, "start": 0.0, "end": canary["seconds"] * 10}
+    canary["seconds"] = canary["seconds"] / 10.0
+    result = diagnose(bundle)
+    assert result["achieved_bytes_per_second"] == pytest.approx(canary["bytes"] / canary["drain"]["seconds"], rel=1e-3)
+    assert "drain" in result["achieved_source"]

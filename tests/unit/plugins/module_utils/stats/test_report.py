@@ -162,7 +162,7 @@ def test_markdown_has_verdict_tables_and_comparison():
     after = report.bundle_metrics(CONTEXT, dict(DIAGNOSIS, limiting_layer="none", verdict="meets_target"),
                                   _run(_delta(100, 8.0, 12.0, 2.0, 0, 100)), label="tuned")
     text = report.render_markdown(after, before, report.comparison_rows(before, after))
-    assert text.startswith("# Checkpoint validation: tuned\n")
+    assert text.startswith("# Checkpoint validation: tuned (shared_file)\n")
     assert "| verdict | meets_target |" in text
     assert ("| max_slots reached / slot cap | 2 per connection / 2 per connection (tcp_max_slot_table_entries) |"
             in text)
@@ -380,7 +380,7 @@ def test_report_md_leads_with_the_diagnosis_first_screen_then_the_comparison():
     after = report.bundle_metrics(BIG_CONTEXT, NEW_DIAGNOSIS, _run(_delta(100, 8.0, 12.0, 2.0, 0, 100)), label="tuned")
     assert after["headline"] == HEADLINE and after["first_screen"] == FIRST_SCREEN
     lines = report.render_markdown(after, before, report.comparison_rows(before, after)).splitlines()
-    assert lines[:4] == ["# Checkpoint validation: tuned", "", "```text", FIRST_SCREEN[0]]
+    assert lines[:4] == ["# Checkpoint validation: tuned (shared_file)", "", "```text", FIRST_SCREEN[0]]
     assert lines[3:3 + len(FIRST_SCREEN)] == FIRST_SCREEN and lines[3 + len(FIRST_SCREEN)] == "```"
     assert lines.index("## Compared with baseline") < lines.index("## Figures")
     assert "| target | 8 GB/s |" in lines and "| achieved | 1.1 GB/s |" in lines and "| gap factor | 7.3x |" in lines
@@ -454,3 +454,13 @@ def test_first_screen_of_the_sample_bundles(name):
     assert_readable(markdown[:25])
     assert_readable(markdown, digits=False)
     assert_readable(report.console_lines(metrics, [], "/r/b", "m"), digits=False)
+
+
+def test_the_title_names_the_shape_the_ranks_wrote_not_the_inventorys_layout():
+    # The lab's torch_dcp and async runs were titled with canary_validation_layout (shared_file).
+    context = dict(CONTEXT, canary=dict(CONTEXT["canary"], layout="file_per_rank", shape="torch_dcp"))
+    metrics = report.bundle_metrics(context, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100)), label="dcp_option")
+    assert report.render_markdown(metrics).startswith("# Checkpoint validation: dcp_option (torch_dcp)\n")
+    # A label that is the shape is not said twice.
+    named = report.bundle_metrics(context, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100)), label="torch_dcp")
+    assert report.render_markdown(named).startswith("# Checkpoint validation: torch_dcp\n")
