@@ -80,7 +80,7 @@ def time_limit(seconds):
 
 
 def srun_argv(directory, python, nodes, ranks, overcommit=False):
-    """The job step: one runner per node (it forks the host's ranks), its output in the node's job directory.
+    """The job step: one runner per node (it forks the host's ranks).
 
     --ntasks/--nodes are given on the line: inside the batch script Slurm's environment holds the
     allocation's task count (SLURM_NTASKS = nodes x ranks), which srun would take otherwise.
@@ -88,8 +88,9 @@ def srun_argv(directory, python, nodes, ranks, overcommit=False):
     with it the allocation has one CPU set per node (sbatch(1), --overcommit) and the step takes that.
     """
     paths = files(directory)
-    argv = ["srun", "--nodes=%d" % len(nodes), "--ntasks=%d" % len(nodes), "--ntasks-per-node=1",
-            "--kill-on-bad-exit=0", "--output=" + paths["log"], "--error=" + paths["log"]]
+    # No --output: srun writes a plain output file on the batch node, not on each node (measured in
+    # the lab); the step's output goes to the batch log, and each runner writes runner.log itself.
+    argv = ["srun", "--nodes=%d" % len(nodes), "--ntasks=%d" % len(nodes), "--ntasks-per-node=1", "--kill-on-bad-exit=0"]
     if not overcommit:
         argv.append("--cpus-per-task=%d" % int(ranks))
     return argv + [str(python), paths["runner"], paths["args"]]
@@ -124,8 +125,12 @@ def sbatch_argv(options):
         raise JobError("ranks per host must be at least 1, got %r" % options.get("ranks"))
     directory, overcommit = options["dir"], bool(options.get("overcommit"))
     paths = files(directory)
+    # Slurm 22.05 refuses --ntasks-per-node above a node's CPUs even with --overcommit ("Requested
+    # node configuration is not available", measured in the lab's 1-CPU VMs); --ntasks = nodes x
+    # ranks is accepted there and holds the same tasks.
+    tasks = "--ntasks=%d" % (len(nodes) * ranks) if overcommit else "--ntasks-per-node=%d" % ranks
     argv = ["sbatch", "--parsable", "--job-name=" + job_name(options["tag"]), "--nodes=%d" % len(nodes),
-            "--nodelist=" + ",".join(nodes), "--ntasks-per-node=%d" % ranks, "--time=" + time_limit(options["seconds"]),
+            "--nodelist=" + ",".join(nodes), tasks, "--time=" + time_limit(options["seconds"]),
             "--chdir=" + directory, "--output=" + paths["batch_log"], "--error=" + paths["batch_log"], "--no-requeue"]
     if options.get("reservation"):
         argv.append("--reservation=" + str(options["reservation"]))

@@ -45,11 +45,24 @@ import time
 MODULE = %(module)r
 WORKDIR = re.compile(r"^ckptio-canary-.+-%%d-[0-9a-f]{8}$")
 KILL_WAIT = 3.0
+LOG = "runner.log"
 stop = []
 
 
 def on_signal(number, _frame):
     stop.append(number)
+
+
+def say(text):
+    """A line in the node's runner.log (and on the step's output: the job's batch log)."""
+    line = "%%s %%s: %%s\n" %% (time.strftime("%%H:%%M:%%S"), os.uname()[1], text)
+    sys.stdout.write(line)
+    sys.stdout.flush()
+    try:
+        with open(LOG, "a") as stream:
+            stream.write(line)
+    except OSError:
+        pass
 
 
 def remove_workdirs(args, pid):
@@ -64,12 +77,14 @@ def remove_workdirs(args, pid):
             full = os.path.join(parent, name)
             if pattern.match(name) and os.path.isdir(full) and not os.path.islink(full):
                 shutil.rmtree(full, ignore_errors=True)
-                print("removed %%s (the canary was stopped)" %% full, flush=True)
+                say("removed %%s (the canary was stopped)" %% full)
 
 
 def main():
+    global LOG
     args_path = os.path.abspath(sys.argv[1])
     directory = os.path.dirname(args_path)
+    LOG = os.path.join(directory, LOG)
     with open(args_path) as stream:
         args = json.load(stream)["ANSIBLE_MODULE_ARGS"]
     collect = float(args.pop("_ckptio_collect_seconds", 300))
@@ -79,14 +94,14 @@ def main():
         signal.signal(number, on_signal)
     result = os.path.join(directory, "result.json")
     env = dict(os.environ, PYTHONPATH=os.path.abspath(sys.argv[0]))
-    with open(result + ".part", "w") as out:
-        child = subprocess.Popen([sys.executable, "-m", MODULE, args_path + ".module"], stdout=out,
+    with open(result + ".part", "w") as out, open(LOG, "a") as err:
+        child = subprocess.Popen([sys.executable, "-m", MODULE, args_path + ".module"], stdout=out, stderr=err,
                                  stdin=subprocess.DEVNULL, env=env, cwd=directory, start_new_session=True)
-        print("canary pid %%d on %%s" %% (child.pid, os.uname()[1]), flush=True)
+        say("canary pid %%d" %% child.pid)
         while child.poll() is None and not stop:
             time.sleep(0.2)
     if stop:
-        print("signal %%d: stopping the canary" %% stop[0], flush=True)
+        say("signal %%d: stopping the canary" %% stop[0])
         for number, wait in ((signal.SIGTERM, KILL_WAIT), (signal.SIGKILL, KILL_WAIT)):
             try:
                 os.killpg(child.pid, number)
@@ -97,16 +112,16 @@ def main():
                 time.sleep(0.1)
         remove_workdirs(args, child.pid)
         shutil.rmtree(directory, ignore_errors=True)
-        print("job directory %%s removed" %% directory, flush=True)
+        say("job directory %%s removed" %% directory)
         return 128 + stop[0]
     os.replace(result + ".part", result)
-    print("canary exited %%d; result.json written" %% child.returncode, flush=True)
+    say("canary exited %%d; result.json written" %% child.returncode)
     deadline = time.time() + collect
     while os.path.isdir(directory) and time.time() < deadline and not stop:
         time.sleep(0.5)
     if os.path.isdir(directory):
         shutil.rmtree(directory, ignore_errors=True)
-        print("job directory %%s removed (not collected within %%d s)" %% (directory, collect), flush=True)
+        say("job directory %%s removed (not collected within %%d s)" %% (directory, collect))
     return 0
 
 

@@ -29,7 +29,7 @@ def test_the_job_of_a_run():
     assert found["barrier_dir"] == found["dir"] + "/barrier"
     assert found["name"] == "ckptio-canary-base-20261202T200000-7"
     assert found["files"]["result"] == found["dir"] + "/result.json"
-    assert "--ntasks-per-node=2" in found["sbatch"] and "--time=21" in found["sbatch"] and "--overcommit" in found["sbatch"]
+    assert "--ntasks=4" in found["sbatch"] and "--time=21" in found["sbatch"] and "--overcommit" in found["sbatch"]
 
 
 def test_a_refused_job_names_the_launcher():
