@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 
 import pytest
@@ -105,8 +106,12 @@ def test_the_jobs_state_from_squeue(stdout, live, state):
     assert (view["live"], view["state"]) == (live, state)
 
 
+FIXTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "slurm"))
+
+
 def test_a_job_slurmctld_forgot_is_gone_and_a_failed_squeue_is_never_taken_for_gone():
-    gone = job.job_state("17", 1, "", "slurm_load_jobs error: Invalid job id specified\n")
+    with open(os.path.join(FIXTURES, "squeue-job-unknown.txt")) as handle:  # verbatim, the lab's Slurm 22.05
+        gone = job.job_state("17", 1, "", handle.read())
     assert gone["live"] is False and gone["state"] == "GONE"
     down = job.job_state("17", 1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")
     assert down["live"] is True and "Unable to contact" in down["error"]
