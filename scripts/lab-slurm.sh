@@ -22,10 +22,11 @@
 #                  ranks too); afterwards nothing is left (queue, job directories, work
 #                  directories, runner processes)
 #   canary_interrupted  the play is killed (SIGKILL to its process group: none of its own clean-up
-#                  runs) once the job runs and every node is ready: the job ends by itself (the
-#                  canary's barrier bound, then the runner's collect bound) and leaves nothing; a
-#                  second play killed the same way, then `scancel`: the runner stops the canary and
-#                  removes everything within Slurm's KillWait
+#                  runs) once the job runs and every node is ready, then the job is cancelled
+#                  (`scancel`, as an operator or the next run would): the runner stops the canary
+#                  and removes everything within Slurm's KillWait
+#   canary_abandoned  the same kill, and nobody cancels: the job ends by itself (the canary's
+#                  barrier bound, then the runner's collect bound) and leaves nothing
 # and checks that nothing is left in the queue. Prints the timings; exit 0 when every case held.
 # CKPTIO_LAB_SLURM_CASES picks cases (default: all, in the order above).
 # --capture DIR also writes verbatim scontrol/squeue output (the unit tests' tests/fixtures/slurm/).
@@ -38,7 +39,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 capture=""
 if [ "${1:-}" = --capture ]; then capture=${2:?--capture DIR}; mkdir -p "$capture"; fi
 HOLD_SECONDS=${CKPTIO_LAB_SLURM_HOLD_SECONDS:-30}
-CASES=" ${CKPTIO_LAB_SLURM_CASES:-wait_for_job not_in_time operators_drain canary_bundle canary_interrupted} "
+CASES=" ${CKPTIO_LAB_SLURM_CASES:-wait_for_job not_in_time operators_drain canary_bundle canary_interrupted canary_abandoned} "
 want() { case "$CASES" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 RELEASE=/run/ckptio-lab-slurm-release
 POLL=5
@@ -79,8 +80,9 @@ start=$(date +%s)
 log "lab up (with Slurm) in $(since "$start")"
 [ -f "$inventory" ] || fail "no $inventory"
 for host in nfs2 nfs3; do
+  # The remount cases need the lab's baseline mounts and idle nodes; the canary's cases neither.
+  want wait_for_job || want not_in_time || want operators_drain || continue
   opts=$(mount_opts $host)
-  want wait_for_job || want not_in_time || want operators_drain || opts="rsize=65536 (not checked: no remount case)"
   is_baseline "$opts" || fail "$host's /mnt/nfs is not the lab's baseline ($opts): run on a fresh lab (scripts/lab down; scripts/lab-slurm.sh)"
   [ "$(node_state $host)" = idle ] || fail "$host is $(node_state $host) in Slurm, not idle"
 done
@@ -307,10 +309,6 @@ interrupted() {  # NAME: starts the play, waits until the job runs and both node
   log "$name: play killed $(since "$begin") after its start, both nodes ready; queue: $(queue | tr '\n' ';')"
 }
 case_start=$(date +%s)
-interrupted killed
-[ -n "$(queue)" ] || fail "killed: the job was not in the queue when the play was killed"
-# The canary waits for go at most barrier_timeout + 120 s, then the runner keeps its result 30 s.
-nothing_left "killed (the job ends by itself)" 600
 interrupted cancelled
 job=$(queue | awk '{print $1}' | head -n1)
 [ -n "$job" ] || fail "cancelled: no job in the queue"
@@ -318,6 +316,16 @@ on nfs1 scancel "$job"
 log "cancelled: scancel $job"
 nothing_left "cancelled (scancel $job)" 120
 log "canary_interrupted held in $(since "$case_start")"
+fi
+
+if want canary_abandoned; then
+case_start=$(date +%s)
+interrupted abandoned
+[ -n "$(queue)" ] || fail "abandoned: the job was not in the queue when the play was killed"
+# Nobody cancels: the canary waits for go at most barrier_timeout + 120 s and aborts, then the
+# runner keeps its result 30 s for a play that is gone, removes its directory and the job ends.
+nothing_left "abandoned (the job ends by itself)" 600
+log "canary_abandoned held in $(since "$case_start")"
 fi
 
 [ -z "$(queue)" ] || fail "jobs left in the queue: $(queue)"
