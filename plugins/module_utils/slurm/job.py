@@ -23,6 +23,7 @@ play reads it and removes the job directory; the runner then exits and the job e
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 import re
 import shlex
@@ -74,7 +75,7 @@ def files(directory):
 def time_limit(seconds):
     """sbatch --time in whole minutes, rounded up (Slurm's resolution), at least 1."""
     seconds = float(seconds)
-    if seconds != seconds or seconds <= 0:
+    if not math.isfinite(seconds) or seconds <= 0:
         raise JobError("the job's bound must be a positive number of seconds, got %r" % (seconds,))
     return str(max(1, int(-(-seconds // 60))))
 

@@ -184,4 +184,4 @@ def build(dest, root=None, ansible_module_utils=None):
 
 
 if __name__ == "__main__":
-    print(build(sys.argv[1])["path"])
+    sys.stdout.write(build(sys.argv[1])["path"] + "\n")

@@ -101,7 +101,7 @@ def test_on_sigterm_the_canary_its_work_directory_and_the_job_directory_go(tmp_p
     # A barrier nobody releases: the canary prepares (work directory, ranks forked) and waits for go.
     process = start(directory, data, barrier_timeout=120)
     try:
-        assert wait_for(lambda: (directory / "barrier" / "ready.json").exists()), (tmp_path / "runner.log").read_text()
+        assert wait_for((directory / "barrier" / "ready.json").exists), (tmp_path / "runner.log").read_text()
         [workdir] = os.listdir(str(data))
         assert workdir.startswith("ckptio-canary-")
         canary_pid = int(workdir.split("-")[-2])
