@@ -15,7 +15,20 @@
 #                  nothing unmounted, the node resumed (not left drained), the job cancelled
 #   operators_drain  nfs3 drained by "someone else" (reason "hw check"): remounted (drained, no
 #                  job) and left drained with that reason
+# and, with the canary as a Slurm job (canary_validation_launcher=slurm, docs/slurm.md):
+#   canary_bundle  validate-checkpoint.yml once over ssh and once through sbatch/srun (2 ranks a
+#                  node, 8 MiB each); squeue shows the job running on nfs2 and nfs3; the two bundles
+#                  have the same files and, in every JSON/YAML file, the same keys (canary.json's
+#                  ranks too); afterwards nothing is left (queue, job directories, work
+#                  directories, runner processes)
+#   canary_interrupted  the play is killed (SIGKILL to its process group: none of its own clean-up
+#                  runs) once the job runs and every node is ready, then the job is cancelled
+#                  (`scancel`, as an operator or the next run would): the runner stops the canary
+#                  and removes everything within Slurm's KillWait
+#   canary_abandoned  the same kill, and nobody cancels: the job ends by itself (the canary's
+#                  barrier bound, then the runner's collect bound) and leaves nothing
 # and checks that nothing is left in the queue. Prints the timings; exit 0 when every case held.
+# CKPTIO_LAB_SLURM_CASES picks cases (default: all, in the order above).
 # --capture DIR also writes verbatim scontrol/squeue output (the unit tests' tests/fixtures/slurm/).
 # Not a CI stage: the cases wait for jobs, 20-40 minutes under TCG on the loaded 2-core host
 # (measured 2026-12-02: the first play reached the drain after 841 s at load ~9) besides lab up.
@@ -26,6 +39,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 capture=""
 if [ "${1:-}" = --capture ]; then capture=${2:?--capture DIR}; mkdir -p "$capture"; fi
 HOLD_SECONDS=${CKPTIO_LAB_SLURM_HOLD_SECONDS:-30}
+CASES=" ${CKPTIO_LAB_SLURM_CASES:-wait_for_job not_in_time operators_drain canary_bundle canary_interrupted canary_abandoned} "
+want() { case "$CASES" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 RELEASE=/run/ckptio-lab-slurm-release
 POLL=5
 export CKPTIO_LAB_SLURM=1
@@ -65,6 +80,8 @@ start=$(date +%s)
 log "lab up (with Slurm) in $(since "$start")"
 [ -f "$inventory" ] || fail "no $inventory"
 for host in nfs2 nfs3; do
+  # The remount cases need the lab's baseline mounts and idle nodes; the canary's cases neither.
+  want wait_for_job || want not_in_time || want operators_drain || continue
   opts=$(mount_opts $host)
   is_baseline "$opts" || fail "$host's /mnt/nfs is not the lab's baseline ($opts): run on a fresh lab (scripts/lab down; scripts/lab-slurm.sh)"
   [ "$(node_state $host)" = idle ] || fail "$host is $(node_state $host) in Slurm, not idle"
@@ -77,6 +94,7 @@ if [ -n "$capture" ]; then
 fi
 
 # ---- wait_for_job ------------------------------------------------------------------------------
+if want wait_for_job; then
 log "wait_for_job: a job on nfs2 that runs until released (at most 900 s)"
 on nfs2 rm -f "$RELEASE"
 job=$(on nfs1 sbatch --parsable --nodelist=nfs2 --job-name=ckptio-hold --output=/dev/null \
@@ -117,7 +135,10 @@ is_tuned "$opts" || fail "nfs2's mount after the play: $opts (wanted nconnect=4,
 [ "$(node_state nfs2)" = idle ] || fail "nfs2 after the play is $(node_state nfs2), not idle"
 log "wait_for_job held: job ran $(( ${job_end:-$play_end} - job_start ))s; the mount stayed at its old options for $pending_polls polls while it ran; play $(( play_end - play_start ))s, remounted $(( play_end - ${job_end:-$play_end} ))s or less after the job ended; nfs2 idle"
 
+fi
+
 # ---- not_in_time -------------------------------------------------------------------------------
+if want not_in_time; then
 # The job outlives any play (Ansible reached the drain after 150-840 s here): cancelled below.
 log "not_in_time: a job on nfs3 held until cancelled, a 20 s bound"
 job=$(on nfs1 sbatch --parsable --nodelist=nfs3 --job-name=ckptio-long --output=/dev/null --wrap "sleep 3600")
@@ -140,7 +161,10 @@ fi
 on nfs1 scancel "$job"
 for _ in $(seq 1 30); do [ -z "$(queue)" ] && break; sleep 2; done
 
+fi
+
 # ---- operators_drain ---------------------------------------------------------------------------
+if want operators_drain; then
 log "operators_drain: nfs3 drained with reason 'hw check ticket=42'"
 on nfs1 scontrol update nodename=nfs3 state=drain "reason=hw check ticket=42"
 for _ in $(seq 1 30); do [ "$(node_state nfs3)" = drain ] && break; sleep 2; done
@@ -161,6 +185,148 @@ if [ -n "$capture" ]; then
   on nfs1 scontrol update nodename=nfs2 state=resume
 fi
 on nfs1 scontrol update nodename=nfs3 state=resume
+fi
+
+# ---- the canary as a Slurm job -----------------------------------------------------------------
+# validate-checkpoint.yml, small (2 ranks of 8 MiB a node): the 1-CPU VMs count one CPU a node, so
+# the job asks --overcommit for 2 tasks a node.
+validate() {  # NAME LAUNCHER [-e ...]: the play's log in $work/NAME.log, its bundle in $work/reports-NAME
+  local name=$1 launcher=$2; shift 2
+  ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e "label=$name" \
+    -e "canary_validation_reports_dir=$work/reports-$name" -e canary_validation_launcher="$launcher" \
+    -e canary_validation_ranks=2 -e canary_validation_bytes_per_rank=8388608 -e canary_validation_timeout=300 \
+    -e canary_validation_slurm_controller=nfs1 -e canary_validation_slurm_overcommit=true "$@"
+}
+# Anything of ours on a node: the job's directory (and the barrier inside it), a canary work
+# directory on the NFS mount, a runner or canary process.
+leftovers() {
+  local host
+  for host in nfs2 nfs3; do
+    on "$host" find /dev/shm /mnt/nfs -maxdepth 1 \( -name 'ckptio-slurm-*' -o -name 'ckptio-canary-*' \) | sed "s/^/$host: /"
+    on "$host" pgrep -af 'canary[.]pyz|checkpoint_canary' | sed "s/^/$host: process /" || true
+  done
+}
+nothing_left() {  # WHAT BOUND: waits (bounded) until the queue is empty and nothing is left on the nodes
+  local what=$1 bound=$2 begin left
+  begin=$(date +%s)
+  while :; do
+    left="$(queue)$(leftovers)"
+    [ -z "$left" ] && break
+    [ "$(( $(date +%s) - begin ))" -lt "$bound" ] || fail "$what: left after ${bound}s: ${left//$'\n'/; }"
+    sleep $POLL
+  done
+  log "$what: queue empty, nothing of ours on nfs2/nfs3 after $(since "$begin")"
+}
+watch_queue() {  # squeue's lines for our jobs, every POLL seconds, into FILE, until PID ends
+  local file=$1 pid=$2
+  while kill -0 "$pid" 2>/dev/null; do
+    on nfs1 squeue -h -o '%i %j %T %D %N' 2>/dev/null | grep ckptio-canary >> "$file" || true
+    sleep $POLL
+  done
+}
+
+if want canary_bundle; then
+log "canary_bundle: validate-checkpoint.yml over ssh"
+case_start=$(date +%s)
+validate ssh ssh > "$work/canary-ssh.log" 2>&1 || { tail -n 40 "$work/canary-ssh.log" >&2; fail "validate over ssh failed (log $work/canary-ssh.log)"; }
+log "over ssh in $(since "$case_start"); now through Slurm"
+case_start=$(date +%s)
+validate slurm slurm > "$work/canary-slurm.log" 2>&1 &
+play=$!
+: > "$work/canary-queue.txt"
+watch_queue "$work/canary-queue.txt" $play
+wait $play || { tail -n 40 "$work/canary-slurm.log" >&2; fail "validate through Slurm failed (log $work/canary-slurm.log)"; }
+log "through Slurm in $(since "$case_start"); squeue saw: $(sort -u "$work/canary-queue.txt" | tr '\n' ';')"
+grep -q "RUNNING 2 nfs\[2-3\]" "$work/canary-queue.txt" || fail "squeue never showed the canary's job running on nfs[2-3]"
+grep -o "Slurm job [0-9]* (ckptio-canary-[^)]*) runs the canary on 2 node(s), 2 rank(s) each" "$work/canary-slurm.log" | head -n1 >&2 \
+  || fail "the play did not say which job ran the canary"
+# The same bundle: the same files, and in each JSON/YAML document the same keys (canary.json's ranks too).
+python3 - "$work/reports-ssh" "$work/reports-slurm" <<'PY' || fail "the bundles differ (above)"
+import json, os, sys, yaml
+def bundle(top):
+    [name] = os.listdir(top)
+    return os.path.join(top, name)
+def shape(root):
+    found = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            keys = None
+            if name.endswith(".json"):
+                with open(path) as handle:
+                    document = json.load(handle)
+            elif name.endswith((".yml", ".yaml")):
+                with open(path) as handle:
+                    document = yaml.safe_load(handle)
+            else:
+                document = None
+            if isinstance(document, dict):
+                keys = sorted(document)
+                if isinstance(document.get("ranks"), list) and document["ranks"]:
+                    keys.append("ranks[]: " + ",".join(sorted(document["ranks"][0])))
+            found[rel] = keys
+    return found
+ssh, slurm = (shape(bundle(top)) for top in sys.argv[1:3])
+differ = sorted(set(ssh) ^ set(slurm))
+for rel in differ:
+    print("only %s: %s" % ("over ssh" if rel in ssh else "through Slurm", rel))
+for rel in sorted(set(ssh) & set(slurm)):
+    if ssh[rel] != slurm[rel]:
+        differ.append(rel)
+        print("%s: keys over ssh %s, through Slurm %s" % (rel, ssh[rel], slurm[rel]))
+checked = sum(1 for keys in ssh.values() if keys is not None)
+print("bundles: %d files each, %d JSON/YAML documents' keys compared, %d difference(s)" % (len(ssh), checked, len(differ)))
+sys.exit(1 if differ else 0)
+PY
+nothing_left canary_bundle 300
+log "canary_bundle held in $(since "$case_start") (the Slurm run)"
+fi
+
+if want canary_interrupted; then
+# The play is started in a session of its own and killed with its workers once every node is ready.
+interrupted() {  # NAME: starts the play, waits until the job runs and both nodes wrote ready.json, kills it
+  local name=$1 begin pgid ready
+  begin=$(date +%s)
+  setsid bash -c 'exec "$@"' _ ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e "label=$name" \
+    -e "canary_validation_reports_dir=$work/reports-$name" -e canary_validation_launcher=slurm \
+    -e canary_validation_ranks=2 -e canary_validation_bytes_per_rank=8388608 -e canary_validation_barrier_timeout=60 \
+    -e canary_validation_slurm_collect_seconds=30 -e canary_validation_slurm_controller=nfs1 \
+    -e canary_validation_slurm_overcommit=true > "$work/$name.log" 2>&1 &
+  pgid=$!
+  while :; do
+    ready=0
+    for host in nfs2 nfs3; do
+      [ -n "$(on $host find /dev/shm -maxdepth 3 -path '/dev/shm/ckptio-slurm-*/barrier/ready.json')" ] && ready=$((ready + 1))
+    done
+    [ "$ready" = 2 ] && break
+    kill -0 $pgid 2>/dev/null || { tail -n 30 "$work/$name.log" >&2; fail "$name: the play ended before the nodes were ready"; }
+    [ "$(( $(date +%s) - begin ))" -lt 1200 ] || fail "$name: the nodes not ready after 1200 s"
+    sleep 2
+  done
+  kill -KILL -- -$pgid
+  wait $pgid 2>/dev/null || true
+  log "$name: play killed $(since "$begin") after its start, both nodes ready; queue: $(queue | tr '\n' ';')"
+}
+case_start=$(date +%s)
+interrupted cancelled
+job=$(queue | awk '{print $1}' | head -n1)
+[ -n "$job" ] || fail "cancelled: no job in the queue"
+on nfs1 scancel "$job"
+log "cancelled: scancel $job"
+nothing_left "cancelled (scancel $job)" 120
+log "canary_interrupted held in $(since "$case_start")"
+fi
+
+if want canary_abandoned; then
+case_start=$(date +%s)
+interrupted abandoned
+[ -n "$(queue)" ] || fail "abandoned: the job was not in the queue when the play was killed"
+# Nobody cancels: the canary waits for go at most barrier_timeout + 120 s and aborts, then the
+# runner keeps its result 30 s for a play that is gone, removes its directory and the job ends.
+nothing_left "abandoned (the job ends by itself)" 600
+log "canary_abandoned held in $(since "$case_start")"
+fi
 
 [ -z "$(queue)" ] || fail "jobs left in the queue: $(queue)"
 log "all cases held in $(since "$start") (logs in $work); the queue is empty. scripts/lab down when done."

@@ -17,10 +17,10 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.plugin_utils import (
-    client_tuning, nfsd_connections, rollout, server_tuning, slurm_drain, tuning_profile)
+    client_tuning, nfsd_connections, rollout, server_tuning, slurm_canary, slurm_drain, tuning_profile)
 
 STEPS = {}
-for _module in (client_tuning, server_tuning, nfsd_connections, rollout, tuning_profile, slurm_drain):
+for _module in (client_tuning, server_tuning, nfsd_connections, rollout, tuning_profile, slurm_drain, slurm_canary):
     STEPS.update(_module.STEPS)
 
 

@@ -327,3 +327,47 @@ def test_with_when_idle_the_role_drains_and_waits_before_the_unmount(world):
     assert order[:6] == [SHOW, DRAIN, SHOW, SHOW, SQUEUE, order[5]]
     assert order[5][0] == "umount", order
     assert order[-2:] == [SHOW, RESUME]
+
+
+# ------------------------------------------------------------------ a held job ------------------
+def when_idle_params(world, **overrides):
+    params = role_base(world, "client_tuning")
+    params.update(client_tuning_apply_policy="when_idle", client_tuning_mount_options={"nconnect": 8},
+                  client_tuning_drain_tasks="tasks/slurm_drain.yml",
+                  client_tuning_undrain_tasks="tasks/slurm_resume.yml", client_tuning_slurm_wait_seconds=100,
+                  client_tuning_slurm_node=NODE, client_tuning_slurm_controller=CONTROLLER)
+    params.update(overrides)
+    return params
+
+
+def live_options(world):
+    with open(world.path("proc/self/mountinfo")) as handle:
+        return [line.split(" - ", 1)[1] for line in handle if " nfs4 " in line]
+
+
+def test_no_unmount_while_slurm_shows_the_held_job_the_options_stay_pending_until_it_ends(world):
+    """A job held on the node for three polls (MIXED+DRAIN: Slurm counts it): every command before
+    the unmount is a Slurm read that still showed it; the unmount comes only after Slurm showed the
+    node drained with no job and squeue listed none."""
+    before = live_options(world)
+    held = (MIXED, DRAINING, DRAINING, DRAINING, DRAINED)
+    walk = HookWalk(world, when_idle_params(world), FakeSlurm(show=held, squeue=("",)))
+    walk.run()
+    order = [argv for argv in world.commands if argv[0] != "/usr/bin/lsattr"]
+    first_unmount = next(index for index, argv in enumerate(order) if argv[0] in ("umount", "mount"))
+    assert order[:first_unmount] == [SHOW, DRAIN, SHOW, SHOW, SHOW, SHOW, SQUEUE], order
+    assert order[first_unmount][0] == "umount"
+    # The fake host refuses umount: the live options are the old ones, and the report says pending.
+    assert live_options(world) == before
+    assert walk.variables["client_tuning_report"]["pending"], walk.variables["client_tuning_report"]
+
+
+def test_a_job_held_past_the_bound_leaves_the_mount_alone_with_its_options_pending(world):
+    before = live_options(world)
+    walk = HookWalk(world, when_idle_params(world), FakeSlurm(show=(MIXED, DRAINING), squeue=("4711\n",)))
+    with pytest.raises(Rejected) as failed:
+        walk.run()
+    assert "skipped, nothing unmounted: did not drain (MIXED+DRAIN) within 100 s" in failed.value.msg
+    assert not [argv for argv in world.commands if argv[0] in ("umount", "mount")], world.commands
+    assert live_options(world) == before
+    assert slurm_commands(world)[-1] == RESUME

@@ -57,3 +57,10 @@ def test_every_snippet_marks_the_end_on_every_node_once_per_node():
 def test_the_hook_files_the_doc_names_exist():
     for name in re.findall(r"tasks/(slurm_\w+\.yml)", DOC):
         assert os.path.isfile(os.path.join(COLLECTION, "roles", "client_tuning", "tasks", name)), name
+
+
+def test_every_canary_launch_variable_the_doc_and_readme_name_exists_in_the_role():
+    for text in (DOC, read("README.md")):
+        named = set(re.findall(r"\bcanary_validation_slurm_[a-z_]+\b", text)) | set(re.findall(r"\bcanary_validation_launcher\b", text))
+        assert "canary_validation_launcher" in named
+        assert named <= role_options("canary_validation") & set(role_defaults("canary_validation")), named

@@ -23,12 +23,14 @@ COLLECTION = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."
 COLLECTIONS_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(COLLECTION)))
 ANSIBLE_DOC = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
 INTERNAL = FilterModule().filters()["internal"]
-# The steps only roles/client_tuning (with its Slurm hook files), roles/server_tuning and the playbooks call.
+# The steps only roles/client_tuning (with its Slurm hook files), roles/server_tuning, roles/canary_validation's
+# Slurm launch and the playbooks call.
 ROLE_STEPS = {"client_tuning_state_records", "client_tuning_wanted_mounts", "client_tuning_records",
               "client_tuning_records_rolled_back", "client_tuning_drain_needed", "client_tuning_report",
               "server_tuning_report", "nfsd_connection_need", "nfsd_max_connections",
               "audit_summary", "rollout_summary", "rollout_budget", "tuning_profile",
-              "slurm_node", "slurm_ready", "slurm_poll"}
+              "slurm_node", "slurm_ready", "slurm_poll",
+              "slurm_canary_job", "slurm_canary_args", "slurm_job_id", "slurm_job_state", "slurm_cancel", "slurm_canary_result"}
 # What users call: the filters docs/capture-bundle.md ("## Filters") names, and internal.
 PUBLIC = {"mountstats_delta", "nfsd_delta", "checkpoint_capacity", "nfs_diagnosis",
           "canary_context", "canary_failures", "canary_barrier", "canary_server_samples", "bundle_files",
