@@ -269,7 +269,7 @@ def _action_text(rec, hosts):
 def first_screen(result):
     """At most SCREEN_LINES lines of at most SCREEN_COLUMNS: what diagnosis.md, report.md and the console lead with."""
     head = result["headline"]
-    lines = _wrap("Checkpoint diagnosis of %s" % result["mount_point"])
+    lines = _wrap("Checkpoint diagnosis of %s" % _paths_text(result))
     lines += _wrap(capital(head["verdict_text"]))
     if result.get("partial"):
         # A paste (module_utils/paste/partial.py): no window, so no throughput at all.
@@ -301,6 +301,13 @@ def first_screen(result):
     else:
         lines.append("Next: see the Recommendations below" if head["actions"] else "Next: nothing to change")
     return lines[:SCREEN_LINES]
+
+
+def _paths_text(result):
+    """The mount point, or every NFS path the canary wrote to (diagnosis/paths.py rows), in their order."""
+    rows = (result.get("paths") or {}).get("paths") or []
+    points = [row["mount_point"] for row in rows] or [result["mount_point"]]
+    return points[0] if len(points) == 1 else ", ".join(points[:-1]) + " and " + points[-1]
 
 
 def _action_lines(actions, room):

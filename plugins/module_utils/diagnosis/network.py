@@ -222,7 +222,7 @@ def _probe_shares(evidence, links, probe, achieved, seen):
         probe_share = achieved / probe["bytes_per_second"]
         evidence.add("network", "NFS throughput / TCP capacity of the path (probe)", probe_share, ">= %.2f" % PROBE_FULL_SHARE,
                      probe_share >= PROBE_FULL_SHARE,
-                     "%s achieved (MLPerf rule) vs %s raw TCP summed over the clients (iperf3: %s)" % (
+                     "%s achieved (canary: bytes / (latest end - earliest start)) vs %s raw TCP summed over the clients (iperf3: %s)" % (
                          human.rate(achieved), human.rate(probe["bytes_per_second"]), "; ".join(probe["hosts"])))
     # Per path: the bytes on each client's NFS interface while its own ranks ran, against what
     # raw TCP carried on that same path. The MLPerf aggregate is diluted by the start spread and

@@ -11,7 +11,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import sum_op
 
 
-RESTORE_RULE = "canary reads: total bytes / (latest end - earliest start), MLPerf rule"
+RESTORE_RULE = "canary reads: total bytes / (latest end - earliest start), the rule MLPerf Storage states"
 
 
 def restore_op_figures(ops):

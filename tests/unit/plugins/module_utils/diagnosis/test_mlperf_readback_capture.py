@@ -41,3 +41,14 @@ def test_the_diagnosis_reads_both_paths_and_the_comparison_names_whose_files_wer
     assert row["restore"]["value"] > 0 and row["restore_cache_flag"] is None
     assert "another host's files (recovery_rank_shift 4" in row["restore"]["rests_on"]
     assert row["restore_published"]["gib_per_second"] > 0
+
+
+def test_the_first_screen_names_every_path_the_canary_wrote_and_which_mlperf_figure_it_is():
+    # Seen from the installed tarball: this bundle's diagnosis read "Checkpoint diagnosis of /mnt/nfs"
+    # although half the bytes went to /mnt/nfs-b, and called its figure "MLPerf rule" without saying
+    # that MLPerf Storage publishes a different one (issue 28).
+    screen = diagnose(_bundle())["first_screen"]
+    assert screen[0] == "Checkpoint diagnosis of /mnt/nfs and /mnt/nfs-b"
+    text = " ".join(line.strip() for line in screen)
+    assert "MLPerf rule" not in text
+    assert "the rule MLPerf Storage states, not the figure it publishes" in text
