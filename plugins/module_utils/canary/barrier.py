@@ -227,8 +227,8 @@ def spread(starts, go_at=None, bound=SPREAD_BOUND_SECONDS, uncertainty=0.0):
     clocks = " (the hosts' clocks known to +/- %.3f s)" % uncertainty if uncertainty else ""
     if value > bound:
         result["synchronized"] = False
-        result["message"] = ("start spread %.3f s exceeds %.1f s: the aggregate is not a synchronized checkpoint "
-                             "(the first ranks wrote alone for part of it)" % (value, bound))
+        result["message"] = ("start spread %.3f s exceeds %.1f s: the aggregate is not a synchronized start "
+                             "(the first ranks ran alone for part of it)" % (value, bound))
     elif value + uncertainty <= bound:
         result["synchronized"] = True
         result["message"] = "ranks started within %.3f s of each other%s, within the %.1f s bound" % (value, clocks, bound)

@@ -66,14 +66,14 @@ def test_spread_against_the_bound(starts, synchronized):
     assert result["synchronized"] is synchronized
     assert result["start_spread_seconds"] == pytest.approx(max(starts) - min(starts))
     assert result["max_start_delay_seconds"] == pytest.approx(max(starts) - 10.0)
-    assert ("not a synchronized checkpoint" in result["message"]) is (not synchronized)
+    assert ("not a synchronized start" in result["message"]) is (not synchronized)
 
 
 @pytest.mark.parametrize("starts, uncertainty, synchronized, words", [
     ([10.0, 10.004], 0.47, True, "known to +/- 0.470 s), within the 1.0 s bound"),
     # The corrected clocks agree, but they may still be 1.2 s apart: not confirmed, not false.
     ([10.0, 10.004], 1.2, None, "not confirmed"),
-    ([10.0, 11.5], 0.1, False, "not a synchronized checkpoint"),
+    ([10.0, 11.5], 0.1, False, "not a synchronized start"),
 ])
 def test_spread_counts_what_the_clocks_cannot_tell(starts, uncertainty, synchronized, words):
     result = barrier.spread(starts, uncertainty=uncertainty)

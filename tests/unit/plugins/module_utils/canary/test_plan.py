@@ -186,7 +186,7 @@ def test_cluster_aggregate_flags_a_spread_over_the_bound():
                                   "b": [{"rank": 0, "start": 19.35, "end": 21.0, "bytes": 1, "error": None}]},
                                  {"a": 0.0, "b": 0.0})
     summary = canary.cluster_aggregate(ranks, go_at=10.0)
-    assert summary["synchronized"] is False and "not a synchronized checkpoint" in summary["spread_message"]
+    assert summary["synchronized"] is False and "not a synchronized start" in summary["spread_message"]
     assert summary["max_start_delay_seconds"] == pytest.approx(9.35)
 
 

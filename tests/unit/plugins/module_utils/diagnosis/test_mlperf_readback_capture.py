@@ -52,3 +52,10 @@ def test_the_first_screen_names_every_path_the_canary_wrote_and_which_mlperf_fig
     text = " ".join(line.strip() for line in screen)
     assert "MLPerf rule" not in text
     assert "the rule MLPerf Storage states, not the figure it publishes" in text
+
+
+def test_a_spread_message_fits_a_read_back_as_well_as_a_write():
+    # The restore's spread (22.8 s in this capture) was told "the first ranks wrote alone".
+    from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+    message = barrier.spread([0.0, 22.8])["message"]
+    assert "wrote" not in message and "ran alone" in message
