@@ -61,7 +61,8 @@ def main():
                              "scripts/setup.sh's link to the worktree)")
     parser.add_argument("bundles", nargs="*")
     args = parser.parse_args()
-    bundles = [path for path in sorted(glob.glob(os.path.join(FIXTURES, "*"))) + sorted(set(os.path.realpath(path) for shared in SHARED for path in glob.glob(os.path.join(shared, "*")))) + args.bundles
+    shared = sorted(set(os.path.realpath(path) for root in SHARED for path in glob.glob(os.path.join(root, "*"))))
+    bundles = [path for path in sorted(glob.glob(os.path.join(FIXTURES, "*"))) + shared + args.bundles
                if os.path.isfile(os.path.join(path, "context.yml"))]
     theirs, ours = diagnosed(args.against, bundles), diagnosed(args.this, bundles)
     differ = sorted(name for name in set(theirs) | set(ours) if theirs.get(name) != ours.get(name))

@@ -212,8 +212,8 @@ def _read_clients(client_files, mount_point, problems=None, mount_points=None, c
     problems = [] if problems is None else problems
     hosts = sorted(client_files)
     workers = parallel_map.workers_for(hosts, PARALLEL_CLIENTS // 2) if len(hosts) > PARALLEL_CLIENTS else 1
-    chunks = parallel_map.chunked_map(_read_chunk, (client_files, mount_point, problems, mount_points, checkpoint_seconds), hosts,
-                                       CLIENT_CHUNK, workers)
+    shared = (client_files, mount_point, problems, mount_points, checkpoint_seconds)
+    chunks = parallel_map.chunked_map(_read_chunk, shared, hosts, CLIENT_CHUNK, workers)
     clients = []
     excluded = []
     evidence = {}
