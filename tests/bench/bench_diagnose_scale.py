@@ -5,6 +5,11 @@ controller holding its result) and the size of diagnosis.json.
     source $(scripts/setup.sh)
     python tests/bench/bench_diagnose_scale.py [--clients 512 4096 16384] [--dir /var/tmp/bench] [--link]
     python tests/bench/bench_diagnose_scale.py --profile 4096      # cProfile of load + diagnose in-process
+    python tests/bench/bench_diagnose_scale.py --against /tmp/base-link   # another commit's collection side by side
+
+--against ROOT: ROOT holds ansible_collections/ckptio/nfs of another commit (a `git worktree` linked
+there); each size is diagnosed by it first and then by this tree, on the same bundle, and the last
+column says whether the two diagnosis.json and diagnosis.md are byte-identical.
 
 Each bundle is built in a temporary directory from copies of one real capture
 (tests/fixtures/captures/healthy, two clients and one server) as the current writer writes it (its
@@ -78,19 +83,24 @@ def build(root, clients, link, as_captured=False):
     return bundle
 
 
-def run_playbook(bundle, output):
+def run_playbook(bundle, output, collections=None):
     """(seconds, CPU seconds, peak RSS MiB, return code) of one `ansible-playbook ckptio.nfs.diagnose` in a fresh child.
 
     CPU seconds: user + system of every process of the run (ansible-playbook, its workers, the
     module and its forked readers: RUSAGE_CHILDREN counts every reaped descendant), which the load
     of other work on the machine disturbs far less than the wall time."""
+    # ansible-playbook resolves ckptio.nfs through ANSIBLE_COLLECTIONS_PATH only (not a PYTHONPATH set to build the bundles).
+    env = dict((name, value) for name, value in os.environ.items() if name != "PYTHONPATH")
+    if collections:
+        # Put first, the other commit's ckptio.nfs is the one ansible-playbook resolves.
+        env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join([collections, env.get("ANSIBLE_COLLECTIONS_PATH", "")])
     argv = ["ansible-playbook", "ckptio.nfs.diagnose", "-e", "ckptio_bundle=%s" % bundle, "-e", "ckptio_output_dir=%s" % output]
     # A fresh Python per size, so ru_maxrss of RUSAGE_CHILDREN is this size's peak only.
     probe = ("import resource, subprocess, sys, time; t = time.monotonic(); "
              "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
              "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
              "print(time.monotonic() - t, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, rc)")
-    out = subprocess.run([sys.executable, "-c", probe] + argv, check=True, capture_output=True, text=True).stdout.split()
+    out = subprocess.run([sys.executable, "-c", probe] + argv, check=True, capture_output=True, text=True, env=env).stdout.split()
     return float(out[0]), float(out[1]), int(out[2]) / 1024.0, int(out[3])
 
 
@@ -121,11 +131,34 @@ def profile(clients, root, link, as_captured=False):
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
 
+def measured_row(name, clients, bundle, output, collections, other):
+    """One table row: `name` diagnosing `bundle` into output; other: the output to compare with (if there)."""
+    os.mkdir(output)
+    load = "%.1f" % os.getloadavg()[0]
+    seconds, cpu, rss, code = run_playbook(bundle, output, collections)
+    if code != 0:
+        return "| %s | %d | failed (ansible-playbook exit %d) | | | | | %s | |" % (name, clients, code, load)
+    json_mb = os.path.getsize(os.path.join(output, "diagnosis.json")) / 1e6
+    md_kb = os.path.getsize(os.path.join(output, "diagnosis.md")) / 1e3
+    same = "-"
+    if other and other != output and os.path.isdir(other):
+        same = "yes" if all(_bytes(os.path.join(output, part)) == _bytes(os.path.join(other, part))
+                            for part in ("diagnosis.json", "diagnosis.md")) else "NO"
+    return "| %s | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %s | %s |" % (name, clients, seconds, cpu, rss, json_mb, md_kb, load, same)
+
+
+def _bytes(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[512, 4096, 16384])
     parser.add_argument("--dir", default=None, help="where the bundles are built (default: a new temporary directory)")
     parser.add_argument("--link", action="store_true", help="hard-link the capture's files instead of copying them")
+    parser.add_argument("--against", metavar="ROOT", help="a directory holding ansible_collections/ckptio/nfs of another "
+                                                          "commit: each size diagnosed by it, then by this tree")
     parser.add_argument("--profile", type=int, metavar="CLIENTS", help="profile load + diagnose in-process on one size")
     parser.add_argument("--as-captured", action="store_true",
                         help="copy the fixture as it is (probe.json with iperf3's raw output inside, as bundles "
@@ -141,20 +174,14 @@ def main():
             started = time.monotonic()
             bundles.append((clients, build(root, clients, args.link, args.as_captured)))
             print("built %d clients in %.1f s" % (clients, time.monotonic() - started), file=sys.stderr)
-        print("| clients | wall s | CPU s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB | load average before |")
-        print("|--------:|-------:|------:|-------------:|------------------:|----------------:|--------------------:|")
+        print("| run | clients | wall s | CPU s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB | load average before | same output |")
+        print("|-----|--------:|-------:|------:|-------------:|------------------:|----------------:|--------------------:|-------------|")
         for clients, bundle in bundles:
-            output = os.path.join(root, "out-%d" % clients)
-            os.mkdir(output)
-            load = "%.1f" % os.getloadavg()[0]
-            seconds, cpu, rss, code = run_playbook(bundle, output)
-            if code != 0:
-                print("| %d | failed (ansible-playbook exit %d) | | | | | %s |" % (clients, code, load))
-                continue
-            json_mb = os.path.getsize(os.path.join(output, "diagnosis.json")) / 1e6
-            md_kb = os.path.getsize(os.path.join(output, "diagnosis.md")) / 1e3
-            print("| %d | %.1f | %.1f | %.0f | %.1f | %.1f | %s |" % (clients, seconds, cpu, rss, json_mb, md_kb, load))
-            sys.stdout.flush()
+            runs = [("against", args.against), ("this tree", None)] if args.against else [("this tree", None)]
+            for name, collections in runs:
+                print(measured_row(name, clients, bundle, os.path.join(root, "out-%d-%s" % (clients, name.replace(" ", "_"))),
+                                   collections, os.path.join(root, "out-%d-against" % clients) if args.against else None))
+                sys.stdout.flush()
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

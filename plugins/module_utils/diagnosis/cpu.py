@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import rounded, scaled_share
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import client_samples, server_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import server_samples
 
 
 # CPUs busy (all states but idle and iowait) over the checkpoint, averaged over the host's CPUs.
@@ -22,16 +22,9 @@ CPU_BUSY_LIMIT = 0.85
 WEAK_SCALING_FACTOR = 3.0
 
 
-def _cpu_rows(client_files, servers, checkpoint_seconds):
-    rows = []
-    for host, files in sorted(client_files.items()):
-        before, after, start, end = client_samples(files)
-        if start and end:
-            window = host_evidence.cpu_window(start["proc_stat"], end["proc_stat"])
-            rows.append(("client", host, window, None, "the canary's own samples at its ranks' start and end"))
-        elif before and after:
-            window = host_evidence.cpu_window(before["proc_stat"], after["proc_stat"])
-            rows.append(("client", host, window, after["time"] - before["time"], "the statistics window"))
+def _cpu_rows(client_evidence, servers, checkpoint_seconds):
+    """(side, host, cpu window, sample seconds, how): the clients' as their ClientEvidence holds them, then the servers'."""
+    rows = [("client", host) + figures.cpu for host, figures in sorted(client_evidence.items()) if figures.cpu]
     for server in servers:
         before, after, busy_seconds, how = server_samples(server, checkpoint_seconds)
         if before and after:
@@ -42,11 +35,11 @@ def _cpu_rows(client_files, servers, checkpoint_seconds):
     return rows
 
 
-def cpu_layers(evidence, client_files, servers, checkpoint_seconds):
+def cpu_layers(evidence, client_evidence, servers, checkpoint_seconds):
     """server_cpu / client_cpu: CPUs without idle time during the checkpoint."""
     result = {"server_saturated": False, "client_saturated": False, "server_measured": False, "client_measured": False,
               "server_weak": False, "hosts": {}}
-    for side, host, window, sample_seconds, how in _cpu_rows(client_files, servers, checkpoint_seconds):
+    for side, host, window, sample_seconds, how in _cpu_rows(client_evidence, servers, checkpoint_seconds):
         layer = "%s_cpu" % side
         if window is None or window.get("reset"):
             evidence.add(layer, "CPU counters on %s" % host, None, "readable, no reset", True,

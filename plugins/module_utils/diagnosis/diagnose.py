@@ -61,7 +61,7 @@ def diagnose_run(run):
     figures = dict(run["figures"], session_grant=kernels.session_slot_grant(kernels.server_kernel(run["servers"])))
     net, links = network_evidence(evidence, run, figures)
     send = send_side_evidence(evidence, run["clients"], figures, net)
-    cpu = cpu_layers(evidence, run["client_files"], run["servers"], run["checkpoint_seconds"])
+    cpu = cpu_layers(evidence, run["client_evidence"], run["servers"], run["checkpoint_seconds"])
     reconnects = reconnect_evidence(evidence, run["clients"])
     slots = client_rpc_slots_layer(evidence, run["clients"], figures, send)
     mounts = mount_state.assess(evidence, run["clients"], run["checkpoint_seconds"])

@@ -262,8 +262,9 @@ def json_layout(diagnosis):
 
 def returned_diagnosis(diagnosis):
     """The diagnosis a module returns once diagnosis.json is written: above PER_HOST_LINES_MAX hosts
-    of a kind, without the folded hosts' entries in clients, servers, cpu, network.links and
-    evidence (every one is in diagnosis.json), and with per_host_left_out (how many hosts); None
+    of a kind, without the folded hosts' entries in clients, servers, cpu, mounts, network.links,
+    network.loss.hosts and evidence, network.summary's lists of them cut (every one is in
+    diagnosis.json), and with per_host_left_out (how many hosts); None
     there when nothing is left out. A 16,384-client result held in a registered variable cost
     Ansible's controller 2.2 GB and minutes (tests/bench/bench_diagnose_scale.py, issue 27)."""
     hosts = _folded_hosts(diagnosis)
@@ -272,11 +273,23 @@ def returned_diagnosis(diagnosis):
     returned = dict(diagnosis, per_host_left_out=len(hosts))
     for key in ("clients", "servers", "cpu"):
         returned[key] = dict((host, value) for host, value in (diagnosis.get(key) or {}).items() if host not in hosts)
-    network = diagnosis.get("network")
-    if isinstance(network, dict) and network.get("links"):
-        returned["network"] = dict(network, links=[row for row in network["links"] if row.get("host") not in hosts])
+    if isinstance(diagnosis.get("mounts"), dict):
+        returned["mounts"] = dict((host, value) for host, value in diagnosis["mounts"].items() if host not in hosts)
+    if isinstance(diagnosis.get("network"), dict):
+        returned["network"] = _returned_network(diagnosis["network"], hosts)
     returned["evidence"] = [item for item in diagnosis["evidence"] if _host_match(item["signal"], hosts) is None]
     return returned
+
+
+def _returned_network(network, hosts):
+    """network without the folded hosts' link and loss rows, its summary's lists of them cut as diagnosis.md cuts them."""
+    network = dict(network, summary=_cut_host_lists(network.get("summary"), hosts))
+    if network.get("links"):
+        network["links"] = [row for row in network["links"] if row.get("host") not in hosts]
+    loss = network.get("loss")
+    if isinstance(loss, dict) and loss.get("hosts"):
+        network["loss"] = dict(loss, hosts=[row for row in loss["hosts"] if row.get("host") not in hosts])
+    return network
 
 
 def _signal_groups(evidence, hosts):

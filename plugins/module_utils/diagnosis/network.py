@@ -12,7 +12,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evide
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import network_loss
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import NETWORK_BUSY_SHARE, client_samples, probe_rate, server_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import NETWORK_BUSY_SHARE, probe_rate, server_samples
 
 
 # Measured link utilisation (bytes on the NFS interfaces / (nominal speed x time)). At 70 % of
@@ -69,21 +69,14 @@ def _host_link_rows(host, side, before, after, addresses, busy_seconds, how):
     return rows
 
 
-def _link_rows(client_files, servers, checkpoint_seconds):
+def _link_rows(client_evidence, servers, checkpoint_seconds):
     """Every NFS link with bytes moved and, where its speed is known, its utilisation."""
     rows = []
     addresses = set()
-    for host, files in sorted(client_files.items()):
-        before, after, start, end = client_samples(files)
-        if start and end:
-            # The canary sampled this host when its ranks started and ended: exact window.
-            addresses.update(end.get("nfs_server_addresses") or [])
-            rows += _host_link_rows(host, "client", start, end, end.get("nfs_server_addresses") or [], None,
-                                    "the canary's own samples at its ranks' start and end")
-        elif before and after:
-            addresses.update(after.get("nfs_server_addresses") or [])
-            rows += _host_link_rows(host, "client", before, after, after.get("nfs_server_addresses") or [], checkpoint_seconds,
-                                    "the statistics window, scaled to the checkpoint's duration")
+    for _host, figures in sorted(client_evidence.items()):
+        # Each client's rows and the servers' addresses its samples name (client_evidence.py).
+        addresses.update(figures.addresses)
+        rows += figures.links
     for server in servers:
         before, after, busy_seconds, how = server_samples(server, checkpoint_seconds)
         if before and after:
@@ -102,7 +95,7 @@ def _probe_start(probe, summary):
     return clock.to_controller_time(float(start), clock.offset_of(probe.get("clock")))
 
 
-def _probe_capacity(client_files, evidence):
+def _probe_capacity(client_evidence, evidence):
     """Sum over clients of what raw TCP carried to the server in the same window (the probe), or None.
 
     The sum is a capacity only when the clients sent at once: starts further apart than
@@ -114,8 +107,8 @@ def _probe_capacity(client_files, evidence):
     starts = []
     seconds = []
     per_host = {}
-    for host, files in sorted(client_files.items()):
-        probe = files.get("probe")
+    for host, figures in sorted(client_evidence.items()):
+        probe = figures.probe
         summary = probe.get("summary") if isinstance(probe, dict) else None
         rate = probe_rate(probe)
         if rate is None:
@@ -289,10 +282,10 @@ def _network_state(evidence, links, probe_share, seen):
 def network_evidence(evidence, run, figures):
     """network: a measured layer (links, probe, declared speeds, loss); symptoms alone never name it.
     Returns (the network layer's result, the link rows)."""
-    links = _link_rows(run["client_files"], run["servers"], run["checkpoint_seconds"])
-    probe = _probe_capacity(run["client_files"], evidence)
-    loss = network_loss.assess(evidence, _host_windows(run["client_files"], run["servers"], run["checkpoint_seconds"]), links,
-                               dict((host, files.get("probe")) for host, files in run["client_files"].items()),
+    links = _link_rows(run["client_evidence"], run["servers"], run["checkpoint_seconds"])
+    probe = _probe_capacity(run["client_evidence"], evidence)
+    loss = network_loss.assess(evidence, _host_windows(run["client_evidence"], run["servers"], run["checkpoint_seconds"]), links,
+                               dict((host, figures.probe) for host, figures in run["client_evidence"].items()),
                                figures["idle_rtt"], dict((client["host"], client["delta"]["nconnect"]) for client in run["clients"]))
     if probe and loss["probe_lossy"]:
         # iperf3 through a lossy path measures the damage: no ceiling, and never a reason to rule the network out.
@@ -310,18 +303,14 @@ def network_evidence(evidence, run, figures):
     return net, links
 
 
-def _host_windows(client_files, servers, checkpoint_seconds):
-    """Each host's pair of samples over the checkpoint (the canary's own when taken), as network_loss.assess reads them."""
-    hosts = []
-    for host, files in sorted(client_files.items()):
-        before, after, start, end = client_samples(files)
-        if start and end:
-            hosts.append({"host": host, "side": "client", "before": start, "after": end, "how": "the canary's own samples"})
-        else:
-            hosts.append({"host": host, "side": "client", "before": before, "after": after, "how": "the statistics window"})
+def _host_windows(client_evidence, servers, checkpoint_seconds):
+    """Each host's TCP window over the checkpoint (the canary's own samples when taken), as network_loss.assess reads
+    them: the clients' from their ClientEvidence, the servers' from their samples."""
+    hosts = [{"host": host, "side": "client", "window": figures.tcp, "how": figures.tcp_how}
+             for host, figures in sorted(client_evidence.items())]
     for server in servers:
         before, after, _busy, how = server_samples(server, checkpoint_seconds)
-        hosts.append({"host": server["host"], "side": "server", "before": before, "after": after, "how": how})
+        hosts.append({"host": server["host"], "side": "server", "window": network_loss.tcp_window(before, after), "how": how})
     return hosts
 
 

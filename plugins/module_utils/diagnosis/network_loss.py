@@ -224,13 +224,14 @@ def _probe_rows(evidence, probes, links):
 def assess(evidence, hosts, links, probes, rtt_ms, connections):
     """The loss state of the checkpoint's paths.
 
-    hosts: [{"host", "side", "before", "after", "how"}] (each host's samples over the checkpoint);
+    hosts: [{"host", "side", "before", "after", "how"}] (each host's samples over the checkpoint), or with
+    "window" (their tcp_window, worked out where the host was read) instead of the samples;
     links: host_evidence.link_rows rows (with "host", "side" and "loss_counters");
     probes: {client: probe.json}; rtt_ms: the idle RTT; connections: {client: nconnect}.
     Returns {"state": lossy|contributing|clean|unmeasured, "lossy", "hosts": [...], "lossy_hosts",
     "probe": {host: probe_loss}, "probe_lossy": [host], "incast", "summary"}.
     """
-    rows = [_host_row(evidence, host, tcp_window(host["before"], host["after"]), links, rtt_ms,
+    rows = [_host_row(evidence, host, host["window"] if "window" in host else tcp_window(host["before"], host["after"]), links, rtt_ms,
                       connections.get(host["host"], 1)) for host in hosts]
     probe = _probe_rows(evidence, probes, links)
     measured = [row for row in rows if row["measured"]]

@@ -8,6 +8,7 @@ achieved, capacity and per-op totals over the clients the diagnosis uses), once.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence, sample as _sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
@@ -195,68 +196,54 @@ CLIENT_CHUNK = 128
 
 
 def _read_chunk(shared, hosts):
-    """[(host, view, excluded, kept canary block, kept files)] of some clients, and the problems reading
+    """[(host, view, excluded, kept canary block, ClientEvidence)] of some clients, and the problems reading
     them added to the bundle's list (a forked worker's additions are returned, not lost)."""
-    client_files, mount_point, problems, mount_points = shared
+    client_files, mount_point, problems, mount_points, checkpoint_seconds = shared
     already = len(problems)
     rows = []
     for host in hosts:
         files = client_files[host]
         view, problem = _client_view(host, files, mount_point, mount_points)
         canary = _kept_canary(files["canary"]) if isinstance(files.get("canary"), dict) else None
-        rows.append((host, view, problem, canary, _kept_files(files) if problem is None else None))
+        rows.append((host, view, problem, canary, client_evidence(host, files, checkpoint_seconds) if problem is None else None))
     return rows, problems[already:]
 
 
-def _read_clients(client_files, mount_point, problems=None, mount_points=None):
-    """(usable client views, excluded clients, each usable client's kept files, every client's canary
+def _read_clients(client_files, mount_point, problems=None, mount_points=None, checkpoint_seconds=None):
+    """(usable client views, excluded clients, each usable client's ClientEvidence, every client's canary
     block): each client's files are taken once, their figures kept and their texts dropped (a bundle of
     thousands of clients never sits whole in memory); BundleError when no client is usable. problems:
-    the list the reader adds unparsed files to (bundle["problems"]), kept in host order."""
+    the list the reader adds unparsed files to (bundle["problems"]), kept in host order;
+    checkpoint_seconds: the run's, which the client's link rows are scaled to."""
     problems = [] if problems is None else problems
     hosts = sorted(client_files)
     workers = parallel_map.workers_for(hosts, PARALLEL_CLIENTS // 2) if len(hosts) > PARALLEL_CLIENTS else 1
-    chunks = parallel_map.chunked_map(_read_chunk, (client_files, mount_point, problems, mount_points), hosts, CLIENT_CHUNK, workers)
+    shared = (client_files, mount_point, problems, mount_points, checkpoint_seconds)
+    chunks = parallel_map.chunked_map(_read_chunk, shared, hosts, CLIENT_CHUNK, workers)
     clients = []
     excluded = []
-    kept = {}
+    evidence = {}
     canaries = {}
     for rows, added in chunks:
         if workers > 1:
             problems.extend(added)
-        for host, view, problem, canary, files in rows:
+        for host, view, problem, canary, figures in rows:
             if canary is not None:
                 canaries[host] = canary
             if problem is None:
                 clients.append(view)
-                kept[host] = files
+                evidence[host] = figures
             else:
                 excluded.append(problem)
     if not clients:
         raise BundleError("no usable client capture, every client's mountstats is broken: %s"
                           % "; ".join(capture_problem_text(problem) for problem in excluded))
-    return clients, excluded, kept, canaries
+    return clients, excluded, evidence, canaries
 
 
 def _kept_canary(block):
     """What the run keeps of canary.json: the ranks and the clock (pace, report), the harness's CPU."""
     return {"ranks": block.get("ranks") or [], "clock": block.get("clock"), "harness": block.get("harness")}
-
-
-def _kept_files(files):
-    """What the layers read of a usable client's files after its figures are taken: the pair of host
-    samples they use (the canary's own when both were taken, else the statistics window's, as
-    client_samples() chooses) and the probe's result without iperf3's raw output."""
-    canary = files.get("canary") if isinstance(files.get("canary"), dict) else {}
-    samples = canary.get("host_samples") or {}
-    if _sample(samples.get("start")) and _sample(samples.get("end")):
-        kept = {"canary": {"host_samples": {"start": samples["start"], "end": samples["end"]}}}
-    else:
-        kept = dict((name, files[name]) for name in ("host_before", "host_after") if name in files)
-    probe = files.get("probe")
-    if probe is not None:
-        kept["probe"] = dict((key, value) for key, value in probe.items() if key != "iperf3") if isinstance(probe, dict) else probe
-    return kept
 
 
 def canary_ranks(run):
@@ -269,19 +256,6 @@ def canary_ranks(run):
 def canary_harness(run):
     """{host: canary.json's `harness` block} as the run kept it; {} for old bundles."""
     return dict((host, block["harness"]) for host, block in run["canaries"].items() if isinstance(block["harness"], dict))
-
-
-def _sample(value):
-    """A host sample from the bundle (parsed JSON), or None when absent or not a sample."""
-    return value if isinstance(value, dict) and value.get("format") == 1 else None
-
-
-def client_samples(files):
-    """(before, after) over the stats window and (start, end) over the canary's ranks, or Nones."""
-    canary = files.get("canary") if isinstance(files.get("canary"), dict) else {}
-    samples = canary.get("host_samples") or {}
-    return (_sample(files.get("host_before")), _sample(files.get("host_after")),
-            _sample(samples.get("start")), _sample(samples.get("end")))
 
 
 SERVER_CHECKPOINT_WINDOW = "the server's samples at the ranks' start and after the last rank ended"
@@ -394,7 +368,8 @@ def read_run(bundle):
     problems = bundle.get("problems") if isinstance(bundle.get("problems"), list) else None
     canary = context.get("canary") or {}
     # The canary's several NFS paths (context.yml canary.mount_points): every one's mountstats, judged together.
-    clients, excluded_clients, kept, canaries = _read_clients(client_files, mount_point, problems, canary.get("mount_points"))
+    clients, excluded_clients, evidence, canaries = _read_clients(client_files, mount_point, problems, canary.get("mount_points"),
+                                                                  _context_checkpoint_seconds(context, canary))
     servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
     ops = op_totals(clients)
     capture_view = _capture_view(context, clients)
@@ -413,7 +388,7 @@ def read_run(bundle):
         "context": context, "mount_point": mount_point, "canary": canary, "clients": clients, "excluded_clients": excluded_clients,
         "servers": servers, "window": _saved_window(context),
         # Host evidence only from the clients whose statistics are usable (the same set as every figure).
-        "client_files": kept, "canaries": canaries, "problems": list(bundle.get("problems") or []),
+        "client_evidence": evidence, "canaries": canaries, "problems": list(bundle.get("problems") or []),
         # Per-op totals and transport ratios, once, over the usable clients: the diagnosis and the report read these.
         "ops": ops, "figures": client_figures(context, clients, ops),
         "checkpoint_seconds": _checkpoint_seconds(canary, capture_view),
@@ -464,6 +439,21 @@ def _capture_view(context, clients):
     view = capture.achieved(block, [client["delta"] for client in clients], _number(stated or 0, "target.checkpoint_bytes", False))
     view["window"] = block
     return view
+
+
+def _context_checkpoint_seconds(context, canary):
+    """_checkpoint_seconds() before the clients are read (it needs only context.yml), None where it would fail:
+    read_run fails there later, in its own order, and no client's figure is used."""
+    block = context.get("capture")
+    window = {"seconds": block.get("seconds")} if context.get("source") == "capture" and isinstance(block, dict) else None
+    try:
+        return _checkpoint_seconds(canary, _capture_view_seconds(window))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _capture_view_seconds(window):
+    return {"seconds": float(window["seconds"] or 0.0)} if window is not None else None
 
 
 def _checkpoint_seconds(canary, capture_view):

@@ -195,6 +195,10 @@ def test_a_large_bundle_returns_without_the_per_host_blocks_diagnosis_json_holds
     assert len(saved["clients"]) == 19 and returned["clients"] == {} and returned["per_host_left_out"] == 19
     assert returned["servers"] == saved["servers"] and list(returned["cpu"]) == ["nfs1"]
     assert [row["host"] for row in returned["network"]["links"]] == ["nfs1"]
+    # The per-host lists of mounts and loss rows too (a 16,384-client result was 10 MB through the controller).
+    assert len(saved["mounts"]) == 19 and returned["mounts"] == {}
+    assert len(saved["network"]["loss"]["hosts"]) == 20 and [row["host"] for row in returned["network"]["loss"]["hosts"]] == ["nfs1"]
+    assert returned["network"]["loss"]["state"] == saved["network"]["loss"]["state"]
     assert not [item for item in returned["evidence"] if " on c0" in item["signal"] or " on nfs2" in item["signal"]]
     assert returned["verdict"] == saved["verdict"] and returned["first_screen"] == saved["first_screen"]
     small_root = str(tmp_path / "small")
