@@ -285,7 +285,7 @@ nothing_left canary_bundle 300
 log "canary_bundle held in $(since "$case_start") (the Slurm run)"
 fi
 
-if want canary_interrupted; then
+# canary_abandoned uses it too (CKPTIO_LAB_SLURM_CASES=canary_abandoned alone: 'interrupted: command not found').
 # The play is started in a session of its own and killed with its workers once every node is ready.
 interrupted() {  # NAME: starts the play, waits until the job runs and both nodes wrote ready.json, kills it
   local name=$1 begin pgid ready
@@ -310,6 +310,7 @@ interrupted() {  # NAME: starts the play, waits until the job runs and both node
   wait $pgid 2>/dev/null || true
   log "$name: play killed $(since "$begin") after its start, both nodes ready; queue: $(queue | tr '\n' ';')"
 }
+if want canary_interrupted; then
 case_start=$(date +%s)
 interrupted cancelled
 job=$(queue | awk '{print $1}' | head -n1)
