@@ -67,7 +67,9 @@ tune() {  # tune-clients.yml on one client with the Slurm hook; extra -e pairs f
   local host=$1; shift
   # localhost too: the summary play runs there, and only it fails the run when a host failed
   # (docs/operations.md: a --limit without localhost ends with rc 0 and no summary).
-  ansible-playbook -i "$inventory" playbooks/tune-clients.yml --limit "$host,localhost" \
+  # ckptio_clients=$host too: the summary lists every host of the pattern, and one outside the
+  # run counts as NOT_ATTEMPTED (a failed run) - the other client is not this case's.
+  ansible-playbook -i "$inventory" playbooks/tune-clients.yml --limit "$host,localhost" -e ckptio_clients="$host" \
     -e client_tuning_drain_tasks=tasks/slurm_drain.yml -e client_tuning_undrain_tasks=tasks/slurm_resume.yml \
     -e client_tuning_slurm_controller=nfs1 -e client_tuning_slurm_poll_seconds=$POLL \
     -e ckptio_report_dir="$work/reports" "$@"
@@ -283,7 +285,7 @@ nothing_left canary_bundle 300
 log "canary_bundle held in $(since "$case_start") (the Slurm run)"
 fi
 
-if want canary_interrupted; then
+# canary_abandoned uses it too (CKPTIO_LAB_SLURM_CASES=canary_abandoned alone: 'interrupted: command not found').
 # The play is started in a session of its own and killed with its workers once every node is ready.
 interrupted() {  # NAME: starts the play, waits until the job runs and both nodes wrote ready.json, kills it
   local name=$1 begin pgid ready
@@ -308,6 +310,7 @@ interrupted() {  # NAME: starts the play, waits until the job runs and both node
   wait $pgid 2>/dev/null || true
   log "$name: play killed $(since "$begin") after its start, both nodes ready; queue: $(queue | tr '\n' ';')"
 }
+if want canary_interrupted; then
 case_start=$(date +%s)
 interrupted cancelled
 job=$(queue | awk '{print $1}' | head -n1)
