@@ -67,8 +67,8 @@ tune() {  # tune-clients.yml on one client with the Slurm hook; extra -e pairs f
   local host=$1; shift
   # localhost too: the summary play runs there, and only it fails the run when a host failed
   # (docs/operations.md: a --limit without localhost ends with rc 0 and no summary).
-  # ckptio_clients=$host too: the summary lists every host of the pattern, and one outside the
-  # run counts as NOT_ATTEMPTED (a failed run) - the other client is not this case's.
+  # ckptio_clients=$host too: only this client's line in the summary (before 0.5.0 a host outside
+  # --limit counted as NOT_ATTEMPTED and failed the run; now it is named as not in this run).
   ansible-playbook -i "$inventory" playbooks/tune-clients.yml --limit "$host,localhost" -e ckptio_clients="$host" \
     -e client_tuning_drain_tasks=tasks/slurm_drain.yml -e client_tuning_undrain_tasks=tasks/slurm_resume.yml \
     -e client_tuning_slurm_controller=nfs1 -e client_tuning_slurm_poll_seconds=$POLL \

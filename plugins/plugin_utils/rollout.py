@@ -189,7 +189,7 @@ def rollout_host(name, report, failure=None, reached=False):
                "its changes may be partly applied - run the playbook again once it is back")
     elif report is None:
         status = "not_attempted"
-        why = "not reached: an earlier batch exceeded the failure budget, or the host was not in this run (--limit)"
+        why = "not reached: an earlier batch exceeded the failure budget"
     else:
         status = "changed" if report.get("changed") else "ok"
         why = ""
@@ -206,15 +206,25 @@ def rollout_host(name, report, failure=None, reached=False):
     return entry, line
 
 
-def summarise_rollout(title, hosts, finished):
-    """hosts: [{name, report, failure, reached}] in inventory order. problems: hosts not tuned."""
+def summarise_rollout(title, hosts, finished, run_hosts=None):
+    """hosts: [{name, report, failure, reached}] in inventory order. problems: hosts not tuned.
+
+    run_hosts: the play's hosts after --limit (ckptio_play_hosts), None when no host recorded them;
+    a host outside them was not in this run: listed once, never counted as a problem.
+    """
+    outside = [host["name"] for host in hosts if run_hosts is not None and host["name"] not in run_hosts]
     entries, lines = {}, []
     for host in hosts:
+        if host["name"] in outside:
+            continue
         entry, line = rollout_host(host["name"], host.get("report"), host.get("failure"), host.get("reached", False))
         entries[host["name"]] = entry
         lines.append(line)
     problems = sum(1 for entry in entries.values() if entry["status"] in ("failed", "unreachable", "not_attempted"))
-    return {"playbook": title, "finished": finished, "hosts": entries, "lines": lines, "problems": problems}
+    if outside:
+        lines.append("Not in this run (--limit): " + ", ".join(outside))
+    return {"playbook": title, "finished": finished, "hosts": entries, "lines": lines, "problems": problems,
+            "outside_run": outside}
 
 
 def _percent(value):
@@ -270,12 +280,15 @@ def audit_summary(groups, hostvars, finished=None, check_mode=False, fail_on_dri
 
 
 def rollout_summary(hosts, hostvars, report_var, title, finished=None):
-    picked = []
+    picked, run_hosts = [], None
     for name in _names(hosts, "rollout_summary", "the input"):
         variables = _host_vars(hostvars, name)
         picked.append({"name": name, "report": variables.get(report_var), "failure": variables.get("ckptio_failure"),
                        "reached": variables.get("ckptio_reached", False)})
-    return summarise_rollout(title, picked, finished or _now())
+        recorded = variables.get("ckptio_play_hosts")
+        if recorded is not None:
+            run_hosts = set(run_hosts or ()) | set(_names(recorded, "rollout_summary", "ckptio_play_hosts"))
+    return summarise_rollout(title, picked, finished or _now(), run_hosts)
 
 
 def rollout_budget(batch, hostvars, play_batch, max_fail_percentage=0):

@@ -186,3 +186,20 @@ def test_rolling_tune_stops_after_a_failed_batch_and_says_who_was_not_attempted(
     assert summary["problems"] == 2
     assert summary["lines"][0].startswith("ghost1: UNREACHABLE - Check that the host answers: unreachable: ")
     assert "2 of 2 hosts were not tuned" in done.stdout
+
+
+def test_a_host_outside_the_limit_is_not_a_failure_of_the_rolling_tune(tmp_path):
+    # The Slurm lab (slurm2, 2026-12-03): `--limit nfs2,localhost` tuned nfs2 correctly, yet nfs3 was
+    # counted NOT_ATTEMPTED and the run failed "1 of 2 hosts were not tuned".
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(GHOSTS)
+    reports = tmp_path / "reports"
+    done = run_playbook(tmp_path, os.path.join(COLLECTION, "playbooks", "tune-clients.yml"), "--limit", "ghost1,localhost",
+                        "-e", "ckptio_report_dir=%s" % reports, inventory=str(inventory))
+    [path] = glob.glob(str(reports / "tune-clients-*.json"))
+    with open(path) as handle:
+        summary = json.load(handle)
+    assert sorted(summary["hosts"]) == ["ghost1"] and summary["outside_run"] == ["ghost2"]
+    assert summary["problems"] == 1
+    assert "1 of 1 hosts were not tuned" in done.stdout
+    assert "Not in this run (--limit): ghost2" in done.stdout

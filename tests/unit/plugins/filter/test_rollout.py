@@ -269,9 +269,20 @@ def test_rollout_summary_statuses_and_lines():
         "nfs4: FAILED - Set nfsd threads: threads: bad",
         "nfs5: UNREACHABLE - lost during the run (it answered, then stopped answering: crash, reboot or network); its changes "
         "may be partly applied - run the playbook again once it is back",
-        "nfs6: NOT_ATTEMPTED - not reached: an earlier batch exceeded the failure budget, or the host was not in this run "
-        "(--limit)",
+        "nfs6: NOT_ATTEMPTED - not reached: an earlier batch exceeded the failure budget",
     ]
+
+
+def test_rollout_summary_leaves_a_host_outside_the_limit_out_of_the_problems():
+    # ckptio_play_hosts is ansible_play_hosts_all (every batch, after --limit): nfs6 never had a turn
+    # because an earlier batch failed, nfs7 was not in the run at all.
+    run = ["nfs1", "nfs6"]
+    hostvars = {"nfs1": {"ckptio_failure": {"stage": "tune", "task": "t", "msg": "m"}, "ckptio_reached": True,
+                         "ckptio_play_hosts": run}, "nfs6": {}, "nfs7": {}}
+    summary = SUMMARY(sorted(hostvars), hostvars, "server_tuning_report", "tune-servers", finished=FINISHED)
+    assert sorted(summary["hosts"]) == ["nfs1", "nfs6"] and summary["hosts"]["nfs6"]["status"] == "not_attempted"
+    assert summary["problems"] == 2 and summary["outside_run"] == ["nfs7"]
+    assert summary["lines"][-1] == "Not in this run (--limit): nfs7"
 
 
 def test_rollout_summary_needs_a_host_list():
