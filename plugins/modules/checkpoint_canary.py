@@ -190,7 +190,7 @@ options:
     description:
       - One checkpoint directory per path shared by the job's hosts, C(ckptio-canary-job-<job_id>), files named by global rank;
         made by the first host, never removed here (the caller removes it once every host is done; roles/canary_validation does).
-      - Not with V(shared_file); V(torch_dcp), V(megatron) need O(job_ranks) (rank 0 waits for every rank's done marker). Omitted: own.
+      - Not with V(shared_file); V(torch_dcp), V(megatron) need O(job_ranks) (rank 0 waits for every rank's done marker); omitted, this host's own.
     type: str
   job_ranks: {description: "Ranks of the whole job (hosts x O(ranks)) with O(job_id); 0 means not given.", type: int, default: 0}
   recovery_rank_shift:
