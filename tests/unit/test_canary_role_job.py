@@ -36,7 +36,8 @@ def _render(clients=2, **role_vars):
     templar = Templar(loader=DataLoader(), variables=variables)
     facts = task["ansible.builtin.set_fact"]
     return (templar.template(trust_as_template(facts["canary_validation__job_id"])),
-            int(templar.template(trust_as_template(facts["canary_validation__job_ranks"]))))
+            int(templar.template(trust_as_template(facts["canary_validation__job_ranks"]))),
+            int(templar.template(trust_as_template(facts["canary_validation__recovery_rank_shift"]))))
 
 
 @pytest.mark.parametrize("role_vars, clients, named", [
@@ -46,9 +47,12 @@ def _render(clients=2, **role_vars):
     ({"canary_validation_shape": "torch_dcp", "canary_validation_local_path": "/var/tmp/burst"}, 2, False),
     ({"canary_validation_shape": "file_per_rank"}, 2, False),
     ({"canary_validation_shape": "mlperf_llama3_8b", "canary_validation_restore": True, "canary_validation_recovery_rank_shift": 4}, 2, True),
-    ({"canary_validation_shape": "mlperf_llama3_8b", "canary_validation_restore": True}, 2, False),
+    ({"canary_validation_shape": "mlperf_llama3_8b", "canary_validation_restore": True, "canary_validation_recovery_rank_shift": 0}, 2, False),
 ])
 def test_the_role_names_a_job_when_the_canary_needs_one(role_vars, clients, named):
-    job_id, job_ranks = _render(clients, **role_vars)
+    job_id, job_ranks, shift = _render(clients, **dict({"canary_validation_recovery_rank_shift": 4}, **role_vars))
     assert job_id == ("20261203T0300-torch-dcp" if named else "")
     assert job_ranks == clients * 4
+    # The role's default shift is its ranks; the canary refuses a shift without restore (lab run 2026-12-03 03:50:
+    # torch_dcp's job got recovery_rank_shift 4 and every client refused): only MLPerf's read-back passes it.
+    assert shift == (4 if named and role_vars.get("canary_validation_restore") else 0)
