@@ -68,6 +68,8 @@ def _draw_throughput(axes, document):
     target = document["target_bytes_per_second"]
     if target:
         axes.axvline(target / 1e6, color="#2ca02c", linestyle="--", label="target %s" % human.rate(target))
+        # Every option may miss it: the panel reaches past the line.
+        axes.set_xlim(0, max(axes.get_xlim()[1], target / 1e6 * 1.15))
     axes.set_xlabel("MB/s (write)", fontsize=8)
     axes.set_title("Write throughput, both ways of counting", fontsize=10)
     _legend_below(axes)

@@ -307,3 +307,16 @@ def test_the_figure_shows_restore_both_ways_of_counting_as_the_table_does():
             "ours: read bytes / (latest end - earliest start)", "MLPerf published: size / rank 0's read time"]
     finally:
         pyplot.close(figure)
+
+
+def test_the_target_line_stays_inside_the_write_panel_when_every_option_misses_it():
+    # Lab run of 2026-12-03: both options under 3 MB/s, target 6.71 MB/s - the panel ended at 4.8 MB/s, the line outside it.
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    from ansible_collections.ckptio.nfs.plugins.module_utils.compare import figure as compare_figure
+    document = ranking.compare([_row("slow", 8.0), _row("slower", 16.0)])
+    figure = compare_figure.draw_figure(pyplot, document)
+    try:
+        panel = [axes for axes in figure.axes if axes.get_title() == "Write throughput, both ways of counting"][0]
+        assert panel.get_xlim()[1] > document["target_bytes_per_second"] / 1e6
+    finally:
+        pyplot.close(figure)
