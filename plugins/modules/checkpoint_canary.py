@@ -156,7 +156,7 @@ options:
       - V(mlperf_llama3_8b), V(mlperf_llama3_70b), V(mlperf_llama3_405b), V(mlperf_llama3_1t) - MLPerf Storage v2.0's checkpoint
         workload (a C(global_epoch…_step…) directory per checkpoint made by every rank; per-rank bytes from the model, times
         O(shape_scale); O(bytes_per_rank) is then ignored).
-      - Each host's canary is its own checkpoint directory; the job's rank 0 (O(first_rank=0)) alone coordinates.
+      - The job's rank 0 (O(first_rank=0)) alone coordinates; with O(job_id) after every rank of every host (done markers).
     type: str
     choices: [shared_file, file_per_rank, torch_dcp, megatron, mlperf_llama3_8b, mlperf_llama3_70b, mlperf_llama3_405b, mlperf_llama3_1t]
   shape_scale: {description: "Factor on the MLPerf shapes' per-rank bytes (the model's size) to fit the cluster or the lab.", type: float, default: 1.0}
@@ -190,7 +190,7 @@ options:
     description:
       - One checkpoint directory per path shared by the job's hosts, C(ckptio-canary-job-<job_id>), files named by global rank;
         made by the first host, never removed here (the caller removes it once every host is done; roles/canary_validation does).
-      - Needs O(shape=file_per_rank) or an MLPerf shape. Omitted means this host's own work directory.
+      - Not with V(shared_file); V(torch_dcp), V(megatron) need O(job_ranks) (rank 0 waits for every rank's done marker); omitted, this host's own.
     type: str
   job_ranks: {description: "Ranks of the whole job (hosts x O(ranks)) with O(job_id); 0 means not given.", type: int, default: 0}
   recovery_rank_shift:

@@ -747,7 +747,7 @@ row("checkpoint_canary", "checkpoint_interval_seconds", "negative", {"checkpoint
 row("checkpoint_canary", "checkpoint_interval_seconds", "shorter-than-drain",
     Deferred(lambda w: {"local_path": w.path("local"), "drain_rate_limit": 1, "checkpoint_interval_seconds": 1}))
 row("checkpoint_canary", "job_id", "bad-chars", {"shape": "file_per_rank", "job_id": "../x"})
-row("checkpoint_canary", "job_id", "coordinator-shape", {"shape": "torch_dcp", "job_id": "j1"})
+row("checkpoint_canary", "job_id", "coordinator-without-job_ranks", {"shape": "torch_dcp", "job_id": "j1"})
 row("checkpoint_canary", "job_ranks", "not-a-multiple", {"shape": "file_per_rank", "ranks": 2, "job_id": "j1", "job_ranks": 3})
 row("checkpoint_canary", "recovery_rank_shift", "negative", {"recovery_rank_shift": -1})
 row("checkpoint_canary", "recovery_rank_shift", "without-restore", {"recovery_rank_shift": 1})

@@ -20,12 +20,25 @@ shared_file and file_per_rank are today's two layouts (plan.plan_ranks): data op
 written by host/canary_ranks.run_rank as before. Each host's canary is its own checkpoint
 directory (its rank 0 makes it where the writer's rank 0 does), but only the job's rank 0
 (first_rank 0) does the coordinator's work - the metadata, the rename, the tracker - once per
-checkpoint as the writers do (the lab showed one RENAME per client before). It does it after its
-own host's ranks are done: the canary has no barrier across hosts.
+checkpoint as the writers do (the lab showed one RENAME per client before). Without a job it does
+it after its own host's ranks are done.
 
-A job (job_id, job_ranks; MLPerf shapes and file_per_rank only, the ones with no coordinator) shares
-one checkpoint directory per path across its hosts, the files named by global rank. With
-recovery_rank_shift the read-back is MLPerf's (DLIO's load_checkpoint with recovery_rank_shift):
+A job (job_id, job_ranks) shares one checkpoint directory per path across its hosts, the files
+named by global rank (no shared_file: its offsets are per host). With a coordinator (torch_dcp,
+megatron) the job's rank 0 finishes only after every rank of every host has finished its files, as
+the writers do (DCP's save runs the ranks' writes and the coordinator's finish as one collective -
+every write result gathered to the coordinator before its finish; Megatron barriers before rank 0
+writes). The canary has no network collective across hosts, so each rank leaves a done marker
+(BARRIER_DIR/<global rank>, created after its files' fsync) in the job directory of the first path,
+and the job's rank 0 waits until job_ranks markers are there (reopening BARRIER_DIR each poll: an
+NFS open revalidates the directory, a plain lookup could be served from a cached negative entry),
+at most AWAIT_SHARE of timeout, then fails naming the missing global ranks. The markers are the
+canary's own metadata (a MKDIR and a CREATE a rank, and rank 0's polls), shown in the plan as
+`mark` and `await`, not counted in metadata_ops_per_rank. In a job every host's rank 0 makes
+Megatron's directory (the first one makes it; the others' mkdir finds it): the barrier after it
+would be a collective across hosts too. A marker left by an earlier run of the same job_id fails
+that rank (O_EXCL), naming it, so a stale marker never releases the coordinator.
+With recovery_rank_shift the read-back is MLPerf's (DLIO's load_checkpoint with recovery_rank_shift):
 global rank g reads the files global rank (g + shift) mod job_ranks wrote - with the shift a whole
 host's ranks, a host the reader's client never cached them on (MLPerf's rules: write, clear the
 cache, read).
@@ -62,9 +75,14 @@ DCP_DIR = "checkpoint"
 MEGATRON_DIR = "iter_0000001"
 MEGATRON_TRACKER = "latest_checkpointed_iteration.txt"
 DIRECTORY_BY = {"torch_dcp": "every_rank", "megatron": "rank_0"}
-# The shapes whose job may share one directory across hosts: no coordinator (whose work would need a
-# barrier across hosts first) and no shared file (whose offsets are per host).
-JOB_SHAPES = ("file_per_rank",) + MLPERF_SHAPES
+# The shapes whose job may share one directory across hosts: no shared file (whose offsets are per host).
+COORDINATOR_SHAPES = ("torch_dcp", "megatron")
+JOB_SHAPES = ("file_per_rank",) + COORDINATOR_SHAPES + MLPERF_SHAPES
+# The job's barrier before its coordinator: a done marker a rank in the first path's job directory.
+BARRIER_DIR = ".ckptio-barrier"
+# The job's rank 0 waits for the markers at most this share of timeout (then fails, before the kill).
+AWAIT_SHARE = 0.9
+AWAIT_POLL_SECONDS = 0.05
 JOB_DIR_PREFIX = "ckptio-canary-job-"
 JOB_ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
@@ -74,7 +92,8 @@ class Op:
     """One step of a rank, in order. kind: begin/end (a checkpoint's timed span, checkpoint index in
     length), mkdir_p, exists (stat, absent is fine), data (name, offset, length, create, fsync),
     write (a small file: create or truncate in place, fsync), unlink (absent is fine), rename (name
-    to target), barrier (every rank of the host), pause (length seconds)."""
+    to target), barrier (every rank of the host), pause (length seconds); in a job with a coordinator
+    mark (this rank's done marker, name) and await (the job's rank 0: length markers in name)."""
 
     kind: str
     name: str = ""
@@ -196,8 +215,13 @@ def job_errors(params, name):
         if not job_id or len(job_id) > 64 or any(char not in JOB_ID_CHARS for char in job_id):
             errors.append("job_id must be 1 to 64 letters, digits, '_' or '-', got %r" % job_id)
         if name not in JOB_SHAPES:
-            errors.append("job_id (one directory shared by the job's hosts) needs shape %s, got %s (a coordinator would need a"
-                          " barrier across hosts, a shared file offsets across hosts)" % (" or ".join(JOB_SHAPES), name))
+            errors.append("job_id (one directory shared by the job's hosts) needs shape %s, got %s (a shared file's offsets"
+                          " are per host)" % (" or ".join(JOB_SHAPES), name))
+        if name in COORDINATOR_SHAPES and not job_ranks:
+            errors.append("job_id with shape=%s needs job_ranks (the job's rank 0 waits for every rank's done marker)" % name)
+        if name in COORDINATOR_SHAPES and params.get("local_path"):
+            errors.append("job_id with shape=%s cannot be combined with local_path (the job's barrier is on NFS, the"
+                          " burst buffer's files are not)" % name)
     if job_ranks and (job_ranks < params["first_rank"] + params["ranks"] or job_ranks % params["ranks"]):
         errors.append("job_ranks must be a multiple of ranks (%d) of at least first_rank + ranks (%d), got %d"
                       % (params["ranks"], params["first_rank"] + params["ranks"], job_ranks))
@@ -252,11 +276,19 @@ def _split(total, parts, block_size):
     return [length for _start, length in canary._split_aligned(total, parts, block_size)]
 
 
+def _job_barrier(params, global_rank):
+    """A job's barrier before its coordinator: every rank's done marker, the job's rank 0's wait for all (no job: none)."""
+    if params.get("job_id") is None:
+        return []
+    ops = [Op("mark", "%s/%d" % (BARRIER_DIR, global_rank))]
+    return ops + ([Op("await", BARRIER_DIR, params["job_ranks"])] if global_rank == 0 else [])
+
+
 def _torch_dcp(params, rank, global_rank):
     sizes = _split(params["bytes_per_rank"], params["thread_count"], params["block_size"])
     ops = [Op("begin"), Op("mkdir_p", DCP_DIR), Op("exists", DCP_DIR + "/.metadata")]
     ops += _data([("%s/__%d_%d.distcp" % (DCP_DIR, global_rank, t), size) for t, size in enumerate(sizes)], params["fsync"])
-    ops.append(Op("barrier"))
+    ops += [Op("barrier")] + _job_barrier(params, global_rank)
     if global_rank == 0:
         ops += [Op("write", DCP_DIR + "/.metadata.tmp", METADATA_BYTES, fsync=True), Op("unlink", DCP_DIR + "/.metadata"),
                 Op("rename", DCP_DIR + "/.metadata.tmp", target=DCP_DIR + "/.metadata")]
@@ -268,7 +300,7 @@ def _megatron(params, rank, global_rank):
     ops = [Op("begin")] + ([Op("mkdir_p", MEGATRON_DIR)] if rank == 0 else []) + [Op("barrier")]
     # torch_dist's writer fsyncs always (not an option there).
     ops += _data([("%s/__%d_%d.distcp" % (MEGATRON_DIR, global_rank, t), size) for t, size in enumerate(sizes)])
-    ops.append(Op("barrier"))
+    ops += [Op("barrier")] + _job_barrier(params, global_rank)
     if global_rank == 0:
         ops += [Op("write", MEGATRON_DIR + "/common.pt", METADATA_BYTES), Op("write", MEGATRON_DIR + "/metadata.json", 64),
                 Op("write", MEGATRON_TRACKER, 8, create=False, fsync=False)]

@@ -166,12 +166,13 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=Non
     return result
 
 
-def write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer=None):
-    """A rank's write: a shape's ops (host/canary_shapes.run_ops) or a layout's files (run_rank)."""
+def write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer=None, job_fd=None):
+    """A rank's write: a shape's ops (host/canary_shapes.run_ops; job_fd, the first path's directory, holds a job's
+    done markers) or a layout's files (run_rank)."""
     if buffer is None:
         buffer = random_block(params["block_size"], seed_of(params, rank_plan.get("global_rank", rank_plan["rank"])))
     if rank_plan.get("ops"):
-        return canary_shapes.run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer)
+        return canary_shapes.run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer, job_fd)
     return run_rank(dir_fd, rank_plan, params["block_size"], params["fsync"], params["direct"], start_at, buffer)
 
 
@@ -181,7 +182,7 @@ def write_then_restore(dir_fds, rank_plan, params, start_at, go_read, write_end,
     recovery_rank_shift the files of rank_plan["read"], from that rank's path); send line 2."""
     dir_fd = dir_fds[rank_plan.get("path_index", 0)]
     buffer = random_block(params["block_size"], seed_of(params, rank_plan.get("global_rank", rank_plan["rank"])))
-    result = write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer)
+    result = write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer, dir_fds[0])
     # The parent's RUSAGE_CHILDREN has no rank before it is reaped, and this one lives on to read.
     usage = resource.getrusage(resource.RUSAGE_SELF)
     line = dict(result, write_cpu_seconds=usage.ru_utime + usage.ru_stime)
@@ -218,7 +219,7 @@ def rank_body(dir_fds, rank_plan, params, barrier=None):
         if params.get("restore"):
             write_then_restore(dir_fds, rank_plan, params, start_at, go_read, write_end, barrier)
         else:
-            result = write_rank(dir_fd, rank_plan, params, start_at, barrier)
+            result = write_rank(dir_fd, rank_plan, params, start_at, barrier, job_fd=dir_fds[0])
             os.write(write_end, json.dumps(result).encode())
     return body
 

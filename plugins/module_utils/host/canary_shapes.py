@@ -17,6 +17,7 @@ import os
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 
 FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
@@ -129,11 +130,42 @@ def _metadata(dir_fd, op):
         os.rename(op["name"], op["target"], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
-def run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer):
+def mark_done(job_fd, op):
+    """This rank's done marker in the job's directory (canary/shapes.py, "A job"); one of an earlier run fails it."""
+    _mkdir_p(job_fd, op["name"].rsplit("/", 1)[0])
+    try:
+        os.close(os.open(op["name"], os.O_WRONLY | os.O_CREAT | os.O_EXCL | FLAGS, 0o600, dir_fd=job_fd))
+    except FileExistsError:
+        raise OSError(errno.EEXIST, "a done marker of an earlier run of this job_id is there (remove the job's directory)")
+
+
+def await_job(job_fd, op, start_at, seconds):
+    """The job's rank 0: wait until op["length"] ranks have left their marker in op["name"] (reopened each poll, so
+    NFS revalidates it), at most seconds from start_at; then OSError naming the global ranks still missing."""
+    deadline = start_at + seconds
+    expected = set(str(rank) for rank in range(op["length"]))
+    while True:
+        try:
+            fd = os.open(op["name"], os.O_RDONLY | os.O_DIRECTORY | FLAGS, dir_fd=job_fd)
+            try:
+                missing = expected - set(os.listdir(fd))
+            finally:
+                os.close(fd)
+        except FileNotFoundError:
+            missing = expected
+        if not missing or time.time() >= deadline:
+            break
+        time.sleep(shapes.AWAIT_POLL_SECONDS)
+    if missing:
+        raise OSError(errno.ETIMEDOUT, "no done marker from global ranks %s (job_ranks=%d) within %.1f s of the start"
+                      " (%s x timeout)" % (", ".join(sorted(missing, key=int)), op["length"], seconds, shapes.AWAIT_SHARE))
+
+
+def run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer, job_fd=None):
     """One rank of a shape: its ops in order; its result with one record a checkpoint (MLPerf).
 
     start and end of the result are the first begin and the last end; after an error the rank
-    only passes its remaining barriers.
+    only passes its remaining barriers. job_fd: the first path's work directory (a job's markers).
     """
     view = memoryview(buffer)
     delay = start_at - time.time()
@@ -159,6 +191,10 @@ def run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer):
                 checkpoints[-1]["bytes"] += _write_data(dir_fd, op, view, params["block_size"], params["direct"])
             elif kind == "write":
                 _write_small(dir_fd, op, view)
+            elif kind == "mark":
+                mark_done(dir_fd if job_fd is None else job_fd, op)
+            elif kind == "await":
+                await_job(dir_fd if job_fd is None else job_fd, op, start_at, shapes.AWAIT_SHARE * params["timeout"])
             else:
                 _metadata(dir_fd, op)
         except OSError as exc:

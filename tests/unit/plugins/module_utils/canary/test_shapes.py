@@ -153,7 +153,8 @@ def test_without_shift_no_rank_reads_another_ranks_files():
 
 
 @pytest.mark.parametrize("extra, message", [
-    ({"shape": "torch_dcp"}, "job_id (one directory shared by the job's hosts) needs shape"),
+    ({"shape": "torch_dcp", "job_ranks": 0, "recovery_rank_shift": 0}, "job_id with shape=torch_dcp needs job_ranks"),
+    ({"shape": "megatron", "local_path": "/local"}, "job_id with shape=megatron cannot be combined with local_path"),
     ({"shape": "shared_file"}, "job_id (one directory shared by the job's hosts) needs shape"),
     ({"job_id": "a/b"}, "job_id must be 1 to 64 letters"),
     ({"job_ranks": 6}, "job_ranks must be a multiple of ranks (4)"),
@@ -166,6 +167,31 @@ def test_job_options_are_refused_naming_the_option(extra, message):
     params = _job()
     params.update(extra)
     assert any(message in error for error in shapes.validate(params)), shapes.validate(params)
+
+
+@pytest.mark.parametrize("shape", ["torch_dcp", "megatron"])
+def test_a_job_with_a_coordinator_marks_every_rank_and_only_the_jobs_rank_0_awaits_them(shape):
+    """Each rank leaves its done marker after its files; the job's rank 0 alone waits for job_ranks of them,
+    then does the coordinator's work; another host's rank 0 (first_rank 4) neither waits nor coordinates."""
+    for first_rank in (0, 4):
+        plan = shapes.resolve(_job(shape=shape, first_rank=first_rank, restore=False, recovery_rank_shift=0))
+        for rank in plan.ranks:
+            kinds = [op.kind for op in rank.ops]
+            assert [op.name for op in rank.ops if op.kind == "mark"] == [".ckptio-barrier/%d" % rank.global_rank]
+            assert kinds.index("mark") > max(i for i, kind in enumerate(kinds) if kind == "data")
+            coordinating = rank.global_rank == 0
+            assert ("await" in kinds) is coordinating
+            assert any(kind in ("rename", "write") for kind in kinds) is coordinating
+            if coordinating:
+                awaited = kinds.index("await")
+                assert rank.ops[awaited].length == 8 and kinds.index("mark") < awaited
+                assert all(kinds.index(kind) > awaited for kind in kinds if kind in ("rename", "write"))
+        assert plan.summary()["metadata_ops_per_rank"] == max(len(r.metadata_ops()) for r in plan.ranks)
+
+
+def test_without_a_job_a_coordinator_shape_has_no_markers():
+    plan = shapes.resolve(_job(shape="torch_dcp", job_id=None, restore=False, recovery_rank_shift=0))
+    assert not any(op.kind in ("mark", "await") for rank in plan.ranks for op in rank.ops)
 
 
 def test_the_role_removes_the_directory_the_canary_shares():

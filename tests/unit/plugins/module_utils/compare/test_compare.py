@@ -275,3 +275,48 @@ def test_an_option_may_read_back_and_a_bad_restore_is_refused():
     assert [option["restore"] for option in options] == [True, False]
     with pytest.raises(plan.PlanError, match=r"ckptio_compare_options\[0\].restore must be true or false"):
         plan.compare_options([{"name": "m", "restore": "yes"}], "/mnt/a")
+
+
+def _panel_texts(axes):
+    return [text.get_text() for text in axes.texts]
+
+
+def test_the_figure_shows_restore_both_ways_of_counting_as_the_table_does():
+    """compare.png has a restore panel: ours and MLPerf's published figure for an option that read back, the cache
+    flag on a read a cache could serve, and "unmeasured" where an option did not read back."""
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    from ansible_collections.ckptio.nfs.plugins.module_utils.compare import figure as compare_figure
+    cold = [_read("a", 0, 0, 10.0, 11.0), _read("a", 1, 1, 10.0, 12.0), _read("b", 0, 2, 10.0, 14.0), _read("b", 1, 3, 10.0, 13.0)]
+    rows = [option.option_row("cold", {"shape": "mlperf_llama3_8b"}, CONTEXT, DIAGNOSIS, cold, [], {"a": _read_from(True), "b": _read_from(True)}),
+            option.option_row("warm", {"shape": "file_per_rank"}, CONTEXT, DIAGNOSIS, cold, [],
+                              {"a": _read_from(True), "b": _read_from(False, "warm read")}),
+            _row("writes only", 1.0, nbytes=2 * GIB)]
+    document = ranking.compare(rows)
+    figure = compare_figure.draw_figure(pyplot, document)
+    try:
+        figure.canvas.draw()
+        titles = [axes.get_title() for axes in figure.axes]
+        assert "Restore (read-back), both ways of counting" in titles
+        panel = figure.axes[titles.index("Restore (read-back), both ways of counting")]
+        texts = _panel_texts(panel)
+        assert "1.07 GB/s" in texts and texts.count("unmeasured: no read-back") == 2
+        assert any(text.startswith("4.29 GB/s") for text in texts)
+        labels = [label.get_text() for label in panel.get_yticklabels()]
+        assert any("FLAG: a cache could serve it" in label for label in labels)
+        assert [text.get_text() for text in panel.get_legend().get_texts()][:2] == [
+            "ours: read bytes / (latest end - earliest start)", "MLPerf published: size / rank 0's read time"]
+    finally:
+        pyplot.close(figure)
+
+
+def test_the_target_line_stays_inside_the_write_panel_when_every_option_misses_it():
+    # Lab run of 2026-12-03: both options under 3 MB/s, target 6.71 MB/s - the panel ended at 4.8 MB/s, the line outside it.
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    from ansible_collections.ckptio.nfs.plugins.module_utils.compare import figure as compare_figure
+    document = ranking.compare([_row("slow", 8.0), _row("slower", 16.0)])
+    figure = compare_figure.draw_figure(pyplot, document)
+    try:
+        panel = [axes for axes in figure.axes if axes.get_title() == "Write throughput, both ways of counting"][0]
+        assert panel.get_xlim()[1] > document["target_bytes_per_second"] / 1e6
+    finally:
+        pyplot.close(figure)
