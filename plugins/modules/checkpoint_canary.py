@@ -192,12 +192,14 @@ options:
         made by the first host, never removed here (the caller removes it once every host is done; roles/canary_validation does).
       - Not with V(shared_file); V(torch_dcp), V(megatron) need O(job_ranks) (rank 0 waits for every rank's done marker); omitted, this host's own.
     type: str
-  job_ranks: {description: "Ranks of the whole job (hosts x O(ranks)) with O(job_id); 0 means not given.", type: int, default: 0}
+    version_added: 0.5.0
+  job_ranks: {description: "Ranks of the whole job (hosts x O(ranks)) with O(job_id); 0 means not given.", type: int, default: 0, version_added: 0.5.0}
   recovery_rank_shift:
     description:
       - MLPerf's read-back (DLIO's C(recovery_rank_shift)); with O(restore=true), O(job_id) and O(job_ranks) global rank g reads
         the files of rank (g + shift) mod O(job_ranks). O(ranks) makes the reader another host, whose client never cached them.
     type: int
+    version_added: 0.5.0
     default: 0
 notes:
   - Ranks are forked processes; results, samples and cleanup do not depend on the play's connection.
