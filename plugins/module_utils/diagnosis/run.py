@@ -51,8 +51,6 @@ SINCE_MOUNT_NOTE = ("one mountstats snapshot: every client figure is an average 
 
 IDLE_RTT_OPS = ("NULL", "GETATTR", "ACCESS", "OPEN", "CLOSE", "LOOKUP", "FSINFO", "PATHCONF", "SEQUENCE", "RENEW", "SERVER_CAPS")
 
-
-
 # Ours is the rule MLPerf Storage's rules text states; the figure it publishes is DLIO's (checkpoint size /
 # rank 0's own duration, compare/throughput.py), which is higher when ranks finish unevenly (issue 28).
 MLPERF_STATED = "the rule MLPerf Storage states, not the figure it publishes (size / rank 0's own time)"

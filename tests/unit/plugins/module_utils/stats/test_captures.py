@@ -135,7 +135,8 @@ def test_a_client_clock_3_s_ahead_still_starts_together_on_the_controllers_clock
     assert corrected["start_spread_uncertainty_seconds"] == pytest.approx(0.247217 + 0.225316)
     assert corrected["synchronized"] is True
     result = diagnose(bundle)
-    assert result["achieved_source"] == "canary: total bytes / (latest end - earliest start), the rule MLPerf Storage states, not the figure it publishes (size / rank 0's own time)"
+    assert result["achieved_source"] == ("canary: total bytes / (latest end - earliest start), the rule MLPerf Storage states, "
+                                         "not the figure it publishes (size / rank 0's own time)")
     # The probes too: started_at 2.06 s apart on the host clocks, together once corrected.
     assert not signal(result, "TCP probe start spread")
     assert "network" not in result["unmeasured"]
