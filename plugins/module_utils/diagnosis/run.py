@@ -261,11 +261,18 @@ SERVER_CHECKPOINT_WINDOW = "the server's samples at the ranks' start and after t
 
 def server_samples(server, checkpoint_seconds):
     """(before, after, seconds the traffic flowed or None, how): the checkpoint's own samples when taken."""
-    if server["host_start"] and server["host_end"]:
+    start, end = server["host_start"], server["host_end"]
+    if start and end and end["time"] > start["time"]:
         # Taken at start_at and once every client's canary had returned: the tail after the
         # last rank (Ansible's polling) is idle time, so the shares are still scaled.
-        return server["host_start"], server["host_end"], checkpoint_seconds, SERVER_CHECKPOINT_WINDOW
-    return server["host_before"], server["host_after"], checkpoint_seconds, "the statistics window"
+        return start, end, checkpoint_seconds, SERVER_CHECKPOINT_WINDOW
+    how = "the statistics window"
+    if start and end:
+        # The sample "at go" is asynchronous: on a starved server (the CI lab, 2026-12-03) it ran after the
+        # ranks and after the end sample, a negative window that measures nothing.
+        how += (" (the server's sample at the ranks' start was taken after the end sample, %.1f s late: "
+                "not a checkpoint window)" % (start["time"] - end["time"]))
+    return server["host_before"], server["host_after"], checkpoint_seconds, how
 
 
 def _server_view(host, files):

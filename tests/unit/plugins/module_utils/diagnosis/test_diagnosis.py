@@ -428,6 +428,23 @@ def test_server_samples_at_the_ranks_start_and_end_replace_the_scaled_window():
     assert server_link["measured_over"].startswith(row["measured_over"])
 
 
+
+def test_server_samples_out_of_order_fall_back_to_the_statistics_window_and_say_why():
+    # The CI rehearsal's lab, 2026-12-03: on the loaded TCG server the asynchronous sample "at go" ran
+    # after the canary's 1.8 s ranks and after the end sample (window -3.927 s, counters "reset"): the
+    # server's CPU went unmeasured and its link row had a negative window. A start sample that is not
+    # before the end sample measures nothing; the whole statistics window still does (flagged).
+    bundle = load_capture("seed_like_v41")
+    server = bundle["servers"]["nfs1"]
+    server["host_start"], server["host_end"] = server["host_end"], server["host_start"]
+    result = diagnose(bundle)
+    row = result["cpu"]["nfs1"]
+    assert row["measured_over"].startswith("the statistics window")
+    assert "was taken after the end sample" in row["measured_over"]
+    server_link = [link for link in result["network"]["links"] if link["side"] == "server"][0]
+    assert server_link["window_seconds"] > 0 and server_link["measured_over"].startswith("the statistics window")
+
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as _diagnosis  # noqa: E402
 
 
