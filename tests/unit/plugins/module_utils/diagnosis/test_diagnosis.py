@@ -428,7 +428,6 @@ def test_server_samples_at_the_ranks_start_and_end_replace_the_scaled_window():
     assert server_link["measured_over"].startswith(row["measured_over"])
 
 
-
 def test_server_samples_out_of_order_fall_back_to_the_statistics_window_and_say_why():
     # The CI rehearsal's lab, 2026-12-03: on the loaded TCG server the asynchronous sample "at go" ran
     # after the canary's 1.8 s ranks and after the end sample (window -3.927 s, counters "reset"): the
