@@ -215,7 +215,7 @@ def summarise_rollout(title, hosts, finished, run_hosts=None):
     outside = [host["name"] for host in hosts if run_hosts is not None and host["name"] not in run_hosts]
     entries, lines = {}, []
     for host in hosts:
-        if host["name"] in outside:
+        if run_hosts is not None and host["name"] not in run_hosts:
             continue
         entry, line = rollout_host(host["name"], host.get("report"), host.get("failure"), host.get("reached", False))
         entries[host["name"]] = entry
@@ -286,8 +286,10 @@ def rollout_summary(hosts, hostvars, report_var, title, finished=None):
         picked.append({"name": name, "report": variables.get(report_var), "failure": variables.get("ckptio_failure"),
                        "reached": variables.get("ckptio_reached", False)})
         recorded = variables.get("ckptio_play_hosts")
-        if recorded is not None:
-            run_hosts = set(run_hosts or ()) | set(_names(recorded, "rollout_summary", "ckptio_play_hosts"))
+        if run_hosts is None and recorded is not None:
+            # Every host of the play recorded the same ansible_play_hosts_all: the first one says it for all
+            # (a union per host would be quadratic in the cluster's size).
+            run_hosts = set(_names(recorded, "rollout_summary", "ckptio_play_hosts"))
     return summarise_rollout(title, picked, finished or _now(), run_hosts)
 
 

@@ -199,10 +199,8 @@ def _limiting_text(result):
     if verdict == "meets_target":
         limits = result.get("contributing") or []
         return "what limits headroom: %s" % (_layer(limits[0], True) if limits else "no signal crossed its threshold")
-    if verdict == "no_window":
-        text = "%s: %s" % (limit_label(verdict), _layer(result["limiting_layer"]))
-    else:
-        text = "%s: %s" % (limit_label(verdict), _layer(result["limiting_layer"], True))
+    # A since-mount average names its layer plainly; a verdict's layer carries its detail.
+    text = "%s: %s" % (limit_label(verdict), _layer(result["limiting_layer"], verdict != "no_window"))
     if result.get("contributing"):
         text += "; also: %s" % ", ".join(_layer(layer) for layer in result["contributing"])
     return text
