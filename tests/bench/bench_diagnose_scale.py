@@ -5,6 +5,7 @@ controller holding its result) and the size of diagnosis.json.
     source $(scripts/setup.sh)
     python tests/bench/bench_diagnose_scale.py [--clients 512 4096 16384] [--dir /var/tmp/bench] [--link]
     python tests/bench/bench_diagnose_scale.py --profile 4096      # cProfile of load + diagnose in-process
+    python tests/bench/bench_diagnose_scale.py --phases 16384 --link   # each step's time per client, each phase's
     python tests/bench/bench_diagnose_scale.py --against /tmp/base-link   # another commit's collection side by side
 
 --against ROOT: ROOT holds ansible_collections/ckptio/nfs of another commit (a `git worktree` linked
@@ -131,6 +132,65 @@ def profile(clients, root, link, as_captured=False):
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
 
+def phases(clients, root, link):
+    """Where the time goes, in this process (time.process_time): per client, each step a forked reader takes
+    (clients read one after the other), then the whole run as the module does it (read_run with its forked
+    readers: wall and this process's CPU; diagnose_run, diagnosis.json's text and diagnosis.md: wall)."""
+    import json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose_run
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
+    bundle = build(root, clients, link)
+    directory = os.path.join(bundle, "clients")
+    hosts = sorted(os.listdir(directory))
+    mount_point = load_bundle(bundle, stream=True)["context"].get("mount_point")
+    step = {}
+
+    def timed(name, function, *arguments):
+        started = time.process_time()
+        value = function(*arguments)
+        step[name] = step.get(name, 0.0) + time.process_time() - started
+        return value
+
+    for host in hosts:
+        texts = dict((key, timed("reading its files", atomic_file.read_input, os.path.join(directory, host, name)))
+                     for key, name in CLIENT_FILES.items() if os.path.exists(os.path.join(directory, host, name)))
+        files = {}
+        for key, text in texts.items():
+            if CLIENT_FILES[key].endswith(".json"):
+                value = timed("json.loads", json.loads, text)
+                timed("the schema check", bundle_values._fits, value, bundle_values.schema_of(CLIENT_FILES[key]))  # pylint: disable=protected-access
+                files[key] = value
+            else:
+                files[key] = text
+        timed("the mount view (mountstats delta, D-state, sunrpc)", run._client_view, host, files, mount_point)  # pylint: disable=protected-access
+        timed("the host evidence", client_evidence, host, files, 10.0)
+    for name, seconds in step.items():
+        print("per client, %s: %.3f ms" % (name, seconds / clients * 1000))
+    print("per client, in all: %.3f ms" % (sum(step.values()) / clients * 1000))
+    with paused_gc():
+        wall, cpu = time.monotonic(), time.process_time()
+        the_run = run.read_run(load_bundle(bundle, stream=True))
+        print("read_run (forked readers): %.1f s wall, %.1f s of this process's CPU" % (time.monotonic() - wall, time.process_time() - cpu))
+        wall = time.monotonic()
+        result = diagnose_run(the_run)
+        print("diagnose_run: %.1f s" % (time.monotonic() - wall))
+        wall = time.monotonic()
+        result, _text = json_safe_text(result, lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
+        print("diagnosis.json's text: %.1f s" % (time.monotonic() - wall))
+        wall = time.monotonic()
+        render_markdown(result)
+        print("diagnosis.md: %.1f s" % (time.monotonic() - wall))
+
+
 def measured_row(name, clients, bundle, output, collections, other):
     """One table row: `name` diagnosing `bundle` into output; other: the output to compare with (if there)."""
     os.mkdir(output)
@@ -160,6 +220,8 @@ def main():
     parser.add_argument("--against", metavar="ROOT", help="a directory holding ansible_collections/ckptio/nfs of another "
                                                           "commit: each size diagnosed by it, then by this tree")
     parser.add_argument("--profile", type=int, metavar="CLIENTS", help="profile load + diagnose in-process on one size")
+    parser.add_argument("--phases", type=int, metavar="CLIENTS", help="time each step of the reading per client, then each "
+                                                                       "phase of the run, in-process on one size")
     parser.add_argument("--as-captured", action="store_true",
                         help="copy the fixture as it is (probe.json with iperf3's raw output inside, as bundles "
                              "written before 0.5.0 hold it) instead of re-writing it through the current writer")
@@ -168,6 +230,9 @@ def main():
     try:
         if args.profile:
             profile(args.profile, root, args.link, args.as_captured)
+            return
+        if args.phases:
+            phases(args.phases, root, args.link)
             return
         bundles = []
         for clients in args.clients:
