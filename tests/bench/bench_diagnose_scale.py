@@ -220,8 +220,8 @@ def main():
     parser.add_argument("--against", metavar="ROOT", help="a directory holding ansible_collections/ckptio/nfs of another "
                                                           "commit: each size diagnosed by it, then by this tree")
     parser.add_argument("--profile", type=int, metavar="CLIENTS", help="profile load + diagnose in-process on one size")
-    parser.add_argument("--phases", type=int, metavar="CLIENTS", help="time each step of the reading per client, then each "
-                                                                       "phase of the run, in-process on one size")
+    parser.add_argument("--phases", type=int, metavar="CLIENTS",
+                        help="time each step of the reading per client, then each phase of the run, in-process on one size")
     parser.add_argument("--as-captured", action="store_true",
                         help="copy the fixture as it is (probe.json with iperf3's raw output inside, as bundles "
                              "written before 0.5.0 hold it) instead of re-writing it through the current writer")

@@ -225,7 +225,6 @@ def test_a_rearchitect_no_measured_option_answers_says_so():
                                       "measure another architecture (several servers, a parallel file system, a burst buffer).")
 
 
-
 def test_an_option_whose_diagnosis_says_rearchitect_but_meets_the_target_itself_is_not_told_none_met():
     # The lab, 2026-12-03 (scripts/lab-compare.sh, five options): async_local met the target at 2.9x (bytes /
     # blocking seconds), its own diagnosis said re-architect, and its answer read "none of the measured options
@@ -241,6 +240,7 @@ def test_an_option_whose_diagnosis_says_rearchitect_but_meets_the_target_itself_
     assert answers["async_local"]["meets"] == ["async_local"]
     assert answers["shared_file"]["text"] == ("shared_file's diagnosis says re-architect (limiting layer server_cpu); "
                                               "measured here, async_local meets the target (4x).")
+
 
 def _read(host, rank, global_rank, start, end):
     return _rank(host, rank, 0.0, 1.0, global_rank=global_rank, read_start=start, read_end=end, read_bytes=GIB,
