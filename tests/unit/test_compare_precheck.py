@@ -40,7 +40,9 @@ def test_an_option_the_canary_refuses_stops_the_comparison_before_any_option_run
     mount.mkdir()
     reports = tmp_path / "reports"
     options = [{"name": "shared_file", "shape": "shared_file"},
-               {"name": "file_per_rank", "shape": "file_per_rank"},
+               # A shape run as one job over both clients (named after the bundle, which the pre-check has not
+               # made yet: the lab's megatron option failed there, 2026-12-03).
+               {"name": "dcp", "shape": "torch_dcp"},
                {"name": "two_paths", "shape": "file_per_rank", "paths": [str(mount), str(tmp_path / "missing")]}]
     run = run_playbook(tmp_path, DRIVER, INVENTORY.format(python=sys.executable, mount=mount),
                        ["-e", "canary_validation_reports_dir=%s" % reports,
