@@ -56,8 +56,11 @@ def compare(rows):
         if row.get("error"):
             row["verdict"], row["flag"] = "FAILED: %s" % row["error"], "failed: not ranked"
         elif row["bytes"] != first["bytes"]:
-            row["flag"] = ("different total bytes (%s against %s of %s): not ranked with the others"
-                           % (human.size(row["bytes"]), human.size(first["bytes"]), first["name"]))
+            shown, reference = human.size(row["bytes"]), human.size(first["bytes"])
+            if shown == reference:
+                # Totals that differ below the shown digits (a shape_scale's rounding): the exact bytes.
+                shown, reference = "{:,} B".format(int(row["bytes"])), "{:,} B".format(int(first["bytes"]))
+            row["flag"] = "different total bytes (%s against %s of %s): not ranked with the others" % (shown, reference, first["name"])
     comparable = [row for row in rows if row["flag"] is None]
     measured = sorted((row for row in comparable if row["judged"]["value"] is not None),
                       key=lambda row: -row["judged"]["value"])

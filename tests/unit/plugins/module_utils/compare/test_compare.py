@@ -194,6 +194,15 @@ def test_a_records_own_checkpoints_are_split_and_moved_to_the_controllers_clock(
     assert figures["mlperf_published"]["gib_per_second"] == pytest.approx(1.5)
 
 
+
+def test_totals_that_differ_below_the_shown_digits_are_flagged_with_their_exact_bytes():
+    # The lab, 2026-12-03: mlperf_70b scaled to 8 MiB a rank wrote a few bytes fewer than file_per_rank, and the
+    # flag read "different total bytes (67.1 MB against 67.1 MB of file_per_rank)".
+    document = ranking.compare([_row("file_per_rank", 4.0, nbytes=33554432), _row("mlperf_70b", 4.0, nbytes=33554400)])
+    flagged = [row for row in document["options"] if row["name"] == "mlperf_70b"][0]
+    assert flagged["flag"] == ("different total bytes (67,108,800 B against 67,108,864 B of file_per_rank): "
+                               "not ranked with the others")
+
 def _with_diagnosis(row, verdict, limiting):
     row = dict(row)
     row["diagnosis_verdict"] = {"value": verdict, "rests_on": "diagnosis.json verdict"}
