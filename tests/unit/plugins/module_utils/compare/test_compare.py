@@ -194,7 +194,6 @@ def test_a_records_own_checkpoints_are_split_and_moved_to_the_controllers_clock(
     assert figures["mlperf_published"]["gib_per_second"] == pytest.approx(1.5)
 
 
-
 def test_totals_that_differ_below_the_shown_digits_are_flagged_with_their_exact_bytes():
     # The lab, 2026-12-03: mlperf_70b scaled to 8 MiB a rank wrote a few bytes fewer than file_per_rank, and the
     # flag read "different total bytes (67.1 MB against 67.1 MB of file_per_rank)".
@@ -202,6 +201,7 @@ def test_totals_that_differ_below_the_shown_digits_are_flagged_with_their_exact_
     flagged = [row for row in document["options"] if row["name"] == "mlperf_70b"][0]
     assert flagged["flag"] == ("different total bytes (67,108,800 B against 67,108,864 B of file_per_rank): "
                                "not ranked with the others")
+
 
 def _with_diagnosis(row, verdict, limiting):
     row = dict(row)
