@@ -125,7 +125,7 @@ run_installed() {
   rm -rf "$project" && mkdir -p "$project"
   cp -r "$REPO/tests/fixtures/captures/healthy" "$project/bundle"
   printf 'localhost ansible_connection=local\n[nfs_clients]\n[nfs_servers]\n' > "$project/hosts.ini"
-  for pb in audit capture diagnose tune_clients tune_servers validate_checkpoint; do
+  for pb in audit capture compare_architectures diagnose paste tune_clients tune_servers validate_checkpoint; do
     (cd "$project" && env -u ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH="$dist/collections" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
       ansible-playbook -i hosts.ini "ckptio.nfs.$pb" --syntax-check >/dev/null) \
       || { echo "ckptio.nfs.$pb: --syntax-check failed from the installed collection" >&2; rc=1; }
