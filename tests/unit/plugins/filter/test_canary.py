@@ -126,9 +126,10 @@ def test_the_canary_and_the_probe_start_through_the_barrier_never_a_guessed_star
     with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
         specs = yaml.safe_load(handle)["argument_specs"]
     assert all("canary_validation_start_lead" not in entry["options"] for entry in specs.values())
-    for name in ("clients.yml", "probe_clients.yml"):
-        with open(os.path.join(ROLE, "tasks", name)) as handle:
-            tasks = handle.read()
+    for name, tasks in (("clients.yml", _clients_text()), ("probe_clients.yml", None)):
+        if tasks is None:
+            with open(os.path.join(ROLE, "tasks", name)) as handle:
+                tasks = handle.read()
         assert "import_tasks: barrier_ready.yml" in tasks and "import_tasks: barrier_signal.yml" in tasks, name
         # No module option start_at: the go plan gives the start.
         assert not re.search(r"^\s+start_at:", tasks, re.MULTILINE), name
@@ -171,9 +172,23 @@ def _written_wait(document):
     return {"state": "file", "match_groupdict": match.groupdict(), "match_groups": list(match.groups())}
 
 
+# The clients' part of the role: clients.yml (the check) and the two files it includes for the run.
+CLIENTS_FILES = ("clients.yml", "clients_before_launch.yml", "clients_run.yml")
+
+
+def _clients_text():
+    texts = []
+    for name in CLIENTS_FILES:
+        with open(os.path.join(ROLE, "tasks", name)) as handle:
+            texts.append(handle.read())
+    return "\n".join(texts)
+
+
 def _role_written_regex():
-    with open(os.path.join(ROLE, "tasks", "clients.yml")) as handle:
-        tasks = yaml.safe_load(handle)
+    tasks = []
+    for name in CLIENTS_FILES:
+        with open(os.path.join(ROLE, "tasks", name)) as handle:
+            tasks.extend(yaml.safe_load(handle))
     every = [task for item in tasks for task in [item] + item.get("block", [])]
     regexes = [task["vars"]["__canary_validation_barrier_ready_regex"] for task in every
                if "__canary_validation_barrier_ready_regex" in (task.get("vars") or {})]

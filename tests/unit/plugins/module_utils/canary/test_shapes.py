@@ -196,5 +196,5 @@ def test_without_a_job_a_coordinator_shape_has_no_markers():
 
 def test_the_role_removes_the_directory_the_canary_shares():
     import pathlib
-    clients = pathlib.Path(__file__).parents[5] / "roles" / "canary_validation" / "tasks" / "clients.yml"
+    clients = pathlib.Path(__file__).parents[5] / "roles" / "canary_validation" / "tasks" / "clients_run.yml"
     assert "{{ item }}/%s{{ canary_validation__job_id }}" % shapes.JOB_DIR_PREFIX in clients.read_text()
