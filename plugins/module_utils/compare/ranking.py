@@ -59,7 +59,7 @@ def compare(rows):
             shown, reference = human.size(row["bytes"]), human.size(first["bytes"])
             if shown == reference:
                 # Totals that differ below the shown digits (a shape_scale's rounding): the exact bytes.
-                shown, reference = "{:,} B".format(int(row["bytes"])), "{:,} B".format(int(first["bytes"]))
+                shown, reference = "%s B" % human.number(int(row["bytes"])), "%s B" % human.number(int(first["bytes"]))
             row["flag"] = "different total bytes (%s against %s of %s): not ranked with the others" % (shown, reference, first["name"])
     comparable = [row for row in rows if row["flag"] is None]
     measured = sorted((row for row in comparable if row["judged"]["value"] is not None),
