@@ -52,18 +52,9 @@ options:
       - Must be absolute and must not pass through a symbolic link (give the real path).
     type: path
     required: true
-  ranks:
-    description: Writer processes on this host (GPUs per node in a training job).
-    type: int
-    default: 1
-  bytes_per_rank:
-    description: Bytes each rank writes (its checkpoint shard).
-    type: int
-    default: 67108864
-  block_size:
-    description: Bytes per write call. With O(direct=true) a multiple of 4096.
-    type: int
-    default: 1048576
+  ranks: {description: "Writer processes on this host (GPUs per node in a training job).", type: int, default: 1}
+  bytes_per_rank: {description: "Bytes each rank writes (its checkpoint shard).", type: int, default: 67108864}
+  block_size: {description: "Bytes per write call. With O(direct=true) a multiple of 4096.", type: int, default: 1048576}
   layout:
     description:
       - V(shared_file) - every rank C(pwrite)s its own disjoint range of one file.
@@ -71,14 +62,8 @@ options:
     type: str
     choices: [shared_file, file_per_rank]
     default: shared_file
-  files_per_rank:
-    description: Files per rank with O(layout=file_per_rank); O(bytes_per_rank) is split between them.
-    type: int
-    default: 1
-  fsync:
-    description: C(fsync) every file before the rank's end time, as MLPerf Storage requires.
-    type: bool
-    default: true
+  files_per_rank: {description: "Files per rank with O(layout=file_per_rank); O(bytes_per_rank) is split between them.", type: int, default: 1}
+  fsync: {description: "C(fsync) every file before the rank's end time, as MLPerf Storage requires.", type: bool, default: true}
   direct: {description: "Open with C(O_DIRECT) (page-aligned buffers), bypassing the client page cache.", type: bool, default: false}
   start_at:
     description:
@@ -111,18 +96,9 @@ options:
         take twice O(timeout), plus the wait for C(read_go.json)).
     type: float
     default: 600
-  kill_grace:
-    description: Seconds to wait for stalled ranks after SIGKILL before failing anyway.
-    type: float
-    default: 5
-  allow_local:
-    description: Allow a O(path) that is not on an NFS mount (tests, benchmarks against local disks).
-    type: bool
-    default: false
-  keep:
-    description: Leave the written files in place (in the directory named by RV(workdir)).
-    type: bool
-    default: false
+  kill_grace: {description: "Seconds to wait for stalled ranks after SIGKILL before failing anyway.", type: float, default: 5}
+  allow_local: {description: "Allow a O(path) that is not on an NFS mount (tests, benchmarks against local disks).", type: bool, default: false}
+  keep: {description: "Leave the written files in place (in the directory named by RV(workdir)).", type: bool, default: false}
   restore:
     description:
       - After the writes, read everything back (the checkpoint's load) and verify every block; see the description.
@@ -309,30 +285,18 @@ host_samples:
       C(start) is missing when no rank was still running at O(start_at).
   returned: when the ranks ran
   type: dict
-dstate_text:
-  description: The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).
-  returned: always
-  type: str
+dstate_text: {description: "The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).", returned: always, type: str}
 dstate_summary:
   description: Samples, samples with a task in D, peak count, longest run and C(wchan) counts (from dstate.summarize_dstate).
   returned: when the ranks ran
   type: dict
-dstate_peak:
-  description: Most tasks seen in D state in one sample.
-  returned: always
-  type: int
-cleaned_up:
-  description: True when the work directory was removed before the module returned.
-  returned: always
-  type: bool
+dstate_peak: {description: "Most tasks seen in D state in one sample.", returned: always, type: int}
+cleaned_up: {description: "True when the work directory was removed before the module returned.", returned: always, type: bool}
 cleanup_deferred_pid:
   description: Pid of the helper still waiting for stalled ranks before it removes the work directory.
   returned: when removal could not finish in time
   type: int
-start_at:
-  description: The start epoch the ranks waited for (the go time on this host's clock with O(barrier_dir)).
-  returned: always
-  type: float
+start_at: {description: "The start epoch the ranks waited for (the go time on this host's clock with O(barrier_dir)).", returned: always, type: float}
 barrier:
   description:
     - With O(barrier_dir) - C(ready_at) (when the canary was prepared), C(signal) (C(go) or C(abort)), C(go_at),
