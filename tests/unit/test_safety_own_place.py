@@ -296,13 +296,15 @@ def no_long_sleep(monkeypatch):
     monkeypatch.setattr(time, "sleep", sleep)
 
 
-@pytest.mark.parametrize("start_at", [time.time() + 365 * 86400, float("inf"), float("nan"), time.time() - 86400])
+# Explicit ids: a test's name must not carry the clock (pytest-xdist's workers collect the same names).
+@pytest.mark.parametrize("start_at", [time.time() + 365 * 86400, float("inf"), float("nan"), time.time() - 86400],
+                         ids=["a-year-ahead", "inf", "nan", "a-day-ago"])
 def test_tcp_probe_start_at_outside_the_bound_fails_naming_it(sender, no_long_sleep, start_at):
     result = fail_module(tcp_probe, {"mode": "send", "server": "127.0.0.1", "start_at": start_at})
     assert "start_at" in result["msg"] and sender == []
 
 
-@pytest.mark.parametrize("start_at", [time.time() + 365 * 86400, float("inf")])
+@pytest.mark.parametrize("start_at", [time.time() + 365 * 86400, float("inf")], ids=["a-year-ahead", "inf"])
 def test_canary_start_at_outside_the_bound_fails_naming_it(tmp_path, no_long_sleep, start_at):
     result = fail_module(checkpoint_canary, {"path": str(tmp_path), "allow_local": True, "ranks": 1,
                                              "bytes_per_rank": 4096, "block_size": 4096, "start_at": start_at},
@@ -332,7 +334,7 @@ def release(directory, name, document, delay=0.0):
     (float("inf"), "echo", "finite"),
     (time.time() + 0.3, "0123456789abcdef", "not for this run"),
     (time.time() + 0.3, None, "not for this run"),
-])
+], ids=["a-year-ahead", "inf", "another-run-id", "no-run-id"])
 def test_tcp_probe_go_that_is_not_this_runs_or_too_far_is_an_abort(tmp_path, sender, no_long_sleep, go_at, run_id, why):
     directory = tmp_path / "barrier"
     document = {"go_at": go_at} if run_id is None else {"go_at": go_at, "run_id": run_id}
