@@ -102,6 +102,15 @@ def canary_barrier(hosts, ready_results, clocks, launch_at, now=None, fanout_sec
     return barrier.plan_go(ready, offsets, fanout, now, abort_reason, run_ids)
 
 
+def canary_host_go(go_at, clock):
+    """go (the controller's clock) on one host's own clock, as its go.json would carry it
+    (barrier.go_document). clock is the host's clock_offset result; unmeasured (none, skipped,
+    failed) means the controller's clock, as for a client whose offset is missing."""
+    go_at = _number(go_at, "canary_host_go", "go_at")
+    measured = isinstance(clock, Mapping) and not clock.get("skipped") and not clock.get("failed")
+    return barrier.go_document(go_at, clock.get("offset_seconds") if measured else None)["go_at"]
+
+
 def canary_server_samples(start_results, end_results, write_end_results=None):
     # With restore, the servers' end sample is the one taken when every client had written (in the
     # read barrier): the write's server shares must exclude the reads. A skipped or absent
@@ -158,6 +167,7 @@ class FilterModule:
             "canary_context": canary_context,
             "canary_failures": canary_failures,
             "canary_barrier": canary_barrier,
+            "canary_host_go": canary_host_go,
             "canary_server_samples": canary_server_samples,
             "canary_probe_errors": canary_probe_errors,
             "canary_waits": canary_waits,

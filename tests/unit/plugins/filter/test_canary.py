@@ -34,8 +34,8 @@ def client_results(loaded):
 
 
 def test_all_filters_exposed():
-    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_probe_errors",
-                               "canary_server_samples", "canary_waits"]
+    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_host_go",
+                               "canary_probe_errors", "canary_server_samples", "canary_waits"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -158,6 +158,37 @@ def test_canary_barrier_without_now_plans_from_the_controllers_clock():
     plan = FILTERS["canary_barrier"](["a"], [{"state": "file"}], [None], launch_at=before - 3.0)
     assert 3.0 <= plan["fanout_seconds"] <= 3.0 + (time.time() - before)
     assert plan["go_at"] - plan["margin_seconds"] >= before
+
+
+def test_canary_host_go_puts_go_on_the_hosts_clock_as_go_json_does():
+    go_at = 1760000000.25
+    assert FILTERS["canary_host_go"](go_at, {"offset_seconds": -3.5, "uncertainty_seconds": 0.01}) == go_at - 3.5
+    # The same number a client's go.json carries for the same offset (barrier.go_document).
+    plan = FILTERS["canary_barrier"](["a"], [{"state": "file"}], [{"offset_seconds": -3.5}], launch_at=100.0, now=104.0)
+    assert FILTERS["canary_host_go"](plan["go_at"], {"offset_seconds": -3.5}) == plan["go"]["a"]["go_at"]
+    # Unmeasured (no result, skipped, failed): the host's clock is taken as the controller's, as for a client.
+    for clock in (None, {}, {"skipped": True}, {"failed": True, "offset_seconds": 9.0}):
+        assert FILTERS["canary_host_go"](go_at, clock) == go_at
+    with pytest.raises(AnsibleFilterError, match="go_at"):
+        FILTERS["canary_host_go"]("soon", None)
+
+
+def test_the_servers_sample_at_go_waits_for_go_on_the_servers_own_clock():
+    """Found in the lab (0.5.2 rehearsal): the servers waited for the controller's go on their own
+    clocks, unmeasured, so a server whose clock ran behind sampled 'at go' late (once after its
+    end sample). Each server's clock is measured with its before sample, as the clients' is."""
+    with open(os.path.join(ROLE, "tasks", "server_stats.yml")) as handle:
+        server_tasks = yaml.safe_load(handle)
+    measure = [task for task in server_tasks if "ckptio.nfs.clock_offset" in task]
+    assert len(measure) == 1 and measure[0]["register"] == "canary_validation__server_clock"
+    assert measure[0]["when"] == "canary_validation_phase == 'before'"
+    with open(os.path.join(ROLE, "tasks", "clients_run.yml")) as handle:
+        run_tasks = yaml.safe_load(handle)
+    start = [task for task in run_tasks if task["name"].startswith("Sample every server when the ranks start")]
+    assert len(start) == 1
+    assert start[0]["ckptio.nfs.nfsd_stats"]["wait_until"] == (
+        "{{ canary_validation__barrier.go_at | ckptio.nfs.canary_host_go(hostvars[item].canary_validation__server_clock"
+        " | default(none)) }}")
 
 
 def test_canary_barrier_refuses_lists_that_do_not_match():

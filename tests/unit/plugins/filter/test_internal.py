@@ -33,7 +33,7 @@ ROLE_STEPS = {"client_tuning_state_records", "client_tuning_wanted_mounts", "cli
               "slurm_canary_job", "slurm_canary_args", "slurm_job_id", "slurm_job_state", "slurm_cancel", "slurm_canary_result"}
 # What users call: the filters docs/capture-bundle.md ("## Filters") names, and internal.
 PUBLIC = {"mountstats_delta", "nfsd_delta", "checkpoint_capacity", "nfs_diagnosis",
-          "canary_context", "canary_failures", "canary_barrier", "canary_server_samples", "bundle_files",
+          "canary_context", "canary_failures", "canary_barrier", "canary_host_go", "canary_server_samples", "bundle_files",
           "capture_window", "capture_sampling", "capture_client", "capture_context", "bundle_stats_files", "internal",
           "bundle_host_files", "canary_record", "probe_record", "canary_probe_errors", "hosts_with", "host_values", "canary_waits",
           "compare_options", "compare_bundles"}
