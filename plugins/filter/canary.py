@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, probe, restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, clock, probe, restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, bundle_part
 
@@ -47,7 +47,7 @@ def canary_context(results, mount_point, label, layout, target_window_seconds, t
                    start_at=None, clocks=None, hosts=None, read_go_at=None, restore_window_seconds=0):
     results = _results(results, "canary_context")
     if clocks is not None:
-        clocks = [clock if isinstance(clock, Mapping) else None for clock in clocks]
+        clocks = [entry if isinstance(entry, Mapping) else None for entry in clocks]
         hosts = list(hosts or [])
         if len(clocks) != len(results) or len(hosts) != len(results):
             raise AnsibleFilterError("canary_context: %d results, %d clocks and %d hosts must match"
@@ -90,8 +90,8 @@ def canary_barrier(hosts, ready_results, clocks, launch_at, now=None, fanout_sec
         raise AnsibleFilterError("canary_barrier: %d hosts, %d ready results and %d clocks must match"
                                  % (len(hosts), len(ready_results), len(clocks)))
     ready = dict((host, _announced(result)) for host, result in zip(hosts, ready_results))
-    offsets = dict((host, clock.get("offset_seconds") if isinstance(clock, Mapping) else None)
-                   for host, clock in zip(hosts, clocks))
+    offsets = dict((host, clock.offset_of(dict(result)) if isinstance(result, Mapping) else None)
+                   for host, result in zip(hosts, clocks))
     # The run id each host wrote into its ready/written file (wait_for's search_regex, barrier.RUN_ID_PATTERN),
     # echoed in its go file: the host obeys only a go of its own run.
     run_ids = dict((host, barrier.run_id_of(result.get("match_groupdict") if isinstance(result, Mapping) else None))
@@ -102,13 +102,13 @@ def canary_barrier(hosts, ready_results, clocks, launch_at, now=None, fanout_sec
     return barrier.plan_go(ready, offsets, fanout, now, abort_reason, run_ids)
 
 
-def canary_host_go(go_at, clock):
+def canary_host_go(go_at, clock_result):
     """go (the controller's clock) on one host's own clock, as its go.json would carry it
-    (barrier.go_document). clock is the host's clock_offset result; unmeasured (none, skipped,
-    failed) means the controller's clock, as for a client whose offset is missing."""
+    (barrier.go_document). clock_result is the host's clock_offset result; unmeasured (none, a
+    skipped task, which has no offset, or a failed one) means the controller's clock, as for a client."""
     go_at = _number(go_at, "canary_host_go", "go_at")
-    measured = isinstance(clock, Mapping) and not clock.get("skipped") and not clock.get("failed")
-    return barrier.go_document(go_at, clock.get("offset_seconds") if measured else None)["go_at"]
+    measured = isinstance(clock_result, Mapping) and not clock_result.get("failed")
+    return barrier.go_document(go_at, clock.offset_of(dict(clock_result)) if measured else None)["go_at"]
 
 
 def canary_server_samples(start_results, end_results, write_end_results=None):

@@ -174,9 +174,9 @@ def test_canary_host_go_puts_go_on_the_hosts_clock_as_go_json_does():
 
 
 def test_the_servers_sample_at_go_waits_for_go_on_the_servers_own_clock():
-    """Found in the lab (0.5.2 rehearsal): the servers waited for the controller's go on their own
-    clocks, unmeasured, so a server whose clock ran behind sampled 'at go' late (once after its
-    end sample). Each server's clock is measured with its before sample, as the clients' is."""
+    """The servers waited for the controller's go on their own clocks, unmeasured, so a server whose
+    clock ran behind sampled 'at go' late by the whole offset (one way to the 0.5.2 rehearsal's start
+    sample after its end sample). Each server's clock is measured with its before sample, as the clients' is."""
     with open(os.path.join(ROLE, "tasks", "server_stats.yml")) as handle:
         server_tasks = yaml.safe_load(handle)
     measure = [task for task in server_tasks if "ckptio.nfs.clock_offset" in task]
