@@ -66,6 +66,26 @@ class Spec(object):
         self.values = values
         self.items = items
         self.types = frozenset(kind_type for kind in self.kinds for kind_type in _JSON_TYPES[kind])
+        # For _fits: which keys of a mapping take a number, or a string (a key not named takes what `values`
+        # takes, any value without it), and which the items of a list take.
+        default = values.types if values is not None else _JSON_TYPES[ANY]
+        self.number_keys = _Keys(self.keys, default, int)
+        self.string_keys = _Keys(self.keys, default, str)
+        self.number_items = items is None or int in items.types
+        self.string_items = items is None or str in items.types
+
+
+class _Keys(object):
+    """Which keys of a mapping (named keys: {key: Spec}, the others: default types) take values of one type."""
+
+    def __init__(self, keys, default, kind):
+        self.elsewhere = kind in default
+        self.refused = frozenset(key for key, spec in keys.items() if kind not in spec.types)
+        self.taken = frozenset(key for key, spec in keys.items() if kind in spec.types)
+
+    def all_take(self, names):
+        """True when every key in names (a dict's keys view) takes a value of this type."""
+        return names.isdisjoint(self.refused) if self.elsewhere else names <= self.taken
 
 
 def mapping(**keys):
@@ -140,7 +160,34 @@ DIAGNOSIS = mapping(
     servers=mapping_of(mapping(threads=NUM, pool_stats=NUMBERS, packets_without_idle_thread=NUM)),
     restore=Spec(MAPPING), headline=Spec(MAPPING), first_screen=list_of(STR),
     capture=mapping(kind=STR, seconds=NUM, written=NUMBERS, hit_max=FLAG, flags=list_of(ANYTHING), source=STR))
-JSON_SCHEMAS = {"canary.json": CANARY, "probe.json": PROBE, "capture.json": CAPTURE, "diagnosis.json": DIAGNOSIS}
+# A client's figures.json (diagnosis/host_figures.py): the row diagnosis/client_row.py makes of its files.
+FIGURES_OP = mapping(
+    ops=NUM, ops_per_second=NUM, retrans=NUM, retrans_percent=NUM, timeouts=NUM, errors=NUM, bytes_sent=NUM, bytes_recv=NUM,
+    bytes_per_op=NUM, bytes_sent_per_op=NUM, kib_per_second=NUM, mb_per_second=NUM, avg_rtt_ms=NUM, avg_exe_ms=NUM,
+    avg_queue_ms=NUM)
+FIGURES_RPC = mapping(
+    sends=NUM, recvs=NUM, bad_xids=NUM, req_u=NUM, bklog_u=NUM, sending_u=NUM, pending_u=NUM, connect_count=NUM, bind_count=NUM,
+    transports=NUM, protocols=STRINGS, max_slots=list_of(NUM), max_slots_before=list_of(NUM), max_slots_reached=NUM,
+    backlog_per_send=NUM, slots_in_use_per_send=NUM, sending_per_send=NUM, pending_per_send=NUM, sends_per_second=NUM,
+    backlog_per_send_per_transport=list_of(NUM))
+FIGURES_DELTA = mapping(
+    device=STR, mount_point=STR, fstype=STR, nfs_version=STR, nconnect=NUM, wsize=NUM, rsize=NUM, proto=STR,
+    opts=mapping_of(ANYTHING), interval_seconds=NUM, bytes=NUMBERS, write_bytes=NUM, read_bytes=NUM, write_mb_per_second=NUM,
+    read_mb_per_second=NUM, rpc=FIGURES_RPC, ops=mapping_of(FIGURES_OP), truncated=ANYTHING, reset=FLAG, new_mount=FLAG,
+    usable=FLAG, problems=STRINGS, problem_details=STRINGS)
+FIGURES_DSTATE = mapping(samples=NUM, samples_with_dstate=NUM, max_count=NUM, longest_run=NUM, wchan_counts=NUMBERS,
+                         group_counts=NUMBERS)
+FIGURES_LINK = mapping(
+    interface=STR, kind=STR, members=STRINGS, operstate=STR, mtu=NUM, speed_mbps=NUM, speed_source=STR, window_seconds=NUM,
+    reset=FLAG, tx_bytes=NUM, rx_bytes=NUM, dropped=NUM, errors=NUM, loss_counters=NUMBERS, utilisation=NUM,
+    utilisation_during=NUM, busy_seconds=NUM, bytes_per_second=NUM, host=STR, side=STR, measured_over=STR)
+FIGURES_ROW = mapping(
+    view=mapping(host=STR, delta=FIGURES_DELTA, sunrpc=mapping_of(STR), dstate=FIGURES_DSTATE),
+    excluded=mapping(host=STR, mount_point=STR, device=STR, problems=STRINGS, problem_details=STRINGS),
+    canary=mapping(ranks=list_of(RANK), clock=CLOCK, harness=mapping_of(ANYTHING)),
+    evidence=mapping(cpu=Spec(LIST), links=list_of(FIGURES_LINK), addresses=STRINGS, tcp=mapping_of(ANYTHING), tcp_how=STR))
+FIGURES = mapping(format=NUM, mount_point=STR, sources=mapping_of(STR), row=FIGURES_ROW)
+JSON_SCHEMAS = {"canary.json": CANARY, "probe.json": PROBE, "capture.json": CAPTURE, "diagnosis.json": DIAGNOSIS, "figures.json": FIGURES}
 HOST_SAMPLE_FILES = ("host_before.json", "host_after.json", "host_start.json", "host_end.json")
 
 
@@ -215,13 +262,46 @@ def _bounded_int(text):
     return LongInteger(digits) if digits > MAX_INT_DIGITS else int(text)
 
 
+_NONE = type(None)
+_NUMBER_TYPES = frozenset((int, float))
+_STRING_TYPES = frozenset((str,))
+_SCALAR_TYPES = frozenset((str, bool))
+
+
+def _kinds(values):
+    """(the types of values but None, whether a None is among them), worked out in C."""
+    kinds = set(map(type, values))
+    if _NONE in kinds:
+        kinds.discard(_NONE)
+        return kinds, True
+    return kinds, False
+
+
+def _numbers_fit(values, with_none):
+    """True when every value (numbers, and None when with_none) is finite and at most MAX_MAGNITUDE, in C:
+    min and max find one out of range, and a NaN (which they may step over) makes the sum NaN."""
+    numbers = [item for item in values if item is not None] if with_none else values
+    if not numbers:
+        return True
+    if not (-MAX_MAGNITUDE <= min(numbers) and max(numbers) <= MAX_MAGNITUDE):
+        return False
+    return not math.isnan(sum(numbers))
+
+
 def _fits_any(value, depth):
     """_fits for a container the schema names nothing in (iperf3's output, the harness block)."""
     # Exact types: json.loads makes only these, and bool is an int to isinstance().
     # pylint: disable=unidiomatic-typecheck
     if depth > MAX_DEPTH:
         return False
-    for item in value.values() if type(value) is dict else value:
+    items = value.values() if type(value) is dict else value
+    # A container of numbers only (a counter table) or of strings only is checked in C, without a loop here.
+    kinds, with_none = _kinds(items)
+    if kinds <= _NUMBER_TYPES:
+        return _numbers_fit(items, with_none)
+    if kinds <= _SCALAR_TYPES:
+        return True
+    for item in items:
         if type(item) is dict or type(item) is list:
             if not _fits_any(item, depth + 1):
                 return False
@@ -247,6 +327,12 @@ def _fits(value, spec, depth=0):
     if kind not in spec.types:
         return value is None
     if kind is dict:
+        # Numbers only (an op's counters) or strings only (the sunrpc settings), each key taking them: in C.
+        kinds, with_none = _kinds(value.values())
+        if kinds <= _NUMBER_TYPES and spec.number_keys.all_take(value.keys()):
+            return _numbers_fit(value.values(), with_none)
+        if kinds <= _STRING_TYPES and spec.string_keys.all_take(value.keys()):
+            return True
         keys = spec.keys
         default = spec.values or ANYTHING
         # One loop per container shape, each with the leaf check written out: no call per value.
@@ -264,6 +350,11 @@ def _fits(value, spec, depth=0):
                 return False
         return True
     if kind is list:
+        kinds, with_none = _kinds(value)
+        if kinds <= _NUMBER_TYPES and spec.number_items:
+            return _numbers_fit(value, with_none)
+        if kinds <= _STRING_TYPES and spec.string_items:
+            return True
         inner = spec.items or ANYTHING
         if inner is ANYTHING:
             return _fits_any(value, depth)
