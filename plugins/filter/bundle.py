@@ -5,7 +5,8 @@
 canary_validation): the files ([{name, content}], for one ansible.builtin.copy loop) and the canary's
 and the probe's records.
 
-The logic is in module_utils/stats/bundle_part.py; these wrappers only check their input.
+The logic is in module_utils/stats/bundle_part.py (and a client's figures.json in
+module_utils/diagnosis/host_figures.py); these wrappers only check their input.
 Documentation for each filter is in the YAML file of the same name next to this one.
 """
 
@@ -15,7 +16,12 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+
+# The records a host's part ends with (after its statistics files): the canary's, the capture's, the probe's.
+RECORD_FILES = frozenset(CLIENT_FILES[key] for key in ("canary", "capture", "probe"))
 
 
 def _mapping(value, name, what, optional=False):
@@ -44,10 +50,24 @@ def _read(value, what):
 
 def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=None):
     records = _mapping(records, "bundle_host_files", "records ({file key: record})", optional=True)
+    before, after = _read(before, "before"), _read(after, "after")
     try:
-        return bundle_part.host_files(kind, _read(before, "before"), _read(after, "after"), dstate_text, records)
+        files = bundle_part.host_files(kind, before, after, dstate_text, records)
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("bundle_host_files: %s" % exc)
+    return _with_figures(files, after) if kind == "clients" and before is not None and after is not None else files
+
+
+def _with_figures(files, after):
+    """files and the client's figures.json (diagnosis/host_figures.py: the diagnosis's own reading of the
+    files, which module_utils/stats cannot import), before the records, so a record written last still
+    comes last; files alone where the figures are left out."""
+    figures = host_figures.figures_file(files, after)
+    if figures is None:
+        return files
+    records = [index for index, item in enumerate(files) if item["name"] in RECORD_FILES]
+    at = records[0] if records else len(files)
+    return files[:at] + [figures] + files[at:]
 
 
 def canary_record(canary, host, start_at, clock, go_plan, read_plan=None):

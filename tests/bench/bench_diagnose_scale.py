@@ -43,21 +43,38 @@ CAPTURE = os.path.join(HERE, os.pardir, "fixtures", "captures", "healthy")
 def written_capture(root):
     """CAPTURE as the current writer writes it, in root/capture (made once): each client's probe.json
     re-written through the one bundle writer (module_utils/stats/bundle_part.host_files), which puts
-    iperf3's raw output in probe_iperf3.json since issue 27; every other file is the capture's own."""
+    iperf3's raw output in probe_iperf3.json since issue 27, and its figures.json as the writer adds it
+    (diagnosis/host_figures.py); every other file is the capture's own."""
     import json
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
     written = os.path.join(root, "capture")
     if os.path.isdir(written):
         return written
     shutil.copytree(CAPTURE, written)
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+    mount_point = load_bundle(written, stream=True)["context"]["mount_point"]
     for host in os.listdir(os.path.join(written, "clients")):
         directory = os.path.join(written, "clients", host)
         with open(os.path.join(directory, "probe.json"), encoding="utf-8") as handle:
             record = json.load(handle)
-        for item in bundle_part.host_files("clients", records={"probe": record}):
+        for item in bundle_part.host_files("clients", records={"probe": record}) + _figures(directory, mount_point):
             with open(os.path.join(directory, item["name"]), "w", encoding="utf-8") as handle:
                 handle.write(item["content"])
     return written
+
+
+def _figures(directory, mount_point):
+    """[figures.json] of a client directory as the writer (filter ckptio.nfs.bundle_host_files) writes it with the
+    client's statistics files and canary.json, from the same texts; [] where the writer leaves it out."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+    files = []
+    for key, name in CLIENT_FILES.items():
+        if key not in ("probe", "capture") and os.path.exists(os.path.join(directory, name)):
+            with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                files.append({"name": name, "content": handle.read()})
+    figures = host_figures.figures_file(files, {"mounts": [{"mount_point": mount_point}]})
+    return [figures] if figures else []
 
 
 def build(root, clients, link, as_captured=False):
@@ -145,6 +162,7 @@ def phases(clients, root, link):
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
     from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose_run
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
@@ -171,7 +189,7 @@ def phases(clients, root, link):
                 files[key] = value
             else:
                 files[key] = text
-        timed("the mount view (mountstats delta, D-state, sunrpc)", run._client_view, host, files, mount_point)  # pylint: disable=protected-access
+        timed("the mount view (mountstats delta, D-state, sunrpc)", client_row._client_view, host, files, mount_point)  # pylint: disable=protected-access
         timed("the host evidence", client_evidence, host, files, 10.0)
     for name, seconds in step.items():
         print("per client, %s: %.3f ms" % (name, seconds / clients * 1000))

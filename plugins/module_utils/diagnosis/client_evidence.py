@@ -53,6 +53,13 @@ def client_samples(files):
             sample(samples.get("start")), sample(samples.get("end")))
 
 
+def uses_checkpoint_seconds(files):
+    """Whether client_evidence scales the client's link rows to the run's checkpoint seconds: with a pair of
+    samples over the statistics window and none at the canary's ranks' start and end."""
+    before, after, start, end = client_samples(files)
+    return not (start and end) and bool(before and after)
+
+
 def _cpu(before, after, start, end):
     if start and end:
         return host_evidence.cpu_window(start["proc_stat"], end["proc_stat"]), None, CANARY_SAMPLES
@@ -82,7 +89,11 @@ def client_evidence(host, files, checkpoint_seconds):
         if before and after:
             links, addresses = _links(host, (before, after), checkpoint_seconds, LINKS_SCALED)
         tcp, tcp_how = tcp_window(before, after), STATISTICS_WINDOW
-    probe = files.get("probe")
+    return ClientEvidence(_cpu(before, after, start, end), links, addresses, tcp, tcp_how, kept_probe(files.get("probe")))
+
+
+def kept_probe(probe):
+    """What the evidence keeps of probe.json's value: all of it but iperf3's raw output (bundles before 0.5.0)."""
     if isinstance(probe, dict):
-        probe = dict((key, value) for key, value in probe.items() if key != "iperf3")
-    return ClientEvidence(_cpu(before, after, start, end), links, addresses, tcp, tcp_how, probe)
+        return dict((key, value) for key, value in probe.items() if key != "iperf3")
+    return probe

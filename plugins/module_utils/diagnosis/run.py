@@ -7,16 +7,20 @@ achieved, capacity and per-op totals over the clients the diagnosis uses), once.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence, sample as _sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import kept_probe, sample as _sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_row import client_row
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import FIGURES_FILE
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import combine_hosts, context_throughput
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta, pool_stats_delta
 
 
 # 2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing).
@@ -137,49 +141,11 @@ def _capacity_without_target(server_link_gbps, client_link_gbps, clients, observ
     return result
 
 
-def _sunrpc_settings(text):
-    """sunrpc.txt 'name value' lines; the first value wins (the live sysctl comes first)."""
-    settings = {}
-    for line in (text or "").splitlines():
-        words = line.split()
-        if len(words) < 2 or words[0].startswith("#"):
-            continue
-        settings.setdefault(words[0], words[1])
-    return settings
-
-
 def int_setting(settings, name):
     try:
         return int(settings.get(name))
     except (TypeError, ValueError):
         return None
-
-
-def _client_view(host, files, mount_point, mount_points=None):
-    """(view, None) for the host's mount on mount_point, or (None, excluded) when its capture is
-    not usable (stats_delta decides: truncated, reset or new_mount). mount_points (the canary's several
-    paths): every one's delta is read, the view's delta is their merge (diagnosis/paths.py), `paths` each."""
-    for name in ("mountstats_before", "mountstats_after"):
-        if not files.get(name):
-            raise BundleError("clients/%s/%s.txt is missing or empty" % (host, name))
-    path_deltas = []
-    for point in (mount_points if mount_points and len(mount_points) > 1 else [mount_point]):
-        # The text itself, not its lines: a last line cut without its newline stays visible.
-        deltas = mountstats_delta(files["mountstats_after"], files["mountstats_before"], mount_points=[point] if point else None)
-        if not deltas:
-            raise BundleError("clients/%s: no NFS mount on %s in mountstats_after.txt" % (host, point))
-        # The kernel lists mounts in mount order: with several blocks on the path (the same export
-        # mounted twice), the last is the mount on top, the one the checkpoint path resolves to.
-        delta = deltas[-1]
-        if not delta["usable"]:
-            return None, {"host": host, "mount_point": delta["mount_point"], "device": delta["device"],
-                          "problems": delta["problems"], "problem_details": delta["problem_details"]}
-        path_deltas.append(delta)
-    dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
-    view = {"host": host, "delta": nfs_paths.merge_deltas(path_deltas), "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}
-    if len(path_deltas) > 1:
-        view["paths"] = [{"mount_point": delta["mount_point"], "delta": delta} for delta in path_deltas]
-    return view, None
 
 
 def capture_problem_text(excluded):
@@ -200,11 +166,24 @@ def _read_chunk(shared, hosts):
     already = len(problems)
     rows = []
     for host in hosts:
-        files = client_files[host]
-        view, problem = _client_view(host, files, mount_point, mount_points)
-        canary = _kept_canary(files["canary"]) if isinstance(files.get("canary"), dict) else None
-        rows.append((host, view, problem, canary, client_evidence(host, files, checkpoint_seconds) if problem is None else None))
+        rows.append((host,) + _client_row(client_files, host, mount_point, mount_points, checkpoint_seconds))
     return rows, problems[already:]
+
+
+def _client_row(client_files, host, mount_point, mount_points, checkpoint_seconds):
+    """client_row of one client: from its figures.json when they are for its files and this run (a bundle
+    read from disk, host_figures.read_row), else from its files."""
+    if not hasattr(client_files, "texts"):
+        return client_row(host, client_files[host], mount_point, mount_points, checkpoint_seconds)
+    texts = client_files.texts(host, {FIGURES_FILE: FIGURES_FILE})
+    row = host_figures.read_row(host, texts, mount_point, mount_points) if FIGURES_FILE in texts else None
+    if row is None:
+        return client_row(host, client_files.parsed(host, texts), mount_point, mount_points, checkpoint_seconds)
+    view, excluded, canary, evidence = row
+    if evidence is not None:
+        # probe.json is no source of the figures (written after them): read here, as from the files.
+        evidence = dataclasses.replace(evidence, probe=kept_probe(client_files.parsed(host, texts, ("probe",)).get("probe")))
+    return view, excluded, canary, evidence
 
 
 def _read_clients(client_files, mount_point, problems=None, mount_points=None, checkpoint_seconds=None):
@@ -237,11 +216,6 @@ def _read_clients(client_files, mount_point, problems=None, mount_points=None, c
         raise BundleError("no usable client capture, every client's mountstats is broken: %s"
                           % "; ".join(capture_problem_text(problem) for problem in excluded))
     return clients, excluded, evidence, canaries
-
-
-def _kept_canary(block):
-    """What the run keeps of canary.json: the ranks and the clock (pace, report), the harness's CPU."""
-    return {"ranks": block.get("ranks") or [], "clock": block.get("clock"), "harness": block.get("harness")}
 
 
 def canary_ranks(run):

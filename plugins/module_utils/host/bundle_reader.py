@@ -43,20 +43,35 @@ def _read(path):
         return None
 
 
-def _read_host(directory, names, where, problems):
-    files = {}
+def _read_texts(directory, names):
+    """{key: text} of the host's files that are there (names: {key: file name}), unparsed."""
+    texts = {}
     for key, name in names.items():
         text = _read(os.path.join(directory, name))
-        if text is None:
+        if text is not None:
+            texts[key] = text
+    return texts
+
+
+def _parsed(texts, names, where, problems):
+    """{key: text or parsed JSON} of a host's texts (_read_texts), in the file table's order; an optional JSON
+    file that does not parse at all is left out and listed in problems."""
+    files = {}
+    for key, name in names.items():
+        if key not in texts:
             continue
         if name.endswith(JSON_SUFFIX):
             try:
-                files[key] = bundle_values.parse_json(text, "%s/%s" % (where, name))
+                files[key] = bundle_values.parse_json(texts[key], "%s/%s" % (where, name))
             except bundle_values.NotParsed as exc:
                 problems.append("%s: not used" % exc)
             continue
-        files[key] = text
+        files[key] = texts[key]
     return files
+
+
+def _read_host(directory, names, where, problems):
+    return _parsed(_read_texts(directory, names), names, where, problems)
 
 
 class HostFiles(Mapping):
@@ -77,12 +92,23 @@ class HostFiles(Mapping):
         self._seen = set()
 
     def __getitem__(self, host):
+        return self.parsed(host, self.texts(host))
+
+    def texts(self, host, extra=None):
+        """{key: text} of the host's files unparsed, and of extra ({key: file name} beside the file table's)."""
         if host not in self._known:
             raise KeyError(host)
+        names = dict(self._names, **extra) if extra else self._names
+        return _read_texts(os.path.join(self._directory, host), names)
+
+    def parsed(self, host, texts, keys=None):
+        """{key: text or parsed JSON} of texts (HostFiles.texts) as __getitem__ returns it, of keys only when
+        given; a file that does not parse is listed in the bundle's problems once, however often it is read."""
+        names = self._names if keys is None else dict((key, self._names[key]) for key in keys)
         problems = []
-        files = _read_host(os.path.join(self._directory, host), self._names, "%s/%s" % (self._where, host), problems)
-        if host not in self._seen:
-            self._seen.add(host)
+        files = _parsed(texts, names, "%s/%s" % (self._where, host), problems)
+        if problems and (host, tuple(names)) not in self._seen:
+            self._seen.add((host, tuple(names)))
             self._problems.extend(problems)
         return files
 

@@ -50,6 +50,12 @@ SERVER_FILES = {
 # 16,384-client bundle (tests/bench/README.md). Not in CLIENT_FILES, so the reader never opens it;
 # bundles written before it hold the same output in probe.json's `iperf3` key, read as before.
 PROBE_RAW_FILE = "probe_iperf3.json"
+# A client's figures as the diagnosis takes them from its files (its mountstats delta, D-state and
+# sunrpc summary, canary ranks, CPU, link and TCP windows), written beside them by the writer and
+# read instead of them while every file they came from is unchanged (diagnosis/host_figures.py):
+# reading a client's files cost 0.8 ms, 13 s of CPU at 16,384 clients (tests/bench/README.md).
+# Not in CLIENT_FILES: no file the figures came from, and no figure the diagnosis needs from it alone.
+FIGURES_FILE = "figures.json"
 JSON_SUFFIX = ".json"
 # The run's description at the bundle's top (docs/capture-bundle.md "context.yml").
 CONTEXT_FILE = "context.yml"

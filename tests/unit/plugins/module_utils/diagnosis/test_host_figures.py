@@ -1,0 +1,246 @@
+"""A client's figures.json (diagnosis/host_figures.py): written by the bundle's writer beside the client's
+files, read instead of them only while it gives what reading the files gives, and never trusted otherwise."""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.filter.bundle import bundle_host_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row, host_figures, run
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+
+CAPTURES = sorted(os.path.dirname(path) for path in glob.glob(sample_path("..", "captures", "*", "context.yml")))
+# What the figures of every fixture capture's clients hash to, by FORMAT. A change of client_row's figures
+# (or of what it calls) changes it: raise host_figures.FORMAT (older figures are then recomputed) and pin it.
+PINNED = {1: "9b90c8f5ae3b16f0f817fc9b131cfb5dc687eff66b5163d8a16db539c18b95ff"}
+
+
+def _client_files(directory):
+    """[{name, content}] of a client's files as the writer wrote them (every file but figures.json)."""
+    files = []
+    for name in CLIENT_FILES.values():
+        if os.path.exists(os.path.join(directory, name)):
+            with open(os.path.join(directory, name), encoding="utf-8", newline="") as handle:
+                files.append({"name": name, "content": handle.read()})
+    return files
+
+
+def _mount_point(bundle):
+    return load_bundle(bundle, stream=True)["context"]["mount_point"]
+
+
+def _write_figures(bundle):
+    """figures.json in every client directory of bundle where the writer writes one; how many."""
+    written = 0
+    for directory in sorted(glob.glob(os.path.join(bundle, "clients", "*"))):
+        figures = host_figures.figures_file(_client_files(directory), {"mounts": [{"mount_point": _mount_point(bundle)}]})
+        if figures:
+            with open(os.path.join(directory, FIGURES_FILE), "w", encoding="utf-8") as handle:
+                handle.write(figures["content"])
+            written += 1
+    return written
+
+
+def _copy(tmp_path, capture):
+    bundle = str(tmp_path / os.path.basename(capture))
+    shutil.copytree(capture, bundle)
+    return bundle
+
+
+def _rows(bundle):
+    """{host: (its row as the run reads it, or None when its figures are not used; its row from its files)}."""
+    loaded = load_bundle(bundle, stream=True)
+    clients, mount_point = loaded["clients"], loaded["context"]["mount_point"]
+    rows = {}
+    for host in clients:
+        texts = clients.texts(host, {FIGURES_FILE: FIGURES_FILE})
+        used = host_figures.read_row(host, texts, mount_point, None) is not None
+        rows[host] = (run._client_row(clients, host, mount_point, None, None) if used else None,  # pylint: disable=protected-access
+                      client_row.client_row(host, clients.parsed(host, texts), mount_point))
+    return rows
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=os.path.basename)
+def test_the_figures_give_the_row_the_files_give(tmp_path, capture):
+    bundle = _copy(tmp_path, capture)
+    written = _write_figures(bundle)
+    rows = _rows(bundle)
+    for host, (from_figures, from_files) in rows.items():
+        if os.path.exists(os.path.join(bundle, "clients", host, FIGURES_FILE)):
+            assert from_figures == from_files, host
+        else:
+            assert from_figures is None
+    # A real job's capture has no canary samples: its link rows are scaled to the run, so no figures.
+    assert written == (0 if os.path.basename(capture).startswith("capture_") else len(rows))
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=os.path.basename)
+def test_a_bundle_with_figures_is_diagnosed_as_one_without(tmp_path, capture, monkeypatch):
+    expected = json.dumps(diagnose(load_bundle(capture, stream=True)), sort_keys=True)
+    bundle = _copy(tmp_path, capture)
+    written = _write_figures(bundle)
+    calls = []
+    monkeypatch.setattr(run, "client_row", lambda *arguments: calls.append(arguments[0]) or client_row.client_row(*arguments))
+    loaded = load_bundle(bundle, stream=True)
+    assert json.dumps(diagnose(loaded), sort_keys=True) == expected
+    # Every client with figures was taken from them, not from its files; with several paths (the figures are
+    # one mount's) every client was read from its files.
+    several_paths = len((loaded["context"].get("canary") or {}).get("mount_points") or []) > 1
+    assert len(calls) == len(os.listdir(os.path.join(bundle, "clients"))) - (0 if several_paths else written)
+
+
+def test_the_pinned_figures_match_this_format():
+    digest = hashlib.sha256()
+    for capture in CAPTURES:
+        for directory in sorted(glob.glob(os.path.join(capture, "clients", "*"))):
+            figures = host_figures.figures_file(_client_files(directory), {"mounts": [{"mount_point": _mount_point(capture)}]})
+            digest.update((figures or {}).get("content", "-").encode())
+    assert PINNED.get(host_figures.FORMAT) == digest.hexdigest(), (
+        "client_row's figures of the fixture captures changed: raise host_figures.FORMAT and pin the new digest")
+
+
+def _healthy_with_figures(tmp_path):
+    bundle = _copy(tmp_path, sample_path("..", "captures", "healthy"))
+    assert _write_figures(bundle) == 2
+    return bundle
+
+
+def _edited_figures(bundle, host, edit):
+    path = os.path.join(bundle, "clients", host, FIGURES_FILE)
+    with open(path, encoding="utf-8") as handle:
+        document = json.load(handle)
+    edit(document)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(document, handle)
+
+
+def _drop(path, key):
+    def edit(document):
+        value = document
+        for step in path:
+            value = value[step]
+        del value[key]
+    return edit
+
+
+def _set(path, key, new):
+    def edit(document):
+        value = document
+        for step in path:
+            value = value[step]
+        value[key] = new
+    return edit
+
+
+DELTA = ("row", "view", "delta")
+UNUSABLE = {
+    "an older format": _set((), "format", host_figures.FORMAT - 1),
+    "another mount point": _set((), "mount_point", "/mnt/other"),
+    "a source's hash": _set(("sources",), "mountstats_after.txt", "0" * 64),
+    "a source it does not list": _drop(("sources",), "dstate.txt"),
+    "an op count missing": _drop(DELTA + ("ops", "WRITE"), "ops"),
+    "an op count null": _set(DELTA + ("ops", "WRITE"), "ops", None),
+    "a string where a number goes": _set(DELTA, "write_bytes", "33554432"),
+    "a number out of range": _set(DELTA, "write_bytes", 2 ** 70),
+    "the rpc figures missing": _drop(DELTA, "rpc"),
+    "a link row without its side": _drop(("row", "evidence", "links", 0), "side"),
+    "a CPU window cut short": _set(("row", "evidence"), "cpu", [{"busy": 1}]),
+    "a view without its evidence": _set(("row",), "evidence", None),
+    "neither a view nor an exclusion": _set(("row",), "view", None),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(UNUSABLE))
+def test_figures_that_are_not_for_these_files_or_break_the_schema_are_not_used(tmp_path, edit):
+    bundle = _healthy_with_figures(tmp_path)
+    host = sorted(os.listdir(os.path.join(bundle, "clients")))[0]
+    _edited_figures(bundle, host, UNUSABLE[edit])
+    from_figures, _from_files = _rows(bundle)[host]
+    assert from_figures is None
+
+
+def test_an_edited_file_is_read_again_and_the_diagnosis_follows_it(tmp_path):
+    bundle = _healthy_with_figures(tmp_path)
+    host = sorted(os.listdir(os.path.join(bundle, "clients")))[0]
+    path = os.path.join(bundle, "clients", host, "sunrpc.txt")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text.replace("tcp_slot_table_entries 128", "tcp_slot_table_entries 2"))
+    rows = _rows(bundle)
+    assert rows[host][0] is None
+    assert rows[host][1][0]["sunrpc"]["tcp_slot_table_entries"] == "2"
+    assert diagnose(load_bundle(bundle, stream=True))["clients"][host]["sunrpc"]["tcp_slot_table_entries"] == "2"
+
+
+def test_the_host_comes_from_the_directory_not_the_figures(tmp_path):
+    bundle = _healthy_with_figures(tmp_path)
+    first = sorted(os.listdir(os.path.join(bundle, "clients")))[0]
+    os.rename(os.path.join(bundle, "clients", first), os.path.join(bundle, "clients", "renamed"))
+    from_figures, from_files = _rows(bundle)["renamed"]
+    assert from_figures == from_files
+    assert from_figures[0]["host"] == "renamed"
+    assert {link["host"] for link in from_figures[3].links} == {"renamed"}
+
+
+def test_several_paths_read_the_files(tmp_path):
+    bundle = _healthy_with_figures(tmp_path)
+    loaded = load_bundle(bundle, stream=True)
+    host = sorted(loaded["clients"])[0]
+    texts = loaded["clients"].texts(host, {FIGURES_FILE: FIGURES_FILE})
+    assert host_figures.read_row(host, texts, "/mnt/nfs", ["/mnt/nfs", "/mnt/nfs2"]) is None
+    assert host_figures.read_row(host, texts, "/mnt/nfs", ["/mnt/nfs"]) is not None
+
+
+@pytest.mark.parametrize("figures_usable", [True, False], ids=["figures used", "figures stale"])
+def test_a_broken_probe_beside_figures_is_one_problem(tmp_path, figures_usable):
+    bundle = _healthy_with_figures(tmp_path)
+    host = sorted(os.listdir(os.path.join(bundle, "clients")))[0]
+    with open(os.path.join(bundle, "clients", host, "probe.json"), "w", encoding="utf-8") as handle:
+        handle.write("{not json")
+    if not figures_usable:
+        _edited_figures(bundle, host, UNUSABLE["a source's hash"])
+    result = diagnose(load_bundle(bundle, stream=True))
+    rows = [item for item in result["evidence"] if item["signal"] == "unreadable bundle file"]
+    assert [row["explanation"] for row in rows] == ["clients/%s/probe.json is not valid JSON (Expecting property name enclosed "
+                                                    "in double quotes: line 1 column 2 (char 1)): not used" % host]
+
+
+def _stats(directory, mount_points):
+    """An nfs_client_stats read as the writer gets it, from a fixture client's files."""
+    def read(name):
+        with open(os.path.join(directory, name), encoding="utf-8") as handle:
+            return handle.read()
+    before = {"raw_mountstats": read("mountstats_before.txt"), "sunrpc_text": read("sunrpc.txt"),
+              "host_sample": json.loads(read("host_before.json")), "mounts": [{"mount_point": point} for point in mount_points]}
+    after = dict(before, raw_mountstats=read("mountstats_after.txt"), host_sample=json.loads(read("host_after.json")))
+    return before, after
+
+
+def test_the_writer_puts_the_figures_before_the_records():
+    directory = sample_path("..", "captures", "healthy", "clients", "nfs2")
+    before, after = _stats(directory, ["/mnt/nfs"])
+    with open(os.path.join(directory, "canary.json"), encoding="utf-8") as handle:
+        canary = json.load(handle)
+    with open(os.path.join(directory, "dstate.txt"), encoding="utf-8") as handle:
+        dstate = handle.read()
+    names = [item["name"] for item in bundle_host_files("clients", before, after, dstate, {"canary": canary})]
+    assert names[-2:] == [FIGURES_FILE, "canary.json"]
+    # Statistics read on two mount points, or no statistics at all: no figures.
+    before, after = _stats(directory, ["/mnt/nfs", "/mnt/nfs2"])
+    assert FIGURES_FILE not in [item["name"] for item in bundle_host_files("clients", before, after, dstate, {"canary": canary})]
+    assert [item["name"] for item in bundle_host_files("clients", records={"canary": canary})] == ["canary.json"]
+
+
+def test_no_figures_where_the_links_are_scaled_to_the_run():
+    directory = sample_path("..", "captures", "capture_dd", "clients", "nfs2")
+    before, after = _stats(directory, ["/mnt/nfs"])
+    assert FIGURES_FILE not in [item["name"] for item in bundle_host_files("clients", before, after, None, {})]
