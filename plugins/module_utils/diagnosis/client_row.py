@@ -41,6 +41,19 @@ def _sunrpc_settings(text):
     return dict((name, settings[name]) for name in SUNRPC_SETTINGS if name in settings)
 
 
+# The per-op figures the diagnosis reads of a client's delta (op totals in run.py, the layers, diagnosis.json's
+# clients and mounts): the rates and per-op sizes stats_delta adds are read by no one after the delta, and
+# dropping them halves what a client's row holds (pickled back from a reader, written in figures.json).
+OP_FIGURES = ("ops", "retrans", "timeouts", "errors", "bytes_sent", "avg_rtt_ms", "avg_exe_ms", "avg_queue_ms")
+
+
+def _kept_delta(delta):
+    """delta with each op's OP_FIGURES only."""
+    ops = dict((name, dict((field, op[field]) for field in OP_FIGURES if field in op) if op else op)
+               for name, op in delta["ops"].items())
+    return dict(delta, ops=ops)
+
+
 def _client_view(host, files, mount_point, mount_points=None):
     """(view, None) for the host's mount on mount_point, or (None, excluded) when its capture is
     not usable (stats_delta decides: truncated, reset or new_mount). mount_points (the canary's several
@@ -62,7 +75,8 @@ def _client_view(host, files, mount_point, mount_points=None):
                           "problems": delta["problems"], "problem_details": delta["problem_details"]}
         path_deltas.append(delta)
     dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
-    view = {"host": host, "delta": nfs_paths.merge_deltas(path_deltas), "sunrpc": _sunrpc_settings(files.get("sunrpc")), "dstate": dstate}
+    view = {"host": host, "delta": _kept_delta(nfs_paths.merge_deltas(path_deltas)), "sunrpc": _sunrpc_settings(files.get("sunrpc")),
+            "dstate": dstate}
     if len(path_deltas) > 1:
         view["paths"] = [{"mount_point": delta["mount_point"], "delta": delta} for delta in path_deltas]
     return view, None

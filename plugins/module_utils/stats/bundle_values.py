@@ -161,10 +161,7 @@ DIAGNOSIS = mapping(
     restore=Spec(MAPPING), headline=Spec(MAPPING), first_screen=list_of(STR),
     capture=mapping(kind=STR, seconds=NUM, written=NUMBERS, hit_max=FLAG, flags=list_of(ANYTHING), source=STR))
 # A client's figures.json (diagnosis/host_figures.py): the row diagnosis/client_row.py makes of its files.
-FIGURES_OP = mapping(
-    ops=NUM, ops_per_second=NUM, retrans=NUM, retrans_percent=NUM, timeouts=NUM, errors=NUM, bytes_sent=NUM, bytes_recv=NUM,
-    bytes_per_op=NUM, bytes_sent_per_op=NUM, kib_per_second=NUM, mb_per_second=NUM, avg_rtt_ms=NUM, avg_exe_ms=NUM,
-    avg_queue_ms=NUM)
+FIGURES_OP = mapping(ops=NUM, retrans=NUM, timeouts=NUM, errors=NUM, bytes_sent=NUM, avg_rtt_ms=NUM, avg_exe_ms=NUM, avg_queue_ms=NUM)
 FIGURES_RPC = mapping(
     sends=NUM, recvs=NUM, bad_xids=NUM, req_u=NUM, bklog_u=NUM, sending_u=NUM, pending_u=NUM, connect_count=NUM, bind_count=NUM,
     transports=NUM, protocols=STRINGS, max_slots=list_of(NUM), max_slots_before=list_of(NUM), max_slots_reached=NUM,
