@@ -30,7 +30,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.advice import
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client import client_rpc_slots_layer, reconnect_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.cpu import cpu_layers
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import (
-    Evidence, add_capture_evidence, add_capture_problems, add_window_evidence, rounded)
+    Evidence, add_capture_evidence, add_capture_problems, add_window_evidence, rounded, rounded_row)
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT, limit_label
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict
@@ -143,10 +143,9 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "unmeasured": decision["unmeasured"],
         "network": {"state": net["state"], "summary": net["summary"], "headline": net["headline"],
                     "probe_share": rounded(net["probe_share"]), "loss": _loss_result(net["loss"]),
-                    "links": [dict((key, rounded(value)) for key, value in row.items()) for row in links]},
+                    "links": [rounded_row(row) for row in links]},
         "cpu": found["cpu"]["hosts"],
-        "mounts": dict((host, dict((key, rounded(value)) for key, value in state.items()))
-                       for host, state in found["mounts"]["hosts"].items()),
+        "mounts": dict((host, rounded_row(state)) for host, state in found["mounts"]["hosts"].items()),
         "verdict": verdict,
         "tuning_headroom_factor": decision["headroom"],
         "tuning_headroom_why": decision["headroom_why"],
@@ -167,8 +166,8 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
 
 def _loss_result(loss):
     """diagnosis.json's network.loss: the state, the per-host rows (rounded), the probe's own retransmits."""
-    rows = [dict((key, rounded(value)) for key, value in row.items()) for row in loss["hosts"]]
-    probe = dict((host, dict((key, rounded(value)) for key, value in item.items())) for host, item in loss["probe"].items())
+    rows = [rounded_row(row) for row in loss["hosts"]]
+    probe = dict((host, rounded_row(item)) for host, item in loss["probe"].items())
     return dict(loss, hosts=rows, probe=probe)
 
 

@@ -32,13 +32,29 @@ CREATE_OPEN_SITES = ("nfs4_do_open", "nfs4_run_open_task", "_nfs4_do_open", "nfs
                      "do_filp_open", "nfs_mkdir", "nfs4_proc_mkdir")
 
 
-def _request_time(clients, names=None):
-    total = 0.0
+# A wait site is a name, or a name and an offset ("nfs4_do_open+0x1a4/0x2c0"): its part before
+# the first "+" in a set is the same test as == or startswith(name + "+") over the names (no name
+# holds a "+"), without a scan of 20 names per site (860,000 tests at 16,384 clients: 0.5 s).
+_CREATE_OPEN_NAMES = frozenset(CREATE_OPEN_SITES)
+
+
+def _op_figures(clients, metadata_ops):
+    """(request time of every op, of the metadata ops, metadata op count, files closed, bytes written)
+    over the clients, in one pass over their ops (four passes took 0.4 s at 16,384 clients); each
+    total adds the same figures in the same order as a pass of its own did."""
+    metadata_ops = frozenset(metadata_ops)
+    all_time = metadata_time = 0.0
+    metadata_counts, closes, written = [], [], []
     for client in clients:
-        for name, op in client["delta"]["ops"].items():
-            if names is None or name in names:
-                total += op["ops"] * op["avg_exe_ms"]
-    return total
+        delta = client["delta"]
+        for name, op in delta["ops"].items():
+            all_time += op["ops"] * op["avg_exe_ms"]
+            if name in metadata_ops:
+                metadata_time += op["ops"] * op["avg_exe_ms"]
+                metadata_counts.append(op["ops"])
+        written.append(delta["write_bytes"])
+        closes.append((delta["ops"].get("CLOSE") or {}).get("ops", 0))
+    return all_time, metadata_time, sum(metadata_counts), sum(closes), sum(written)
 
 
 def _dstate_sites(clients):
@@ -48,18 +64,14 @@ def _dstate_sites(clients):
         counts = (client.get("dstate") or {}).get("wchan_counts") or {}
         for site, count in counts.items():
             known += count
-            if any(site == name or site.startswith(name + "+") for name in CREATE_OPEN_SITES):
+            if site.partition("+")[0] in _CREATE_OPEN_NAMES:
                 in_paths += count
     return in_paths, known
 
 
 def assess(evidence, clients, metadata_ops, disk_busy, server_cpu_saturated):
     """{"storm": bool, "time_share", "ops_per_mib", "files", "bytes_per_file", "dstate_share"}; evidence rows for access_pattern."""
-    all_time = _request_time(clients)
-    metadata_time = _request_time(clients, metadata_ops)
-    written = sum(client["delta"]["write_bytes"] for client in clients)
-    count = sum(op["ops"] for client in clients for name, op in client["delta"]["ops"].items() if name in metadata_ops)
-    files = sum((client["delta"]["ops"].get("CLOSE") or {}).get("ops", 0) for client in clients)
+    all_time, metadata_time, count, files, written = _op_figures(clients, metadata_ops)
     share = metadata_time / all_time if all_time else None
     per_mib = count / (written / MIB) if written else None
     in_paths, known = _dstate_sites(clients)

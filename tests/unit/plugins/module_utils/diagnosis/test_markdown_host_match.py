@@ -35,3 +35,14 @@ def _reference(text, hosts):
 ])
 def test_host_match_finds_what_the_word_regex_finds(text):
     assert markdown._host_match(text, HOSTS) == _reference(text, HOSTS)
+
+
+def test_folded_hosts_keep_each_match_and_are_shared_by_the_passes_over_one_diagnosis():
+    diagnosis = {"clients": dict(("c%d" % index, {}) for index in range(20)), "servers": {"nfs1": {}}, "excluded_clients": []}
+    hosts = markdown._folded_hosts(diagnosis)
+    assert hosts == set(diagnosis["clients"])
+    assert markdown._folded_hosts(dict(diagnosis)) is hosts
+    for text in ("D-state samples on c10", "xc1 then c1; c10", "no host here", "", None):
+        assert hosts.match(text) == hosts.match(text) == markdown._host_match(text, set(hosts))
+    other = markdown._folded_hosts(dict(diagnosis, clients=dict(diagnosis["clients"], c99={})))
+    assert other is not hosts and other.match("CPU busy on c99") == ("c99", 12, 15)

@@ -55,3 +55,36 @@ def test_a_tuned_mount_that_waits_little_is_no_missed_tuning():
 def test_v3_slot_table_made_before_the_setting():
     found = mount_state.assess(Evidence(), [client("nfs2", 1, 65536, [2], 128, 400.0, version="3")])
     assert found["missed"] == ["nfs2"] and "tcp_max_slot_table_entries reads 128" in found["hosts"]["nfs2"]["missed_tuning"][0]
+
+
+def _reference_best(state, states, wanted):
+    """The peers' best nconnect and wsize as a pass over every other mount of the version finds them (before issue 27)."""
+    peers = [other for other in states if other is not state and other["nfs_version"] == state["nfs_version"]]
+    return (max([peer["nconnect"] for peer in peers] + [wanted["nconnect"]]), max([peer["wsize"] or 0 for peer in peers] + [0]))
+
+
+def test_the_peers_best_settings_from_each_versions_two_largest_are_a_pass_over_the_peers():
+    import random
+    rng = random.Random(27)
+    wanted = {"nconnect": 8}
+    for _round in range(200):
+        states = [{"nfs_version": rng.choice(["3", "4.1", "4.2"]), "nconnect": rng.choice([1, 2, 8, 16]),
+                   "wsize": rng.choice([None, 0, 65536, 1048576])} for _index in range(rng.randint(1, 6))]
+        tops = mount_state._peer_tops(states)
+        for state in states:
+            nconnect_tops, wsize_tops = tops[state["nfs_version"]]
+            peer_nconnect = mount_state._largest_of_peers(nconnect_tops, state["nconnect"])
+            peer_wsize = mount_state._largest_of_peers(wsize_tops, state["wsize"] or 0)
+            found = (wanted["nconnect"] if peer_nconnect is None else max(peer_nconnect, wanted["nconnect"]),
+                     0 if peer_wsize is None else max(peer_wsize, 0))
+            assert found == _reference_best(state, states, wanted)
+
+
+def test_mounts_that_all_missed_the_tuning_name_the_best_of_their_peers():
+    clients = [client("c%d" % index, 1 + index % 3, 65536 * (1 + index % 2), [3], 160, 950.0) for index in range(6)]
+    found = mount_state.assess(Evidence(), clients)
+    assert found["missed"] == ["c%d" % index for index in range(6)]
+    reasons = " ".join(found["hosts"]["c5"]["missed_tuning"])
+    assert "nconnect 3 where the profile or another client of the server has" in reasons
+    assert "wsize" not in reasons and "wsize 64 KiB where another client of the server negotiated 128 KiB" in " ".join(
+        found["hosts"]["c4"]["missed_tuning"])
