@@ -86,7 +86,10 @@ def figures_file(files, after):
         row = _row_document(client_row(None, parsed, mount_point))
         content = json.dumps({"format": FORMAT, "mount_point": mount_point, "sources": _sources(texts), "row": row},
                              allow_nan=False, separators=(",", ":"))
-    except (BundleError, ValueError):
+    except Exception:  # pylint: disable=broad-except
+        # The figures are a cache: whatever keeps them from being worked out here (a value the diagnosis would
+        # refuse, or one it has never seen) must not fail the capture that writes the files; the diagnosis then
+        # reads the files and says why it cannot use them.
         return None
     return {"name": FIGURES_FILE, "content": content + "\n"}
 

@@ -244,3 +244,16 @@ def test_no_figures_where_the_links_are_scaled_to_the_run():
     directory = sample_path("..", "captures", "capture_dd", "clients", "nfs2")
     before, after = _stats(directory, ["/mnt/nfs"])
     assert FIGURES_FILE not in [item["name"] for item in bundle_host_files("clients", before, after, None, {})]
+
+
+def test_figures_that_cannot_be_worked_out_never_fail_the_writer(monkeypatch):
+    """The figures are a cache: an error working them out leaves them out, the files are still written."""
+    def broken(*_arguments):
+        raise TypeError("a value no reader has seen")
+    monkeypatch.setattr(host_figures, "client_row", broken)
+    directory = sample_path("..", "captures", "healthy", "clients", "nfs2")
+    before, after = _stats(directory, ["/mnt/nfs"])
+    with open(os.path.join(directory, "canary.json"), encoding="utf-8") as handle:
+        canary = json.load(handle)
+    names = [item["name"] for item in bundle_host_files("clients", before, after, "", {"canary": canary})]
+    assert FIGURES_FILE not in names and names[-1] == "canary.json"
