@@ -28,6 +28,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_h
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.access import access_pattern_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.advice import recommend
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client import client_rpc_slots_layer, reconnect_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_row import SUNRPC_SETTINGS
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.cpu import cpu_layers
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import (
     Evidence, add_capture_evidence, add_capture_problems, add_window_evidence, rounded, rounded_row)
@@ -252,9 +253,7 @@ def _client_summary(client):
         "transports": rpc["transports"], "sends": rpc["sends"], "backlog_per_send": rounded(rpc["backlog_per_send"]),
         "sending_per_send": rounded(rpc["sending_per_send"]), "max_slots": rpc["max_slots"],
         "max_slots_before": rpc["max_slots_before"], "connect_count_delta": rpc["connect_count"],
-        "sunrpc": dict((name, client["sunrpc"][name]) for name in
-                       ("tcp_slot_table_entries", "tcp_max_slot_table_entries", "udp_slot_table_entries", "max_session_slots")
-                       if name in client["sunrpc"]),
+        "sunrpc": dict((name, client["sunrpc"][name]) for name in SUNRPC_SETTINGS if name in client["sunrpc"]),
         "dstate": client["dstate"],
     }
 
