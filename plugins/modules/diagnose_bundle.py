@@ -26,6 +26,10 @@ description:
     rose, a mount missing from the before sample or remounted) is left out of every figure and named in
     RV(diagnosis.excluded_clients) and in the evidence (C(capture problem on HOST)); when no usable client is left the
     module fails naming each host and its problems.
+  - A client's C(figures.json), which the roles write beside its files (what the diagnosis takes from them, worked out
+    once), is read instead of its other files while every file it came from is unchanged (SHA-256) and it was made
+    for the same mount point by the same rules; otherwise the files are read. The diagnosis is the same either way
+    (C(docs/capture-bundle.md)).
   - Bundle files are read as bytes; lines the parsers do not know are skipped, never fatal. A byte that is not UTF-8
     (a mount point or host directory such as C(caf\xe9)) is shown in the results and in C(diagnosis.json) as a
     backslash and three octal digits (C(caf\351)), as the kernel escapes paths.

@@ -17,8 +17,9 @@ there only while it is what reading the files would give:
   the run: the writer leaves the figures out where the link rows would be scaled to the run's
   checkpoint seconds (no canary samples at the ranks' start and end, client_evidence).
 The figures name no host: the reader adds the directory's name where the row holds it. probe.json is
-written later (the probe runs after the canary) and read as before, after the figures are taken. A figures.json that breaks its schema
-(bundle_values.FIGURES) or lacks a key the layers read is not used either: the files are read, as in a bundle without it.
+written later (the probe runs after the canary) and read as before, after the figures are taken. A
+figures.json that breaks its schema (bundle_values.FIGURES) or lacks a key the layers read is not used
+either: the files are read, as in a bundle without it.
 """
 
 from __future__ import annotations
