@@ -20,7 +20,7 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 CAPTURES = sorted(os.path.dirname(path) for path in glob.glob(sample_path("..", "captures", "*", "context.yml")))
 # What the figures of every fixture capture's clients hash to, by FORMAT. A change of client_row's figures
 # (or of what it calls) changes it: raise host_figures.FORMAT (older figures are then recomputed) and pin it.
-PINNED = {1: "7726cf1f8568d317eff22a4340f91802b009a823cc7a3bb5398d651243839186"}
+PINNED = {1: "1dac9d4649502bd2e086ff8ba9d7a5b44133ecf30c8de7886a389d7cf58a7375"}
 
 
 def _client_files(directory):
@@ -84,7 +84,10 @@ def test_the_figures_give_the_row_the_files_give(tmp_path, capture):
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=os.path.basename)
 def test_a_bundle_with_figures_is_diagnosed_as_one_without(tmp_path, capture, monkeypatch):
-    expected = json.dumps(diagnose(load_bundle(capture, stream=True)), sort_keys=True)
+    without = _copy(tmp_path / "without", capture)
+    for path in glob.glob(os.path.join(without, "clients", "*", FIGURES_FILE)):
+        os.remove(path)
+    expected = json.dumps(diagnose(load_bundle(without, stream=True)), sort_keys=True)
     bundle = _copy(tmp_path, capture)
     written = _write_figures(bundle)
     calls = []
@@ -95,6 +98,14 @@ def test_a_bundle_with_figures_is_diagnosed_as_one_without(tmp_path, capture, mo
     # one mount's) every client was read from its files.
     several_paths = len((loaded["context"].get("canary") or {}).get("mount_points") or []) > 1
     assert len(calls) == len(os.listdir(os.path.join(bundle, "clients"))) - (0 if several_paths else written)
+
+
+def test_the_labs_own_figures_are_used_and_give_the_files_rows():
+    """lab_figures: a bundle molecule-lab's roles wrote (ansible.builtin.copy through bundle_host_files), as written."""
+    rows = _rows(sample_path("..", "captures", "lab_figures"))
+    assert sorted(rows) == ["nfs2", "nfs3"]
+    for from_figures, from_files in rows.values():
+        assert from_figures is not None and from_figures == from_files
 
 
 def test_the_pinned_figures_match_this_format():
