@@ -30,6 +30,7 @@ import json
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import ClientEvidence, uses_checkpoint_seconds
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_row import client_row
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import parse_texts
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
@@ -80,9 +81,9 @@ def figures_file(files, after):
     if mount_point is None:
         return None
     try:
-        parsed = dict((key, bundle_values.parse_json(text, CLIENT_FILES[key]) if CLIENT_FILES[key].endswith(".json") else text)
-                      for key, text in texts.items())
-        if uses_checkpoint_seconds(parsed):
+        problems = []
+        parsed = parse_texts(texts, CLIENT_FILES, "clients", problems)
+        if problems or uses_checkpoint_seconds(parsed):
             return None
         row = _row_document(client_row(None, parsed, mount_point))
         content = json.dumps({"format": FORMAT, "mount_point": mount_point, "sources": _sources(texts), "row": row},

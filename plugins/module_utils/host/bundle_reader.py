@@ -53,9 +53,10 @@ def _read_texts(directory, names):
     return texts
 
 
-def _parsed(texts, names, where, problems):
-    """{key: text or parsed JSON} of a host's texts (_read_texts), in the file table's order; an optional JSON
-    file that does not parse at all is left out and listed in problems."""
+def parse_texts(texts, names, where, problems):
+    """{key: text or parsed JSON} of a host's texts ({key: text}, as _read_texts reads them or the writer writes
+    them), in the file table's order; an optional JSON file that does not parse at all is left out and listed
+    in problems. The one parsing of a host's files: the reader's and the figures' writer's (diagnosis/host_figures.py)."""
     files = {}
     for key, name in names.items():
         if key not in texts:
@@ -71,7 +72,7 @@ def _parsed(texts, names, where, problems):
 
 
 def _read_host(directory, names, where, problems):
-    return _parsed(_read_texts(directory, names), names, where, problems)
+    return parse_texts(_read_texts(directory, names), names, where, problems)
 
 
 class HostFiles(Mapping):
@@ -106,7 +107,7 @@ class HostFiles(Mapping):
         given; a file that does not parse is listed in the bundle's problems once, however often it is read."""
         names = self._names if keys is None else dict((key, self._names[key]) for key in keys)
         problems = []
-        files = _parsed(texts, names, "%s/%s" % (self._where, host), problems)
+        files = parse_texts(texts, names, "%s/%s" % (self._where, host), problems)
         if problems and (host, tuple(names)) not in self._seen:
             self._seen.add((host, tuple(names)))
             self._problems.extend(problems)
