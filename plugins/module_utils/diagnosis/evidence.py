@@ -29,16 +29,20 @@ class Evidence:
         return [item for item in self.items if item["layer"] == layer and item["crossed"]]
 
 
+# The decimals diagnosis.json keeps of a float figure.
+ROUNDED_DIGITS = 4
+
+
 def rounded(value):
     if isinstance(value, float):
-        return round(value, 4)
+        return round(value, ROUNDED_DIGITS)
     return value
 
 
 def rounded_row(row):
     """row with each value rounded(): a comprehension, not a call per value (the per-host link,
     loss and mount rows of 16,384 clients hold 900,000 values: 0.55 s -> 0.2 s)."""
-    return {key: round(value, 4) if isinstance(value, float) else value for key, value in row.items()}
+    return {key: round(value, ROUNDED_DIGITS) if isinstance(value, float) else value for key, value in row.items()}
 
 
 def scaled_share(share, window, busy_seconds):
