@@ -14,18 +14,22 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
 _NAMES = ("WRITE", "COMMIT", "GETATTR", "OPEN", "CLOSE", "ACCESS", "LOOKUP", "NULL", "READ", "SEQUENCE")
 
 
-def _looped_total(pairs):
-    """The sums as run.py made them before: one client's op at a time into running totals."""
-    total = {"ops": 0, "rtt_ms": 0.0, "exe_ms": 0.0, "queue_ms": 0.0, "bytes_sent": 0, "retrans": 0, "timeouts": 0, "errors": 0}
-    for op in pairs:
-        total["ops"] += op["ops"]
-        total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
-        total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
-        total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
-        total["bytes_sent"] += op["bytes_sent"]
-        total["retrans"] += op["retrans"]
-        total["timeouts"] += op["timeouts"]
-        total["errors"] += op["errors"] or 0
+def _in_order(values, start):
+    """values added one after the other, in the order given."""
+    total = start
+    for value in values:
+        total += value
+    return total
+
+
+def _looped_total(ops):
+    """The totals the diagnosis shows, each figure summed over ops in their order (the spec, written per figure)."""
+    total = {"ops": _in_order([op["ops"] for op in ops], 0)}
+    for key in ("rtt", "exe", "queue"):
+        total["%s_ms" % key] = _in_order([op["avg_%s_ms" % key] * op["ops"] for op in ops], 0.0)
+    for key in ("bytes_sent", "retrans", "timeouts"):
+        total[key] = _in_order([op[key] for op in ops], 0)
+    total["errors"] = _in_order([op["errors"] or 0 for op in ops], 0)
     for key in ("rtt", "exe", "queue"):
         total["avg_%s_ms" % key] = total["%s_ms" % key] / total["ops"] if total["ops"] else 0.0
     return total
@@ -43,8 +47,7 @@ def _clients(count, seed):
                 "avg_exe_ms": rng.random() * 10 ** rng.randint(-3, 9), "avg_queue_ms": rng.random() * 10 ** rng.randint(-3, 9),
                 "bytes_sent": rng.randint(0, 2 ** 40), "retrans": rng.randint(0, 5), "timeouts": rng.randint(0, 2),
                 "errors": rng.choice((None, 0, 4))}
-        rpc = {"sends": rng.randint(0, 10 ** 6), "bklog_u": rng.randint(0, 10 ** 9), "sending_u": rng.randint(0, 10 ** 9)}
-        clients.append({"host": "c%d" % _index, "delta": {"ops": ops, "nfs_version": rng.choice(("3", "4.1", "4.2")), "rpc": rpc}})
+        clients.append({"host": "c%d" % _index, "delta": {"ops": ops}})
     return clients
 
 
