@@ -236,8 +236,16 @@ def _reconnects_rec(facts):
             "action": "nfsd max_connections at least clients x nconnect (ckptio.nfs.tune_servers computes it)",
             "how": "ckptio.nfs.nfsd_threads max_connections (server_tuning computes clients x nconnect), and check the "
                    "server log for 'too many open connections'",
-            "reason": "%d transport reconnect(s) during the checkpoint: nfsd drops the oldest connection above its limit "
-                      "(0 = (threads + 3) x 20), and every reconnect retransmits the requests in flight" % facts["reconnects"]}
+            "reason": "%s: nfsd drops the oldest connection above its limit (0 = (threads + 3) x 20), and every "
+                      "reconnect retransmits the requests in flight" % _connects_text(facts["reconnects"])}
+
+
+def _connects_text(churn):
+    """What the connect_count rise says, over the window or the mount's life (client.reconnect_evidence)."""
+    if churn.since_mount:
+        return ("the transports made %d connect(s) since the mount beyond the mount's own (xprt connect_count; a "
+                "TCP reconnect adds 2), at some time since the mount, not necessarily during a checkpoint" % churn.connects)
+    return "the transports' connect_count rose by %d during the checkpoint (a TCP reconnect adds 2)" % churn.connects
 
 
 def _architecture_recs(limiting, verdict, facts):

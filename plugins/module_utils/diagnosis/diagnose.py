@@ -35,7 +35,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT, limit_label
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text, since_mount
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import server_storage_layer, server_threads_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import decide
 
@@ -63,7 +63,7 @@ def diagnose_run(run):
     net, links = network_evidence(evidence, run, figures)
     send = send_side_evidence(evidence, run["clients"], figures, net)
     cpu = cpu_layers(evidence, run["client_evidence"], run["servers"], run["checkpoint_seconds"])
-    reconnects = reconnect_evidence(evidence, run["clients"])
+    reconnects = reconnect_evidence(evidence, run["clients"], since_mount(run["context"]))
     slots = client_rpc_slots_layer(evidence, run["clients"], figures, send)
     mounts = mount_state.assess(evidence, run["clients"], run["checkpoint_seconds"])
     threads = server_threads_layer(evidence, run["servers"])

@@ -301,12 +301,13 @@ def _read_transport(reading, where, mount, version):
         if totals.get(key) is not None:
             reading["notes"].append("%s: %s requests %s per send" % (label, human.number(float(totals[key]) / sends), what))
     connects = totals.get("connect_count") or 0
-    expected = limits.CONNECTS_AT_MOUNT * (totals.get("transports") or 1)
+    expected = limits.connects_at_mount(totals)
     if connects > expected:
         _speaks_for(reading, "network")
         _row(reading, "network", "%s transport connects beyond the mount's own" % label, connects - expected, "> 0", True,
              "connect_count %d over %d transport(s); each reconnect resends what was in flight" % (connects, totals.get("transports") or 1))
-        _suspect(reading, "network", 1, "%s reconnected %d time(s) since the mount" % (label, connects - expected))
+        _suspect(reading, "network", 1, "%s: %d transport connect(s) since the mount beyond its own (a TCP reconnect adds 2)" % (
+            label, connects - expected))
     if version:
         reading["notes"].append("%s: %s" % (label, slots_in_play(version, backlog >= limits.BACKLOG_PER_SEND_LIMIT)))
     return backlog >= limits.BACKLOG_PER_SEND_LIMIT

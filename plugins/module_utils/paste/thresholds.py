@@ -49,9 +49,8 @@ OP_MIX_MIN_OPS = 1000
 # Bad calls (nfsstat -s badcalls / rpc calls): any share above 1 % is authentication or format
 # trouble worth naming (RFC 5531 rejects; nfsstat's own "badcalls").
 BAD_CALLS_SHARE_LIMIT = 0.01
-# xprt connect_count of a mount that never lost its connection: 2 per transport (the lab's fresh
-# v3 and v4.1 mounts on kernel 6.1, tests/fixtures/paste/bookworm/mountstats_before.txt); more is reconnects.
-CONNECTS_AT_MOUNT = 2
+# xprt connect_count of a mount that never lost its connection (2 per TCP transport, 1 per RDMA): the bundle's rule.
+connects_at_mount = client.connects_at_mount
 # How a suspected layer's weight turns into a confidence: evidence of two independent kinds
 # (two files of different kinds pointing the same way) is medium; one kind is low. A paste never
 # gives high: no window of the whole checkpoint was measured.

@@ -299,6 +299,32 @@ def test_saved_since_mount_bundle_is_flagged_by_the_diagnosis(tmp_path):
     assert result["achieved_bytes_per_second"] == pytest.approx(2147483648 / 178.0)
 
 
+def _connect_rows(result):
+    return [row for row in result["evidence"] if row["signal"].startswith("transport connects")]
+
+
+def test_saved_since_mount_bundle_does_not_take_the_mounts_own_connects_for_reconnects(tmp_path):
+    # A fresh mount's xprt connect_count is 2 per transport on 5.10, 6.1 and 6.12 (a TCP connect
+    # counts its start and its establishment, net/sunrpc/xprtsock.c): the nconnect=4 sample's 8
+    # connects are the mount's own, not 8 reconnects "during the checkpoint".
+    sample = read_sample("mountstats-v41-nconnect4-after-2GiB-write.txt")
+    assert sample.count("xprt:\ttcp 0 0 2 0 ") == 4
+    plan = saved_files.plan_bundle([("ms.txt", sample)], TARGET)
+    result = diagnosis.diagnose(bundle_reader.load_bundle(write_bundle(str(tmp_path / "bundle"), plan)))
+    assert [(row["value"], row["crossed"]) for row in _connect_rows(result)] == [(0, False)]
+    assert "since the mount" in _connect_rows(result)[0]["signal"]
+    assert not [rec for rec in result["recommendations"] if rec["setting"] == "nfsd max_connections"]
+
+
+def test_saved_since_mount_bundle_names_connects_beyond_the_mounts_own_as_since_the_mount(tmp_path):
+    sample = read_sample("mountstats-v41-nconnect4-after-2GiB-write.txt").replace("xprt:\ttcp 0 0 2 0 1 347 ", "xprt:\ttcp 0 0 5 0 1 347 ")
+    plan = saved_files.plan_bundle([("ms.txt", sample)], TARGET)
+    result = diagnosis.diagnose(bundle_reader.load_bundle(write_bundle(str(tmp_path / "bundle"), plan)))
+    assert [(row["value"], row["crossed"]) for row in _connect_rows(result)] == [(3, True)]
+    rec = [rec for rec in result["recommendations"] if rec["setting"] == "nfsd max_connections"][0]
+    assert "since the mount" in rec["reason"] and "during the checkpoint" not in rec["reason"]
+
+
 def test_saved_stale_files_are_only_bundle_table_paths():
     old = yaml.safe_dump({"saved": {"written_by": saved_files.WRITER, "files": {
         "clients/old/mountstats_before.txt": "x", "clients/new/mountstats_before.txt": "x", "../../etc/passwd": "x",
