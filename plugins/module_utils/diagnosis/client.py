@@ -9,6 +9,10 @@ from __future__ import annotations
 import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import int_setting
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import (
+    IDLE_CLOSE_SECONDS,
+    connects_since_mount_unexplained,
+)
 
 
 # Requests waiting for a transport slot, per send (v3/v4.0). Lab: 680-935 with 2 slots.
@@ -20,21 +24,6 @@ QUEUE_TO_RTT_LIMIT = 1.0
 
 
 QUEUE_MS_FLOOR = 10.0
-
-
-# xprt connect_count of a transport that never lost its connection, by protocol. TCP counts a
-# connect's start and its establishment (xs_stream_start_connect, xs_tcp_state_change in
-# net/sunrpc/xprtsock.c): 2 on every fresh v3 and v4.1 mount of the lab on 5.10, 6.1 and 6.12
-# (tests/fixtures/paste/*/mountstats_before.txt). RDMA counts the established connect only
-# (xprt_rdma_connect_worker, net/sunrpc/xprtrdma/transport.c). UDP has no connect_count.
-CONNECTS_AT_MOUNT = {"tcp": 2, "rdma": 1}
-
-
-def connects_at_mount(rpc):
-    """The connect_count a mount's transports hold from their own first connects; rpc: an xprt delta or
-    totals with their `protocols` and `transports` (stats_delta, mountstats.totals_from_columns)."""
-    per_transport = max([CONNECTS_AT_MOUNT.get(protocol, 0) for protocol in rpc.get("protocols") or ["tcp"]])
-    return per_transport * (rpc.get("transports") or 1)
 
 
 # A cap this small is an artificial limit: removing it can give more than MAX_TUNING_GAIN
@@ -58,25 +47,35 @@ class ConnectChurn:
 
 
 def reconnect_evidence(evidence, clients, since_mount=False):
-    """Transport connects beyond what the mount itself made (None when none): nfsd dropped
+    """Transport connects a healthy mount does not make (None when none): nfsd dropped
     connections (over max_connections, see docs/tuning-modules.md) or the path reset them;
     either way the requests in flight were retransmitted.
 
-    xprt connect_count counts a TCP connect's start and its establishment (CONNECTS_AT_MOUNT): a
-    reconnect adds 2, a failed attempt 1, so the rise is reported as it is, not as a number of
-    reconnects. In a window the mount already existed, so any rise is churn; a since-mount sample
-    (one snapshot) starts from zero and holds the mount's own connects, which are left out.
+    xprt connect_count counts a TCP connect's start and its establishment (mountstats.
+    CONNECTS_PER_CONNECT): a reconnect adds 2, a failed attempt 1, so the rise is reported as it
+    is, not as a number of reconnects. A transport nobody used for IDLE_CLOSE_SECONDS is closed
+    and opens again on the next request: in a window, one connect of a transport the before
+    sample showed closed (stats_delta reopen_connects) is that; over a mount's life (one
+    snapshot, which starts from zero), each transport's first connect and one reopening per
+    IDLE_CLOSE_SECONDS of its age are (mountstats.connects_since_mount_unexplained).
     """
     if since_mount:
-        beyond = {client["host"]: max(0, (client["delta"]["rpc"]["connect_count"] or 0) - connects_at_mount(client["delta"]["rpc"]))
-                  for client in clients}
-        signal = "transport connects since the mount beyond its own (xprt connect_count - 2 per TCP transport, 1 per RDMA)"
+        beyond = dict((client["host"], connects_since_mount_unexplained(
+            client["delta"]["rpc"]["connect_count"], client["delta"]["rpc"].get("protocols"), client["delta"]["rpc"]["transports"],
+            client["delta"]["interval_seconds"])) for client in clients)
+        signal = ("transport connects since the mount beyond a healthy mount's (xprt connect_count - each transport's first "
+                  "connect and one reopening per %d s unused)" % IDLE_CLOSE_SECONDS)
     else:
-        beyond = {client["host"]: client["delta"]["rpc"]["connect_count"] or 0 for client in clients}
+        beyond = dict((client["host"], max(0, (client["delta"]["rpc"]["connect_count"] or 0) - (client["delta"]["rpc"].get("reopen_connects") or 0)))
+                      for client in clients)
         signal = "transport connects during the window (xprt connect_count rise; a TCP reconnect adds 2)"
+    reopened = sum(client["delta"]["rpc"].get("reopen_connects") or 0 for client in clients) if not since_mount else 0
     connects = sum(beyond.values())
-    churn = evidence.add(None, signal, connects, "0", connects > 0,
-                         "per client: %s" % ", ".join("%s %s" % (host, count) for host, count in beyond.items()))
+    detail = "per client: %s" % ", ".join("%s %s" % (host, count) for host, count in beyond.items())
+    if reopened:
+        detail += ("; not counted: %d from transports the before sample showed closed (idle_time 0) opening once for the "
+                   "checkpoint (closed after %d s unused, or used in that second)" % (reopened, IDLE_CLOSE_SECONDS))
+    churn = evidence.add(None, signal, connects, "0", connects > 0, detail)
     return ConnectChurn(connects, since_mount) if churn else None
 
 

@@ -300,14 +300,15 @@ def _read_transport(reading, where, mount, version):
     for key, what in (("sending_u", "waiting to be sent"), ("pending_u", "waiting for a reply")):
         if totals.get(key) is not None:
             reading["notes"].append("%s: %s requests %s per send" % (label, human.number(float(totals[key]) / sends), what))
-    connects = totals.get("connect_count") or 0
-    expected = limits.connects_at_mount(totals)
-    if connects > expected:
+    beyond = limits.connects_since_mount_unexplained(totals.get("connect_count"), totals.get("protocols"), totals.get("transports"), mount.age)
+    if beyond:
         _speaks_for(reading, "network")
-        _row(reading, "network", "%s transport connects beyond the mount's own" % label, connects - expected, "> 0", True,
-             "connect_count %d over %d transport(s); each reconnect resends what was in flight" % (connects, totals.get("transports") or 1))
-        _suspect(reading, "network", 1, "%s: %d transport connect(s) since the mount beyond its own (a TCP reconnect adds 2)" % (
-            label, connects - expected))
+        _row(reading, "network", "%s transport connects beyond a healthy mount's" % label, beyond, "> 0", True,
+             "connect_count %d over %d transport(s) in %s s since the mount, less each transport's first connect and one "
+             "reopening per %d s unused; each reconnect resends what was in flight" % (
+                 totals.get("connect_count") or 0, totals.get("transports") or 1, human.number(mount.age or 0), limits.IDLE_CLOSE_SECONDS))
+        _suspect(reading, "network", 1, "%s: %d transport connect(s) since the mount beyond a healthy mount's (a TCP reconnect adds 2)" % (
+            label, beyond))
     if version:
         reading["notes"].append("%s: %s" % (label, slots_in_play(version, backlog >= limits.BACKLOG_PER_SEND_LIMIT)))
     return backlog >= limits.BACKLOG_PER_SEND_LIMIT

@@ -11,6 +11,7 @@ the paste's own, each with its source.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client, server
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats
 
 # Queue time (exe - RTT, or the printed avg queue / backlog wait) dominating RTT: client RPC
 # concurrency. The bundle's WRITE rule: queue > 1x RTT and above 10 ms.
@@ -49,8 +50,10 @@ OP_MIX_MIN_OPS = 1000
 # Bad calls (nfsstat -s badcalls / rpc calls): any share above 1 % is authentication or format
 # trouble worth naming (RFC 5531 rejects; nfsstat's own "badcalls").
 BAD_CALLS_SHARE_LIMIT = 0.01
-# xprt connect_count of a mount that never lost its connection (2 per TCP transport, 1 per RDMA): the bundle's rule.
-connects_at_mount = client.connects_at_mount
+# xprt connect_count since the mount beyond each transport's first connect (2 per TCP transport, 1 per RDMA)
+# and one reopening per IDLE_CLOSE_SECONDS unused: the bundle's rule (stats/mountstats.py says why).
+connects_since_mount_unexplained = mountstats.connects_since_mount_unexplained
+IDLE_CLOSE_SECONDS = mountstats.IDLE_CLOSE_SECONDS
 # How a suspected layer's weight turns into a confidence: evidence of two independent kinds
 # (two files of different kinds pointing the same way) is medium; one kind is low. A paste never
 # gives high: no window of the whole checkpoint was measured.

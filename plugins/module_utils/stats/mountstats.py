@@ -68,6 +68,34 @@ XPRT_FIELDS = {"tcp": _TCP_FIELDS, "udp": _UDP_FIELDS, "rdma": _RDMA_FIELDS}
 # Counters that accumulate per transport: with nconnect they are summed over the lines.
 XPRT_SUMMED = ("sends", "recvs", "bad_xids", "req_u", "bklog_u", "sending_u", "pending_u", "connect_count", "bind_count")
 
+# What one connect adds to a transport's connect_count, by protocol. TCP counts the connect's
+# start and its establishment (xs_stream_start_connect, xs_tcp_state_change in
+# net/sunrpc/xprtsock.c): 2 on every fresh v3 and v4.1 mount of the lab on 5.10, 6.1 and 6.12
+# (tests/fixtures/paste/*/mountstats_before.txt). RDMA counts the established connect only
+# (xprt_rdma_connect_worker, net/sunrpc/xprtrdma/transport.c). UDP has no connect_count.
+CONNECTS_PER_CONNECT = {"tcp": 2, "rdma": 1}
+
+# The kernel closes a transport nobody used for 5 minutes and opens it again on the next request
+# (XS_IDLE_DISC_TO, net/sunrpc/xprtsock.c; RPCRDMA_IDLE_DISC_TO in xprtrdma); while it is closed
+# its xprt line prints idle_time 0 (xs_tcp_print_stats prints it only while connected). Measured
+# on the lab, 6.1 (tests/fixtures/samples/idle_reopen/NOTES.txt): a v3 mount unused for 5 min had
+# no socket and idle_time 0, and its next write raised connect_count 2 -> 4; the v4.1 mount's
+# transport stayed open (its lease renewal uses it every ~60 s).
+IDLE_CLOSE_SECONDS = 300
+
+
+def connects_per_connect(protocols):
+    """connect_count added by one connect of a mount's transports (protocols: their names)."""
+    return max([CONNECTS_PER_CONNECT.get(protocol, 0) for protocol in protocols or ["tcp"]])
+
+
+def connects_since_mount_unexplained(connect_count, protocols, transports, seconds):
+    """connect_count since the mount beyond what a healthy mount makes: each transport's first
+    connect, and one reopening per IDLE_CLOSE_SECONDS of its life (an unused transport is closed
+    and opened again); what is left can only be churn (lost or dropped connections)."""
+    allowed = connects_per_connect(protocols) * (transports or 1) * (1 + int((seconds or 0) // IDLE_CLOSE_SECONDS))
+    return max(0, (connect_count or 0) - allowed)
+
 
 class MountStats:
     """One mount's statistics. Sections are kept as text and parsed on first use: a delta
@@ -263,8 +291,8 @@ def _parse_xprt_line(line):
     return words[1], tuple(values)
 
 
-# The counters deltas need; srcport, connect_time and idle_time are left as text on the fast path.
-_COLUMNS_USED = frozenset(XPRT_SUMMED + ("max_slots",))
+# The counters deltas need; srcport and connect_time are left as text on the fast path.
+_COLUMNS_USED = frozenset(XPRT_SUMMED + ("max_slots", "idle_time"))
 
 
 def xprt_columns(xprt_lines):

@@ -20,6 +20,7 @@ from operator import sub
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import (
     BYTE_NAMES,
+    CONNECTS_PER_CONNECT,
     XPRT_SUMMED,
     SamplePair,
     column_total,
@@ -156,6 +157,7 @@ def _window_delta(after, before, interval_seconds):
         "pending_per_send": _ratio(rpc["pending_u"], rpc["sends"]),
         "sends_per_second": _ratio(rpc["sends"], interval),
         "backlog_per_send_per_transport": per_transport_backlog,
+        "reopen_connects": _reopen_connects(after_x, before_x),
     })
 
     # Properties parse on first use; bind them once rather than per counter.
@@ -245,6 +247,26 @@ def _per_transport_backlog(after_x, before_x):
             continue
         result.append(_ratio(value - old_b, sends[index] - old_s))
     return result
+
+
+def _reopen_connects(after_x, before_x):
+    """connect_count rise of transports that connected exactly once in the window after the before
+    sample showed them closed (idle_time 0: closed after IDLE_CLOSE_SECONDS unused, or used in that
+    same second): a transport opening again for the checkpoint, not a lost connection."""
+    if not before_x:
+        return 0
+    protocols = after_x["protocols"]
+    after_connects = after_x["columns"].get("connect_count", [])
+    before_connects = before_x["columns"].get("connect_count", [])
+    before_idle = before_x["columns"].get("idle_time", [])
+    if not len(protocols) == len(before_x["protocols"]) == len(after_connects) == len(before_connects) == len(before_idle):
+        return 0
+    reopened = 0
+    for protocol, new, old, idle in zip(protocols, after_connects, before_connects, before_idle):
+        once = CONNECTS_PER_CONNECT.get(protocol, 0)
+        if once and idle == 0 and new is not None and old is not None and new - old == once:
+            reopened += once
+    return reopened
 
 
 def _int_or_none(value):

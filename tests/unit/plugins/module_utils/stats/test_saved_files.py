@@ -325,6 +325,18 @@ def test_saved_since_mount_bundle_names_connects_beyond_the_mounts_own_as_since_
     assert "since the mount" in rec["reason"] and "during the checkpoint" not in rec["reason"]
 
 
+def test_saved_pair_over_an_idle_transport_opening_again_reports_no_churn(tmp_path):
+    # The lab's v3 mount, its transport closed after 5 min unused, then a 4 MiB write (samples/idle_reopen):
+    # connect_count rose by 2, one reopening, not a reconnect for nfsd's connection limit.
+    files = [("after.txt", read_sample("idle_reopen", "mountstats_after.txt")), ("before.txt", read_sample("idle_reopen", "mountstats_before.txt"))]
+    plan = saved_files.plan_bundle(files, TARGET, mount_point="/mnt/nfs3")
+    result = diagnosis.diagnose(bundle_reader.load_bundle(write_bundle(str(tmp_path / "bundle"), plan)))
+    (row,) = _connect_rows(result)
+    assert (row["value"], row["crossed"]) == (0, False) and "during the window" in row["signal"]
+    assert "not counted: 2 from transports the before sample showed closed" in row["explanation"]
+    assert not [rec for rec in result["recommendations"] if rec["setting"] == "nfsd max_connections"]
+
+
 def test_saved_stale_files_are_only_bundle_table_paths():
     old = yaml.safe_dump({"saved": {"written_by": saved_files.WRITER, "files": {
         "clients/old/mountstats_before.txt": "x", "clients/new/mountstats_before.txt": "x", "../../etc/passwd": "x",
