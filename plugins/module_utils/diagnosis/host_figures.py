@@ -48,7 +48,8 @@ SOURCES = tuple(key for key in CLIENT_FILES if key not in ("probe", "capture"))
 # files always does. The other keys may be null, as the files' row has them (a WRITE line before iostats
 # 1.1 has no errors, a virtio link no speed, a reset link no bytes).
 _OP_KEYS = ("ops", "retrans", "timeouts", "bytes_sent", "avg_rtt_ms", "avg_exe_ms", "avg_queue_ms")
-_RPC_KEYS = ("sends", "transports", "max_slots", "max_slots_before", "backlog_per_send", "sending_per_send", "connect_count")
+_RPC_KEYS = ("sends", "transports", "max_slots", "max_slots_before", "backlog_per_send", "sending_per_send", "connect_count",
+             "reopen_connects")
 _DELTA_KEYS = ("device", "mount_point", "nfs_version", "interval_seconds", "bytes", "write_bytes", "read_bytes",
                "write_mb_per_second", "read_mb_per_second", "rpc", "ops", "usable", "problems", "problem_details")
 _DSTATE_KEYS = ("samples", "samples_with_dstate", "max_count", "longest_run", "wchan_counts", "group_counts")

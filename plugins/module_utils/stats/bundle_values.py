@@ -166,7 +166,7 @@ FIGURES_RPC = mapping(
     sends=NUM, recvs=NUM, bad_xids=NUM, req_u=NUM, bklog_u=NUM, sending_u=NUM, pending_u=NUM, connect_count=NUM, bind_count=NUM,
     transports=NUM, protocols=STRINGS, max_slots=list_of(NUM), max_slots_before=list_of(NUM), max_slots_reached=NUM,
     backlog_per_send=NUM, slots_in_use_per_send=NUM, sending_per_send=NUM, pending_per_send=NUM, sends_per_second=NUM,
-    backlog_per_send_per_transport=list_of(NUM))
+    backlog_per_send_per_transport=list_of(NUM), reopen_connects=NUM)
 FIGURES_DELTA = mapping(
     device=STR, mount_point=STR, fstype=STR, nfs_version=STR, nconnect=NUM, wsize=NUM, rsize=NUM, proto=STR,
     opts=mapping_of(ANYTHING), interval_seconds=NUM, bytes=NUMBERS, write_bytes=NUM, read_bytes=NUM, write_mb_per_second=NUM,

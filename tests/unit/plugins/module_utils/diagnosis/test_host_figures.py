@@ -163,6 +163,8 @@ UNUSABLE = {
     "a string where a number goes": _set(DELTA, "write_bytes", "33554432"),
     "a number out of range": _set(DELTA, "write_bytes", 2 ** 70),
     "the rpc figures missing": _drop(DELTA, "rpc"),
+    "the reopened transports' connects missing": _drop(DELTA + ("rpc",), "reopen_connects"),
+    "a string where the reopened transports' connects go": _set(DELTA + ("rpc",), "reopen_connects", "2"),
     "a link row without its side": _drop(("row", "evidence", "links", 0), "side"),
     "a CPU window cut short": _set(("row", "evidence"), "cpu", [{"busy": 1}]),
     "a view without its evidence": _set(("row",), "evidence", None),
