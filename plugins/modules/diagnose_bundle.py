@@ -161,7 +161,8 @@ diagnosis:
       type: dict
     excluded_clients:
       description: Clients left out of every figure because their capture is not usable, each C({host, mount_point,
-        device, problems, problem_details}); C(problems) holds C(truncated), C(reset) and/or C(new_mount).
+        device, problems, problem_details}); C(problems) holds C(truncated), C(reset), C(new_mount) and/or
+        C(negative_time) (a per-op time the kernel printed from a negative value).
       type: list
       elements: dict
     restore:

@@ -37,7 +37,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values imp
 
 # Raise when client_row (or what it calls: the mountstats delta, the D-state summary, the host evidence)
 # would give another row for the same files: figures written by an older writer are then not used.
-# 2: the xprt delta holds reopen_connects (transports the before sample showed closed opening once).
+# 2: the xprt delta holds reopen_connects (transports the before sample showed closed opening once), the
+# delta negative_time (a per-op time printed from a negative kernel value).
 FORMAT = 2
 
 # The files a client's row comes from: every client file but probe.json (read after the figures are

@@ -28,7 +28,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import
     parse_nfsd_stats,
     parse_pool_stats,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import NEGATIVE_PRINTED, nfsd_delta, pool_stats_delta
 
 CAN_SHOW = {
     "mountstats": "per op queue vs RTT vs execute, transport slots in use per send against max_slots, backlog, "
@@ -114,10 +114,15 @@ def read_op(reading, where, name, op, version=None, backlog=None):
     rtt, exe = op.get("avg_rtt_ms"), op.get("avg_exe_ms")
     if rtt is None or exe is None or not op.get("ops"):
         return
-    _speaks_for(reading, "client_rpc_slots")
     queue = op.get("avg_queue_ms")
     queue = max(0.0, exe - rtt) if queue is None else queue
     label = "%s %s" % (where, name) if where else name
+    if max(rtt, exe, queue) * op["ops"] >= NEGATIVE_PRINTED:
+        # The op's time summed to a negative kernel value printed unsigned (stats_delta.NEGATIVE_PRINTED).
+        reading["notes"].append("%s: times not read - their sum is a negative kernel value printed unsigned "
+                                "(%s ms per op)" % (label, human.number(max(rtt, exe, queue))))
+        return
+    _speaks_for(reading, "client_rpc_slots")
     crossed = _row(reading, "client_rpc_slots", "%s queue time (exe - RTT) against RTT" % label, queue,
                    "> %.1fx RTT and >= %s ms" % (limits.QUEUE_TO_RTT_LIMIT, human.number(limits.QUEUE_MS_FLOOR)),
                    queue >= limits.QUEUE_MS_FLOOR and queue > limits.QUEUE_TO_RTT_LIMIT * rtt,

@@ -68,7 +68,13 @@ _ZERO_OP = (0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 # Capture problems, in the order they are reported. A delta with any of them is not `usable`:
 # its figures do not describe the window between the two samples.
-PROBLEMS = ("truncated", "reset", "new_mount")
+PROBLEMS = ("truncated", "reset", "new_mount", "negative_time")
+
+# A per-op time (queue, RTT, execute: fields 5-7) at or above this is a negative kernel value printed
+# unsigned: the times are signed ktime sums printed with %llu (net/sunrpc/stats.c rpc_print_iostats),
+# so a sum below zero reads 2^64 - x (prometheus/procfs's fixture proc/26231/mountstats holds one:
+# ACCESS queue 18446743919241604546). No op's time sums to 2^63 ms (292 million years).
+NEGATIVE_PRINTED = 2 ** 63
 
 
 def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
@@ -106,6 +112,7 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
 
     delta, went_back, torn = _window_delta(after, before, interval_seconds)
     problems.extend(("truncated", sentence) for sentence in torn)
+    problems.extend(("negative_time", sentence) for sentence in _negative_times(delta["ops"], after, before))
     if went_back:
         problems.append(("reset", "%s went backwards while age rose from %s to %s: remounted or another mount's block; "
                                   "counted since mount" % (", ".join(went_back[:4]) + (" ..." if len(went_back) > 4 else ""),
@@ -116,11 +123,26 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
         "truncated": "truncated" in codes,
         "reset": "reset" in codes,
         "new_mount": "new_mount" in codes,
+        "negative_time": "negative_time" in codes,
         "usable": not codes,
         "problems": codes,
         "problem_details": [detail for _code, detail in problems],
     })
     return delta
+
+
+def _negative_times(ops, after, before):
+    """Sentences on the per-op times of the window's ops (those that moved) that either sample printed
+    from a negative kernel value (NEGATIVE_PRINTED): their averages would be nonsense of 10^15 ms."""
+    sentences = []
+    for name in ops:
+        for sample, mount in (("after", after), ("before", before)):
+            values = mount.ops.get(name) if mount is not None else None
+            for field, label in ((5, "queue"), (6, "RTT"), (7, "execute")):
+                if values is not None and len(values) > field and values[field] >= NEGATIVE_PRINTED:
+                    sentences.append("%s sample: %s %s time %d ms is a negative kernel value printed unsigned "
+                                     "(net/sunrpc/stats.c): the op's times are not the window's" % (sample, name, label, values[field]))
+    return sentences
 
 
 def _window_delta(after, before, interval_seconds):

@@ -538,3 +538,34 @@ def test_a_burst_buffers_diagnosis_judges_the_drain_to_nfs_not_the_local_write()
     result = diagnose(bundle)
     assert result["achieved_bytes_per_second"] == pytest.approx(canary["bytes"] / canary["drain"]["seconds"], rel=1e-3)
     assert "drain" in result["achieved_source"]
+
+
+# A per-op time counter the kernel printed from a negative value: the per-op times are signed ktime
+# sums printed unsigned (net/sunrpc/stats.c), so a sum below zero reads 2^64 - x. Such a line was
+# captured in the wild: prometheus/procfs's fixture proc/26231/mountstats, ACCESS queue 18446743919241604546.
+WRAPPED_MS = "18446743919241604546"
+
+
+def _with_wrapped_write_time(bundle, host, field):
+    files = bundle["clients"][host]
+    line = [line for line in files["mountstats_after"].split("\n") if line.strip().startswith("WRITE:")][0]
+    values = line.split()
+    values[1 + field] = WRAPPED_MS
+    files["mountstats_after"] = files["mountstats_after"].replace(line, line[:line.index("WRITE:")] + " ".join(values))
+    return bundle
+
+
+def test_a_negative_time_printed_unsigned_excludes_the_client_and_never_carries_a_verdict():
+    clean = diagnose(load("seed_like_baseline"))
+    for field in (5, 6, 7):  # queue, RTT, execute
+        result = diagnose(_with_wrapped_write_time(with_second_client(load("seed_like_baseline")), "nfs3", field))
+        assert sorted(result["clients"]) == ["nfs2"] and (result["verdict"], result["limiting_layer"]) == (clean["verdict"], clean["limiting_layer"])
+        (excluded,) = result["excluded_clients"]
+        assert excluded["host"] == "nfs3" and excluded["problems"] == ["negative_time"]
+        assert WRAPPED_MS in excluded["problem_details"][0] and "printed unsigned" in excluded["problem_details"][0]
+        assert not [row for row in result["evidence"] if isinstance(row["value"], (int, float)) and row["value"] > 1e12]
+
+
+def test_a_negative_time_on_the_only_client_leaves_no_figure_to_judge():
+    with pytest.raises(BundleError, match=r"no usable client capture.*\(negative_time\): after sample: WRITE queue time %s ms" % WRAPPED_MS):
+        diagnose(_with_wrapped_write_time(load("seed_like_baseline"), "nfs2", 5))

@@ -168,3 +168,18 @@ def test_mountstats_lines_take_only_connects_beyond_a_healthy_mounts():
     assert "xprt:\ttcp 0 0 2 0 " in layouts.read("bookworm/mountstats_during1.txt") and not _connect_suspicions(quiet)
     churned = readings.read_file("xprt.txt", _xprt_lines().replace("xprt:\ttcp 0 0 2 0 ", "xprt:\ttcp 0 0 5 0 ", 1))
     assert _connect_suspicions(churned) == ["xprt.txt: the mount: 3 transport connect(s) since the mount beyond a healthy mount's (a TCP reconnect adds 2)"]
+
+
+def test_a_pasted_op_whose_time_is_a_negative_kernel_value_is_not_read():
+    # The lab's two-mount snapshot with /mnt/nfs's WRITE queue printed from a negative sum (2^64 - x, as in
+    # prometheus/procfs's fixture): no "queue dominates" from it; the other mount is still read.
+    text = layouts.read("bookworm/mountstats_after.txt")
+    block = text[text.index("device nfs1:/srv/nfs mounted on /mnt/nfs "):text.index("device nfs1:/srv/nfs mounted on /mnt/nfs3")]
+    line = [line for line in block.split("\n") if line.strip().startswith("WRITE:")][0]
+    values = line.split()
+    values[6] = "18446743919241604546"
+    wrapped = text.replace(line, line[:line.index("WRITE:")] + " ".join(values))
+    reading = readings.read_file("ms.txt", wrapped)
+    assert not [suspect for suspect in reading["suspects"] if "/mnt/nfs WRITE" in suspect["why"]]
+    assert any(note.startswith("/mnt/nfs WRITE: times not read - their sum is a negative kernel value") for note in reading["notes"])
+    assert any("/mnt/nfs3" in suspect["why"] for suspect in readings.read_file("ms.txt", text)["suspects"])
