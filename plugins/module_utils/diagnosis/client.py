@@ -65,11 +65,13 @@ def reconnect_evidence(evidence, clients, since_mount=False):
             client["delta"]["interval_seconds"])) for client in clients)
         signal = ("transport connects since the mount beyond a healthy mount's (xprt connect_count - each transport's first "
                   "connect and one reopening per %d s unused)" % IDLE_CLOSE_SECONDS)
+        reopened = 0
     else:
-        beyond = dict((client["host"], max(0, (client["delta"]["rpc"]["connect_count"] or 0) - (client["delta"]["rpc"].get("reopen_connects") or 0)))
+        reopens = dict((client["host"], client["delta"]["rpc"].get("reopen_connects") or 0) for client in clients)
+        beyond = dict((client["host"], max(0, (client["delta"]["rpc"]["connect_count"] or 0) - reopens[client["host"]]))
                       for client in clients)
         signal = "transport connects during the window (xprt connect_count rise; a TCP reconnect adds 2)"
-    reopened = sum(client["delta"]["rpc"].get("reopen_connects") or 0 for client in clients) if not since_mount else 0
+        reopened = sum(reopens.values())
     connects = sum(beyond.values())
     detail = "per client: %s" % ", ".join("%s %s" % (host, count) for host, count in beyond.items())
     if reopened:

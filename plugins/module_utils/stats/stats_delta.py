@@ -110,14 +110,14 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
         if cut:
             problems.append(("truncated", cut))
 
-    delta, went_back, torn = _window_delta(after, before, interval_seconds)
+    delta, went_back, torn, negative = _window_delta(after, before, interval_seconds)
     problems.extend(("truncated", sentence) for sentence in torn)
-    problems.extend(("negative_time", sentence) for sentence in _negative_times(delta["ops"], after, before))
+    problems.extend(("negative_time", sentence) for sentence in negative)
     if went_back:
         problems.append(("reset", "%s went backwards while age rose from %s to %s: remounted or another mount's block; "
                                   "counted since mount" % (", ".join(went_back[:4]) + (" ..." if len(went_back) > 4 else ""),
                                                            before.age, after.age)))
-        delta, _went_back, _torn = _window_delta(after, None, None)
+        delta, _went_back, _torn, _negative = _window_delta(after, None, None)
     codes = [code for code in PROBLEMS if any(found == code for found, _detail in problems)]
     delta.update({
         "truncated": "truncated" in codes,
@@ -131,22 +131,17 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
     return delta
 
 
-def _negative_times(ops, after, before):
-    """Sentences on the per-op times of the window's ops (those that moved) that either sample printed
-    from a negative kernel value (NEGATIVE_PRINTED): their averages would be nonsense of 10^15 ms."""
-    sentences = []
-    for name in ops:
-        for sample, mount in (("after", after), ("before", before)):
-            values = mount.ops.get(name) if mount is not None else None
-            for field, label in ((5, "queue"), (6, "RTT"), (7, "execute")):
-                if values is not None and len(values) > field and values[field] >= NEGATIVE_PRINTED:
-                    sentences.append("%s sample: %s %s time %d ms is a negative kernel value printed unsigned "
-                                     "(net/sunrpc/stats.c): the op's times are not the window's" % (sample, name, label, values[field]))
-    return sentences
+def _negative_time_sentences(name, sample, values):
+    """Sentences on the per-op times (queue, RTT, execute) of one op line printed from a negative
+    kernel value (NEGATIVE_PRINTED): their averages would be nonsense of 10^15 ms."""
+    return ["%s sample: %s %s time %d ms is a negative kernel value printed unsigned (net/sunrpc/stats.c): the op's times "
+            "are not the window's" % (sample, name, label, values[field])
+            for field, label in ((5, "queue"), (6, "RTT"), (7, "execute")) if values[field] >= NEGATIVE_PRINTED]
 
 
 def _window_delta(after, before, interval_seconds):
-    """(delta of the window, names of counters that went backwards, sentences on torn op lines)."""
+    """(delta of the window, names of counters that went backwards, sentences on torn op lines, sentences
+    on op times printed from negative kernel values)."""
     if interval_seconds is None:
         if after.age is not None:
             interval_seconds = after.age - (before.age if before is not None and before.age is not None else 0)
@@ -155,8 +150,9 @@ def _window_delta(after, before, interval_seconds):
 
     went_back = []
     torn = []
+    negative = []
     pair = SamplePair(after, before)
-    ops = _ops_delta(pair, interval, went_back, torn)
+    ops = _ops_delta(pair, interval, went_back, torn, negative)
 
     after_x, before_x = pair.xprt_columns()
     rpc = _summed_xprt_delta(after_x["columns"], before_x["columns"] if before_x else None)
@@ -208,12 +204,13 @@ def _window_delta(after, before, interval_seconds):
         "read_mb_per_second": _ratio(read_bytes / MB, interval),
         "rpc": rpc,
         "ops": ops,
-    }, went_back, torn
+    }, went_back, torn, negative
 
 
-def _ops_delta(pair, interval, went_back, torn):
+def _ops_delta(pair, interval, went_back, torn, negative):
     """Per-op deltas of the ops whose line changed (SamplePair.changed_ops()); names of ops whose
-    counters went back are appended to went_back, sentences on lines with too few counters to torn."""
+    counters went back are appended to went_back, sentences on lines with too few counters to torn,
+    sentences on times printed from a negative kernel value to negative."""
     ops = {}
     for name, new_values, old_values in pair.changed_ops():
         if len(new_values) < 8:
@@ -228,6 +225,8 @@ def _ops_delta(pair, interval, went_back, torn):
         # One pass in C over the pair: any counter below its before value.
         if min(map(sub, new_values, old_values)) < 0:
             went_back.append(name)
+        if max(new_values[5:8]) >= NEGATIVE_PRINTED or max(old_values[5:8]) >= NEGATIVE_PRINTED:
+            negative.extend(_negative_time_sentences(name, "after", new_values) + _negative_time_sentences(name, "before", old_values))
         ops[name] = _op_delta(new_values, old_values, interval)
     return ops
 
