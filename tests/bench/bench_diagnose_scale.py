@@ -77,10 +77,11 @@ def _figures(directory, mount_point):
     return [figures] if figures else []
 
 
-def build(root, clients, link, as_captured=False):
+def build(root, clients, link, as_captured=False, capture=None):
     """A bundle of `clients` clients in root/bundle-N from copies of CAPTURE as the writer writes it
-    (as_captured: as the fixture holds it, probe.json with iperf3's raw output inside); its path."""
-    capture = CAPTURE if as_captured else written_capture(root)
+    (as_captured: as the fixture holds it, probe.json with iperf3's raw output inside; capture: that
+    bundle's files as they are instead); its path."""
+    capture = capture or (CAPTURE if as_captured else written_capture(root))
     bundle = os.path.join(root, "bundle-%d" % clients)
     os.makedirs(os.path.join(bundle, "clients"))
     shutil.copytree(os.path.join(capture, "servers"), os.path.join(bundle, "servers"))
@@ -122,7 +123,7 @@ def run_playbook(bundle, output, collections=None):
     return float(out[0]), float(out[1]), int(out[2]) / 1024.0, int(out[3])
 
 
-def profile(clients, root, link, as_captured=False):
+def profile(clients, root, link, as_captured=False, capture=None):
     """cProfile of load_bundle + diagnose + the JSON text, in this process, top 25 by cumulative time."""
     import cProfile
     import pstats
@@ -133,7 +134,7 @@ def profile(clients, root, link, as_captured=False):
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
-    bundle = build(root, clients, link, as_captured)
+    bundle = build(root, clients, link, as_captured, capture)
 
     def work():
         # As diagnose_bundle does it: the cyclic collector paused while the result is built.
@@ -149,7 +150,7 @@ def profile(clients, root, link, as_captured=False):
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
 
-def phases(clients, root, link):
+def phases(clients, root, link, capture=None):
     """Where the time goes, in this process (time.process_time): per client, each step a forked reader takes
     (clients read one after the other), then the whole run as the module does it (read_run with its forked
     readers: wall and this process's CPU; diagnose_run, diagnosis.json's text and diagnosis.md: wall)."""
@@ -166,7 +167,7 @@ def phases(clients, root, link):
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose_run
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
-    bundle = build(root, clients, link)
+    bundle = build(root, clients, link, capture=capture)
     directory = os.path.join(bundle, "clients")
     hosts = sorted(os.listdir(directory))
     mount_point = load_bundle(bundle, stream=True)["context"].get("mount_point")
@@ -197,16 +198,22 @@ def phases(clients, root, link):
     with paused_gc():
         wall, cpu = time.monotonic(), time.process_time()
         the_run = run.read_run(load_bundle(bundle, stream=True))
-        print("read_run (forked readers): %.1f s wall, %.1f s of this process's CPU" % (time.monotonic() - wall, time.process_time() - cpu))
+        print("read_run (forked readers): %.1f s wall, %.1f s of this process's CPU; peak RSS %.0f MiB"
+              % (time.monotonic() - wall, time.process_time() - cpu, _peak_mib()))
         wall = time.monotonic()
         result = diagnose_run(the_run)
-        print("diagnose_run: %.1f s" % (time.monotonic() - wall))
+        print("diagnose_run: %.1f s; peak RSS %.0f MiB" % (time.monotonic() - wall, _peak_mib()))
         wall = time.monotonic()
         result, _text = json_safe_text(result, lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
-        print("diagnosis.json's text: %.1f s" % (time.monotonic() - wall))
+        print("diagnosis.json's text: %.1f s; peak RSS %.0f MiB" % (time.monotonic() - wall, _peak_mib()))
         wall = time.monotonic()
         render_markdown(result)
         print("diagnosis.md: %.1f s" % (time.monotonic() - wall))
+
+
+def _peak_mib():
+    """This process's peak RSS so far, MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def measured_row(name, clients, bundle, output, collections, other):
@@ -243,19 +250,23 @@ def main():
     parser.add_argument("--as-captured", action="store_true",
                         help="copy the fixture as it is (probe.json with iperf3's raw output inside, as bundles "
                              "written before 0.5.0 hold it) instead of re-writing it through the current writer")
+    parser.add_argument("--capture", metavar="DIR",
+                        help="copy this bundle's files as they are (e.g. tests/fixtures/captures/lab_figures, which the "
+                             "roles wrote with each client's figures.json) instead of the healthy capture")
+    parser.add_argument("--keep", action="store_true", help="keep the bundles and the outputs (their directory is printed)")
     args = parser.parse_args()
     root = tempfile.mkdtemp(prefix="ckptio-scale-", dir=args.dir)
     try:
         if args.profile:
-            profile(args.profile, root, args.link, args.as_captured)
+            profile(args.profile, root, args.link, args.as_captured, args.capture)
             return
         if args.phases:
-            phases(args.phases, root, args.link)
+            phases(args.phases, root, args.link, args.capture)
             return
         bundles = []
         for clients in args.clients:
             started = time.monotonic()
-            bundles.append((clients, build(root, clients, args.link, args.as_captured)))
+            bundles.append((clients, build(root, clients, args.link, args.as_captured, args.capture)))
             print("built %d clients in %.1f s" % (clients, time.monotonic() - started), file=sys.stderr)
         print("| run | clients | wall s | CPU s | peak RSS MiB | diagnosis.json MB | diagnosis.md kB | load average before | same output |")
         print("|-----|--------:|-------:|------:|-------------:|------------------:|----------------:|--------------------:|-------------|")
@@ -266,7 +277,10 @@ def main():
                                    collections, os.path.join(root, "out-%d-against" % clients) if args.against else None))
                 sys.stdout.flush()
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            print("kept in %s" % root, file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
