@@ -165,25 +165,38 @@ def _read_chunk(shared, hosts):
     client_files, mount_point, problems, mount_points, checkpoint_seconds = shared
     already = len(problems)
     rows = []
+    figures = {}
     for host in hosts:
-        rows.append((host,) + _client_row(client_files, host, mount_point, mount_points, checkpoint_seconds))
-    return rows, problems[already:]
+        row, taken_from = _client_row_and_figures(client_files, host, mount_point, mount_points, checkpoint_seconds)
+        if taken_from is not None:
+            figures[len(rows)] = taken_from
+        rows.append((host,) + row)
+    return host_figures.with_shared_keys(rows, figures), problems[already:]
 
 
 def _client_row(client_files, host, mount_point, mount_points, checkpoint_seconds):
     """client_row of one client: from its figures.json when they are for its files and this run (a bundle
     read from disk, host_figures.read_row), else from its files."""
+    return _client_row_and_figures(client_files, host, mount_point, mount_points, checkpoint_seconds)[0]
+
+
+def _client_row_and_figures(client_files, host, mount_point, mount_points, checkpoint_seconds):
+    """(_client_row, None when it comes from the files, else the texts it was taken from: (figures.json, probe.json
+    when the evidence keeps its value, else None))."""
     if not hasattr(client_files, "texts"):
-        return client_row(host, client_files[host], mount_point, mount_points, checkpoint_seconds)
+        return client_row(host, client_files[host], mount_point, mount_points, checkpoint_seconds), None
     texts = client_files.texts(host, {FIGURES_FILE: FIGURES_FILE})
     row = host_figures.read_row(host, texts, mount_point, mount_points) if FIGURES_FILE in texts else None
     if row is None:
-        return client_row(host, client_files.parsed(host, texts), mount_point, mount_points, checkpoint_seconds)
+        return client_row(host, client_files.parsed(host, texts), mount_point, mount_points, checkpoint_seconds), None
     view, excluded, canary, evidence = row
+    probe_text = None
     if evidence is not None:
         # probe.json is no source of the figures (written after them): read here, as from the files.
-        evidence = dataclasses.replace(evidence, probe=kept_probe(client_files.parsed(host, texts, ("probe",)).get("probe")))
-    return view, excluded, canary, evidence
+        probe = client_files.parsed(host, texts, ("probe",)).get("probe")
+        probe_text = texts.get("probe") if isinstance(probe, dict) else None
+        evidence = dataclasses.replace(evidence, probe=kept_probe(probe))
+    return (view, excluded, canary, evidence), (texts[FIGURES_FILE], probe_text)
 
 
 def _read_clients(client_files, mount_point, problems=None, mount_points=None, checkpoint_seconds=None):

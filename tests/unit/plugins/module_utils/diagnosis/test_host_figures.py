@@ -271,3 +271,42 @@ def test_figures_that_cannot_be_worked_out_never_fail_the_writer(monkeypatch):
         canary = json.load(handle)
     names = [item["name"] for item in bundle_host_files("clients", before, after, "", {"canary": canary})]
     assert FIGURES_FILE not in names and names[-1] == "canary.json"
+
+
+def _copies(tmp_path, capture, count):
+    """A bundle of `count` clients, client I a copy of the capture's client I mod 2 (as the scale bench builds it)."""
+    bundle = str(tmp_path / "copies")
+    shutil.copytree(capture, bundle, ignore=shutil.ignore_patterns("clients"))
+    sources = sorted(glob.glob(os.path.join(capture, "clients", "*")))
+    for index in range(count):
+        shutil.copytree(sources[index % len(sources)], os.path.join(bundle, "clients", "c%05d" % index))
+    return bundle
+
+
+def _key_objects(value, found):
+    """ids of every dict key object under value (a row: dicts, lists, tuples, the ClientEvidence's fields)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.add(id(key))
+            _key_objects(item, found)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _key_objects(item, found)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            _key_objects(getattr(value, name), found)
+    return found
+
+
+def test_a_chunks_rows_from_figures_share_their_keys_and_give_the_same_rows(tmp_path):
+    """16,384 clients' rows are held at once (and pickled back from the readers): the keys of rows taken from
+    figures.json are one object per chunk, not one per client, and the rows are the ones each file gives alone."""
+    bundle = _copies(tmp_path, sample_path("..", "captures", "lab_figures"), 6)
+    loaded = load_bundle(bundle, stream=True)
+    clients, mount_point = loaded["clients"], loaded["context"]["mount_point"]
+    hosts = sorted(clients)
+    rows, problems = run._read_chunk((clients, mount_point, [], None, None), hosts)  # pylint: disable=protected-access
+    assert problems == []
+    assert rows == [(host,) + run._client_row(clients, host, mount_point, None, None) for host in hosts]  # pylint: disable=protected-access
+    one = len(_key_objects(rows[0], set()))
+    assert len(_key_objects(rows, set())) < one * 1.5
