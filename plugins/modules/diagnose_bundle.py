@@ -177,9 +177,10 @@ diagnosis:
     per_host_left_out:
       description:
         - Once C(diagnosis.json) is written (not in check mode), a bundle of more than 16 clients (or servers) returns
-          without their entries in C(clients), C(servers), C(cpu), C(mounts), C(network.links), C(network.loss.hosts) and
-          C(evidence), and with the lists of them in C(network.summary) cut to their first and last items; this many hosts
-          are left out here and every one is in C(diagnosis.json). Null when nothing is left out.
+          without their entries in C(clients), C(servers), C(cpu), C(mounts), C(network.links), C(network.loss.hosts),
+          C(network.loss.probe) and C(evidence), and with the lists of them in C(network.summary) cut to their first
+          and last items; this many hosts are left out here and every one is in C(diagnosis.json). Null when nothing
+          is left out.
       type: int
   sample: {"verdict": "tune", "limiting_layer": "client_rpc_slots", "gap_factor": 2.68}
 files:

@@ -199,6 +199,8 @@ def test_a_large_bundle_returns_without_the_per_host_blocks_diagnosis_json_holds
     assert len(saved["mounts"]) == 19 and returned["mounts"] == {}
     assert len(saved["network"]["loss"]["hosts"]) == 20 and [row["host"] for row in returned["network"]["loss"]["hosts"]] == ["nfs1"]
     assert returned["network"]["loss"]["state"] == saved["network"]["loss"]["state"]
+    # And each client's probe retransmits (16,384 entries, 1.1 MB, 0.45 s of exit_json's no_log walk).
+    assert len(saved["network"]["loss"]["probe"]) == 19 and returned["network"]["loss"]["probe"] == {}
     assert not [item for item in returned["evidence"] if " on c0" in item["signal"] or " on nfs2" in item["signal"]]
     assert returned["verdict"] == saved["verdict"] and returned["first_screen"] == saved["first_screen"]
     small_root = str(tmp_path / "small")
