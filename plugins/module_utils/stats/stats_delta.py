@@ -22,10 +22,10 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import
     BYTE_NAMES,
     CONNECTS_PER_CONNECT,
     XPRT_SUMMED,
-    SamplePair,
     column_total,
     iter_mountstats,
 )
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.sample_pair import SamplePair
 
 MB = 1000000.0
 
