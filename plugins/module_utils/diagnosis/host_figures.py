@@ -126,29 +126,30 @@ def read_row(host, texts, mount_point, mount_points):
 
 def with_shared_keys(rows, taken):
     """rows ([(host, view, excluded, canary, ClientEvidence)], one chunk of a run's clients) with those read_row took
-    from figures.json ({index in rows: (its figures.json text, its probe.json text or None)}) taken again from
-    one json.loads of those texts together.
+    from figures.json ({index in rows: (its figures.json text, its probe.json text or None, the evidence's probe
+    when there is no probe text)}) made from one json.loads of those texts together; only the host of such a row
+    is read (a forked reader sends it back as (host, None, None, None, None): run._read_chunk).
 
     json.loads makes each dict key once per call (its key memo), so a row from a figures.json of its own holds
-    ~250 key strings of its own: ~16 kB of a ~38 kB row, 270 MB at 16,384 clients, pickled back from every
-    forked reader and unpickled in the module's process (tests/bench/README.md). Parsed together, the chunk's
-    rows share one key object each, the pickle holds it once and the module unpickles it once. Each text
-    was parsed alone first and is one JSON value, so joined with commas in brackets they are a JSON array
-    of the same values in the same order; the rows are equal to the ones read alone."""
-    if len(taken) < 2:
+    ~250 key strings of its own: ~16 kB of a ~38 kB row, 270 MB at 16,384 clients (tests/bench/README.md).
+    Parsed together, the chunk's rows share one key object each. Each text was parsed alone and checked first
+    (read_row) and is one JSON value, so joined with commas in brackets they are a JSON array of the same values
+    in the same order; the rows are equal to the ones read alone."""
+    if not taken:
         return rows
     indexes = sorted(taken)
-    texts = [text for index in indexes for text in taken[index] if text is not None]
+    texts = [text for index in indexes for text in taken[index][:2] if text is not None]
     documents = iter(json.loads("[%s]" % ",".join(texts)))
     shared = list(rows)
     for index in indexes:
-        host, _view, _excluded, _canary, evidence = rows[index]
-        view, excluded, canary, again = _row(host, next(documents)["row"])
-        if again is not None:
+        _figures_text, probe_text, probe_otherwise = taken[index]
+        host = rows[index][0]
+        view, excluded, canary, evidence = _row(host, next(documents)["row"])
+        if evidence is not None:
             # probe.json is read beside the figures (run._client_row_and_figures), not in them.
-            probe = kept_probe(next(documents)) if taken[index][1] is not None else evidence.probe
-            again = dataclasses.replace(again, probe=probe)
-        shared[index] = (host, view, excluded, canary, again)
+            probe = kept_probe(next(documents)) if probe_text is not None else probe_otherwise
+            evidence = dataclasses.replace(evidence, probe=probe)
+        shared[index] = (host, view, excluded, canary, evidence)
     return shared
 
 

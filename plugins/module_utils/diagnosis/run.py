@@ -160,18 +160,28 @@ CLIENT_CHUNK = 128
 
 
 def _read_chunk(shared, hosts):
-    """[(host, view, excluded, kept canary block, ClientEvidence)] of some clients, and the problems reading
-    them added to the bundle's list (a forked worker's additions are returned, not lost)."""
+    """(rows, taken, problems) of some clients: rows [(host, view, excluded, kept canary block, ClientEvidence)], a
+    client whose row came from its figures.json held as (host, None, None, None, None) with its texts in taken
+    ({index in rows: host_figures.with_shared_keys' texts}); problems: those reading them added to the bundle's
+    list (a forked worker's additions are returned, not lost). A forked reader's chunk is pickled back to the
+    module's process: a figures row goes as the text it was checked in, parsed once there (_chunk_rows)."""
     client_files, mount_point, problems, mount_points, checkpoint_seconds = shared
     already = len(problems)
     rows = []
-    figures = {}
+    taken = {}
     for host in hosts:
         row, taken_from = _client_row_and_figures(client_files, host, mount_point, mount_points, checkpoint_seconds)
         if taken_from is not None:
-            figures[len(rows)] = taken_from
+            taken[len(rows)] = taken_from
+            row = (None, None, None, None)
         rows.append((host,) + row)
-    return host_figures.with_shared_keys(rows, figures), problems[already:]
+    return rows, taken, problems[already:]
+
+
+def _chunk_rows(chunk):
+    """(rows, problems) of a _read_chunk result: its figures rows parsed together (host_figures.with_shared_keys)."""
+    rows, taken, problems = chunk
+    return host_figures.with_shared_keys(rows, taken), problems
 
 
 def _client_row(client_files, host, mount_point, mount_points, checkpoint_seconds):
@@ -182,7 +192,7 @@ def _client_row(client_files, host, mount_point, mount_points, checkpoint_second
 
 def _client_row_and_figures(client_files, host, mount_point, mount_points, checkpoint_seconds):
     """(_client_row, None when it comes from the files, else the texts it was taken from: (figures.json, probe.json
-    when the evidence keeps its value, else None))."""
+    when the evidence keeps its parsed value, else None, the evidence's probe then))."""
     if not hasattr(client_files, "texts"):
         return client_row(host, client_files[host], mount_point, mount_points, checkpoint_seconds), None
     texts = client_files.texts(host, {FIGURES_FILE: FIGURES_FILE})
@@ -196,7 +206,7 @@ def _client_row_and_figures(client_files, host, mount_point, mount_points, check
         probe = client_files.parsed(host, texts, ("probe",)).get("probe")
         probe_text = texts.get("probe") if isinstance(probe, dict) else None
         evidence = dataclasses.replace(evidence, probe=kept_probe(probe))
-    return (view, excluded, canary, evidence), (texts[FIGURES_FILE], probe_text)
+    return (view, excluded, canary, evidence), (texts[FIGURES_FILE], probe_text, None if evidence is None or probe_text else evidence.probe)
 
 
 def _read_clients(client_files, mount_point, problems=None, mount_points=None, checkpoint_seconds=None):
@@ -209,7 +219,7 @@ def _read_clients(client_files, mount_point, problems=None, mount_points=None, c
     hosts = sorted(client_files)
     workers = parallel_map.workers_for(hosts, PARALLEL_CLIENTS // 2) if len(hosts) > PARALLEL_CLIENTS else 1
     shared = (client_files, mount_point, problems, mount_points, checkpoint_seconds)
-    chunks = parallel_map.chunked_map(_read_chunk, shared, hosts, CLIENT_CHUNK, workers)
+    chunks = parallel_map.chunked_map(_read_chunk, shared, hosts, CLIENT_CHUNK, workers, then=_chunk_rows)
     clients = []
     excluded = []
     evidence = {}

@@ -29,17 +29,22 @@ def workers_for(items, min_per_worker):
     return max(1, min(os.cpu_count() or 1, len(items) // max(1, min_per_worker)))
 
 
-def chunked_map(function, shared, items, chunk_size, workers):
-    """[function(shared, chunk) for each chunk of items] in order, in `workers` forked processes
-    (in this process when workers <= 1 or fork is not available)."""
+def _same(result):
+    return result
+
+
+def chunked_map(function, shared, items, chunk_size, workers, then=_same):
+    """[then(function(shared, chunk)) for each chunk of items] in order, function in `workers` forked processes
+    (in this process when workers <= 1 or fork is not available); then in this process, on each chunk's result
+    as it comes back, while the workers go on with the next chunks."""
     global _WORK  # pylint: disable=global-statement
     chunks = [items[start:start + chunk_size] for start in range(0, len(items), chunk_size)]
     if workers <= 1 or len(chunks) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [function(shared, chunk) for chunk in chunks]
+        return [then(function(shared, chunk)) for chunk in chunks]
     _WORK = (function, shared)
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(chunks))) as pool:
             # imap: results come back chunk by chunk, in order, never all pickled at once.
-            return list(pool.imap(_run_chunk, chunks))
+            return [then(result) for result in pool.imap(_run_chunk, chunks)]
     finally:
         _WORK = None

@@ -45,6 +45,19 @@ def test_chunked_map_keeps_order_and_raises_a_workers_error():
 
 
 @needs_fork
+@pytest.mark.parametrize("workers", [1, 2])
+def test_chunked_map_applies_then_here_to_each_result_in_order(workers):
+    seen = []
+
+    def then(result):
+        seen.append((os.getpid(), result))
+        return sum(result)
+
+    assert parallel_map.chunked_map(_square, 3, list(range(6)), 2, workers, then=then) == [3, 15, 27]
+    assert seen == [(os.getpid(), [0, 3]), (os.getpid(), [6, 9]), (os.getpid(), [12, 15])]
+
+
+@needs_fork
 @pytest.mark.parametrize("name", ["healthy", "loss_2pct", "one_shaped", "old_mount"])
 def test_forked_reading_gives_the_serial_diagnosis(monkeypatch, name):
     serial = diagnose(load_bundle(sample_path("..", "captures", name), stream=True))
