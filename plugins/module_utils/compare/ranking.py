@@ -10,7 +10,7 @@ ranked with it; an option whose judged figure is unmeasured is listed after the 
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, rates
 
 # The word for a figure the run does not have (issue 28's evidence rule).
 UNMEASURED = "unmeasured"
@@ -26,7 +26,7 @@ def _target(rows):
         problem = "the options' bundles give different targets; the first option's is used"
     if not checkpoint_bytes or not window:
         return None, "no target given (ckptio_checkpoint_bytes, ckptio_checkpoint_window_seconds)", problem
-    rate = float(checkpoint_bytes) / float(window)
+    rate = rates.target_rate(checkpoint_bytes, window)
     return rate, "%s in %s = %s" % (human.size(checkpoint_bytes), human.seconds(window), human.rate(rate)), problem
 
 

@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.rates import nearest_rank
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import limit_label
 
 # Per-host lines stay readable for a rack's worth of clients; above it diagnosis.md summarises
@@ -372,7 +373,7 @@ def _value_range(values):
     if numbers and len(numbers) == len(values):
         if numbers[0] == numbers[-1]:
             return "%s on each" % _figure(numbers[0])
-        return "min %s, median %s, max %s" % (_figure(numbers[0]), _figure(_percentile(numbers, 50)), _figure(numbers[-1]))
+        return "min %s, median %s, max %s" % (_figure(numbers[0]), _figure(nearest_rank(numbers, 0.5)), _figure(numbers[-1]))
     distinct = sorted(set("%s" % (value,) for value in values))
     return ", ".join(distinct[:3]) + (" ..." if len(distinct) > 3 else "")
 
@@ -388,12 +389,6 @@ def _named(hosts):
     if len(hosts) > NAMED_HOSTS:
         text += " and %d more" % (len(hosts) - NAMED_HOSTS)
     return text
-
-
-def _percentile(sorted_values, percent):
-    """Nearest-rank percentile of an already sorted, non-empty list."""
-    rank = max(1, -(-len(sorted_values) * percent // 100))
-    return sorted_values[int(rank) - 1]
 
 
 def _recommendation_lines(recommendations, hosts):
@@ -443,7 +438,7 @@ def _client_lines(clients):
                        ("WRITE avg exe ms", "write_avg_exe_ms"), ("WRITE avg queue ms", "write_avg_queue_ms"),
                        ("backlog per send", "backlog_per_send")):
         values = sorted(summary[key] or 0.0 for summary in clients.values())
-        figures = [_figure(float(_percentile(values, percent))) for percent in (0, 10, 50, 90, 100)]
+        figures = [_figure(float(nearest_rank(values, percent / 100.0))) for percent in (0, 10, 50, 90, 100)]
         lines.append("| %s | %s |" % (label, " | ".join(figures)))
     slowest = sorted(clients, key=lambda host: (clients[host]["write_mb_per_second"], host))[:SLOWEST_SHOWN]
     lines += ["", "### Slowest clients (lowest WRITE MB/s)", ""]
@@ -454,8 +449,8 @@ def _client_lines(clients):
 def _outlier_lines(clients):
     """The outliers (OUTLIER_THROUGHPUT_SHARE, OUTLIER_LATENCY_FACTOR) and the settings every one of
     them has that some of the other hosts do not."""
-    throughput = _percentile(sorted(summary["write_mb_per_second"] for summary in clients.values()), 50)
-    latency = _percentile(sorted(summary["write_avg_exe_ms"] or 0.0 for summary in clients.values()), 50)
+    throughput = nearest_rank(sorted(summary["write_mb_per_second"] for summary in clients.values()), 0.5)
+    latency = nearest_rank(sorted(summary["write_avg_exe_ms"] or 0.0 for summary in clients.values()), 0.5)
     outliers = sorted(host for host, summary in clients.items()
                       if summary["write_mb_per_second"] < OUTLIER_THROUGHPUT_SHARE * throughput
                       or (summary["write_avg_exe_ms"] or 0.0) > OUTLIER_LATENCY_FACTOR * latency)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import rounded
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import sum_op
 
 
@@ -44,18 +45,11 @@ def restore_verdict(context, clients, ops):
     achieved = context_throughput(block)
     window = block.get("target_window_seconds")
     checkpoint = (context.get("target") or {}).get("checkpoint_bytes") or block.get("bytes")
-    target = float(checkpoint) / float(window) if window and checkpoint else None
+    target = rates.target_rate(checkpoint, window)
     gap = target / achieved if target and achieved else None
     ops = restore_op_figures(ops)
     bad = int(block.get("verify_error_count") or 0)
-    if bad:
-        verdict = "failed_verification"
-    elif achieved is None:
-        verdict = "unmeasured"
-    elif target is None:
-        verdict = "no_target"
-    else:
-        verdict = "meets_target" if achieved >= target else "below_target"
+    verdict = rates.restore_verdict(achieved, target, bad)
     return {"verdict": verdict, "achieved_bytes_per_second": achieved, "achieved_source": RESTORE_RULE,
             "target_bytes_per_second": target, "target_window_seconds": window, "gap_factor": gap,
             "restore_cache": block.get("restore_cache"), "guarantee": block.get("guarantee"),

@@ -7,6 +7,8 @@ achieved, capacity and per-op totals over the clients the diagnosis uses), once.
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
@@ -18,6 +20,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import FIG
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import combine_hosts, context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta, pool_stats_delta
@@ -65,6 +68,8 @@ def _number(value, name, positive=True):
         number = float(value)
     except (TypeError, ValueError):
         raise BundleError("%s must be a number, got %r" % (name, value))
+    if not math.isfinite(number):
+        raise BundleError("%s must be a finite number, got %r" % (name, value))
     if positive and number <= 0:
         raise BundleError("%s must be greater than 0, got %r" % (name, value))
     return number
@@ -82,7 +87,7 @@ def checkpoint_capacity(checkpoint_bytes, window_seconds, server_link_gbps=None,
         return _capacity_without_target(server_link_gbps, client_link_gbps, clients, observed_bytes_per_second)
     checkpoint_bytes = _number(checkpoint_bytes, "checkpoint_bytes")
     window_seconds = _number(window_seconds, "window_seconds")
-    target = checkpoint_bytes / window_seconds
+    target = rates.target_rate(checkpoint_bytes, window_seconds)
     result = {
         "checkpoint_bytes": checkpoint_bytes,
         "window_seconds": window_seconds,

@@ -16,6 +16,7 @@ partial diagnosis sits beside a bundle's in every report.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline as diagnosis_headline, markdown as diagnosis_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
 
@@ -102,7 +103,7 @@ def partial_diagnosis(readings, target=None, mount_point=None):
     limiting = suspect["layer"] if suspect else "none"
     result = {
         "mount_point": mount_point or "the pasted mount(s)",
-        "target_bytes_per_second": (float(target["checkpoint_bytes"]) / float(target["window_seconds"])) if target_given else None,
+        "target_bytes_per_second": rates.target_rate(target["checkpoint_bytes"], target["window_seconds"]) if target_given else None,
         "achieved_bytes_per_second": None,
         "achieved_source": PARTIAL_SOURCE,
         "gap_factor": None,

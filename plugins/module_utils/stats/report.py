@@ -15,7 +15,7 @@ it contains the queue wait and the RTT; the figure stacks queue, RTT and the rem
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, report_headline
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, rates, report_headline
 
 REPORT_OPS = ("WRITE", "COMMIT")
 # Ops worth a bar in the latency figure beyond WRITE/COMMIT: the metadata ops of a checkpoint.
@@ -83,7 +83,7 @@ def bundle_metrics(context, diagnosis=None, run=None, canary_ranks=None, label=N
     elif run:
         target_bps, achieved = run["target_bps"], run["achieved"]
     else:
-        target_bps = float(target["checkpoint_bytes"]) / float(window) if target.get("checkpoint_bytes") and window else None
+        target_bps = rates.target_rate(target.get("checkpoint_bytes"), window)
         achieved = canary.context_throughput(canary_context)
     metrics = {"label": label or context.get("label")}
     metrics.update(_link_and_cpu_metrics(diagnosis))
@@ -149,7 +149,7 @@ def restore_metrics(context, canary_ranks=None):
         throughput = canary.context_throughput(block)
     window = block.get("target_window_seconds")
     checkpoint = ((context.get("target") or {}).get("checkpoint_bytes")) or block.get("bytes")
-    target = float(checkpoint) / float(window) if window and checkpoint else None
+    target = rates.target_rate(checkpoint, window)
     spans = {}
     for rank in canary_ranks or []:
         if rank.get(canary.READ_FIELDS.start) is None or rank.get(canary.READ_FIELDS.end) is None:
@@ -161,7 +161,7 @@ def restore_metrics(context, canary_ranks=None):
         "aggregate": aggregate, "restore_cache": block.get("restore_cache"), "guarantee": block.get("guarantee"),
         "verify_error_count": block.get("verify_error_count"), "skipped": block.get("skipped") or {},
         "target_window_seconds": window, "target_bytes_per_second": target,
-        "meets_target": None if target is None or throughput is None else throughput >= target,
+        "meets_target": rates.meets(throughput, target),
         "read_spans": dict((host, {"first_start": first, "last_end": last}) for host, (first, last) in spans.items())}}
 
 
@@ -376,20 +376,14 @@ SLOWEST_SHOWN = 5
 OUTLIER_SHARE = 0.75
 
 
-def _quantile(values, share):
-    """The nearest-rank quantile of sorted values."""
-    index = min(len(values) - 1, max(0, int(round(share * (len(values) - 1)))))
-    return values[index]
-
-
 def host_distribution(rows, bound_seconds=None):
     """What a person reads of many hosts: the per-host throughput distribution (MB/s), the slowest
     hosts, and the outliers with why (slow against the median, a late first start beyond the spread
     bound, or ranks that did not finish)."""
-    rates = sorted(row["throughput_bytes_per_second"] / MB for row in rows if row.get("throughput_bytes_per_second"))
+    host_rates = sorted(row["throughput_bytes_per_second"] / MB for row in rows if row.get("throughput_bytes_per_second"))
     starts = [row["earliest_start"] for row in rows if row.get("earliest_start") is not None]
     first = min(starts) if starts else None
-    median = _quantile(rates, 0.5) if rates else None
+    median = rates.nearest_rank(host_rates, 0.5) if host_rates else None
     outliers = []
     for row in rows:
         reasons = []
@@ -405,7 +399,7 @@ def host_distribution(rows, bound_seconds=None):
             outliers.append({"host": row["host"], "reasons": reasons})
     slowest = sorted(rows, key=lambda row: (row.get("throughput_bytes_per_second") or 0.0, row["host"]))[:SLOWEST_SHOWN]
     return {"hosts": len(rows),
-            "mb_per_second": dict((name, round(_quantile(rates, share), 3) if rates else None) for name, share in
+            "mb_per_second": dict((name, round(rates.nearest_rank(host_rates, share), 3) if host_rates else None) for name, share in
                                   (("min", 0.0), ("p10", 0.1), ("median", 0.5), ("p90", 0.9), ("max", 1.0))),
             "slowest": [row["host"] for row in slowest], "outliers": outliers}
 
