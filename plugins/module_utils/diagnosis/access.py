@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import METADATA_MS_FLOOR, METADATA_RTT_FACTOR
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
 # Share of D-state samples where ranks wait on one file's write lock (nfs_start_io_write).
-SHARED_LOCK_SHARE_LIMIT = 0.1
+SHARED_LOCK_SHARE_LIMIT = signals.SHARED_LOCK_SHARE.threshold
 
 
 @dataclasses.dataclass(frozen=True)

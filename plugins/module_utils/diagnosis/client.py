@@ -13,22 +13,23 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import
     IDLE_CLOSE_SECONDS,
     connects_since_mount_unexplained,
 )
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
 # Requests waiting for a transport slot, per send (v3/v4.0). Lab: 680-935 with 2 slots.
-BACKLOG_PER_SEND_LIMIT = 1.0
+BACKLOG_PER_SEND_LIMIT = signals.BACKLOG_PER_SEND.threshold
 
 
 # A WRITE waits longer for a slot than it spends on the wire, and noticeably (ms).
-QUEUE_TO_RTT_LIMIT = 1.0
+QUEUE_TO_RTT_LIMIT = signals.QUEUE_TO_RTT.threshold
 
 
-QUEUE_MS_FLOOR = 10.0
+QUEUE_MS_FLOOR = signals.QUEUE_MS_FLOOR.threshold
 
 
 # A cap this small is an artificial limit: removing it can give more than MAX_TUNING_GAIN
 # (lab: v4.0 with 2 slots 1.3 MB/s vs 20 MB/s with the default).
-TINY_SLOT_CAP = 16
+TINY_SLOT_CAP = signals.TINY_SLOT_CAP.threshold
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +86,7 @@ def client_rpc_slots_layer(evidence, clients, figures, send):
     """client_rpc_slots: WRITEs waiting for a transport slot (v3/v4.0) or a session slot (v4.1+)."""
     write = figures["write"]
     backlog_per_send = figures["backlog_per_send"]
-    queue_dominates = write["ops"] > 0 and write["avg_queue_ms"] >= QUEUE_MS_FLOOR and \
-        write["avg_queue_ms"] >= QUEUE_TO_RTT_LIMIT * write["avg_rtt_ms"]
+    queue_dominates = write["ops"] > 0 and signals.queue_dominates(write["avg_queue_ms"], write["avg_rtt_ms"])
     evidence.add("client_rpc_slots", "WRITE avg queue / avg RTT", write["avg_queue_ms"] / write["avg_rtt_ms"] if write["avg_rtt_ms"] else 0.0,
                  ">= %.1f (and >= %d ms)" % (QUEUE_TO_RTT_LIMIT, QUEUE_MS_FLOOR), queue_dominates,
                  "WRITE queued %.1f ms before transmission vs %.1f ms on the wire (avg exe %.1f ms, %d ops)" % (

@@ -9,17 +9,18 @@ from __future__ import annotations
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import rounded, scaled_share
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import server_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
 # CPUs busy (all states but idle and iowait) over the checkpoint, averaged over the host's CPUs.
 # Lab (TCG, one vCPU): a CPU-bound server ran 92-100 % busy; an idle one 4 %. 85 % leaves room
 # for sampling noise while still meaning "no idle CPU to take more work".
-CPU_BUSY_LIMIT = 0.85
+CPU_BUSY_LIMIT = signals.CPU_BUSY.threshold
 
 
 # A checkpoint window much shorter than the window between two host samples makes scaled
 # figures (busy share during the checkpoint) weak: say so.
-WEAK_SCALING_FACTOR = 3.0
+WEAK_SCALING_FACTOR = signals.WEAK_SCALING_FACTOR.threshold
 
 
 def _cpu_rows(client_evidence, servers, checkpoint_seconds):
@@ -49,7 +50,7 @@ def cpu_layers(evidence, client_evidence, servers, checkpoint_seconds):
         scaled = bool(sample_seconds and checkpoint_seconds and checkpoint_seconds < sample_seconds)
         # More busy time in the window than the checkpoint lasted: the rest of the window was
         # busy too (the harness), so the scaled share is an upper estimate.
-        overflow = bool(scaled and window["busy"] * sample_seconds > 1.05 * checkpoint_seconds)
+        overflow = bool(scaled and window["busy"] * sample_seconds > signals.SCALED_BUSY_MARGIN.threshold * checkpoint_seconds)
         weak = bool(sample_seconds and checkpoint_seconds and sample_seconds > WEAK_SCALING_FACTOR * checkpoint_seconds) or overflow
         busiest = window.get("busiest_cpu") or {}
         saturated = evidence.add(

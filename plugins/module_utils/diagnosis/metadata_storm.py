@@ -20,9 +20,11 @@ Thresholds:
 
 from __future__ import annotations
 
-METADATA_TIME_SHARE = 0.5
-METADATA_OPS_PER_MIB = 4.0
-STORAGE_IDLE_SHARE = 0.5
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
+
+METADATA_TIME_SHARE = signals.METADATA_TIME_SHARE.threshold
+METADATA_OPS_PER_MIB = signals.METADATA_OPS_PER_MIB.threshold
+STORAGE_IDLE_SHARE = signals.STORAGE_IDLE_SHARE.threshold
 MIB = 1048576.0
 # Wait sites of a task creating or opening a file on NFS (/proc/PID/wchan or the stack's first
 # frame): fs/nfs/nfs4proc.c and dir.c, fs/namei.c's open path.

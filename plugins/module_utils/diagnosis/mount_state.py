@@ -22,16 +22,17 @@ from __future__ import annotations
 import heapq
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import profiles
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 # A session or slot table this small is an artificial cap (the same bound as client.TINY_SLOT_CAP).
-TINY_SLOTS = 16
+TINY_SLOTS = signals.TINY_SLOT_CAP.threshold
 # WRITEs queue at least this long, and this many times longer than on the wire: the host waits
 # for slots, not for the path (lab old_mount: 26.8 s queued for 160 ms on the wire with a 2-slot
 # session; the tuned client beside it 8.3 s for 2.5 s).
-QUEUE_MS_FLOOR = 10.0
-QUEUE_TO_RTT_FACTOR = 10.0
+QUEUE_MS_FLOOR = signals.QUEUE_MS_FLOOR.threshold
+QUEUE_TO_RTT_FACTOR = signals.MOUNT_QUEUE_TO_RTT.threshold
 # Requests in flight on average that a tiny session gives (lab: 1.5-1.9 with 2 session slots).
-TINY_IN_FLIGHT = 4.0
+TINY_IN_FLIGHT = signals.TINY_IN_FLIGHT.threshold
 
 
 def _int(value):

@@ -13,25 +13,26 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import network_loss
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import NETWORK_BUSY_SHARE, probe_rate, server_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
 # Measured link utilisation (bytes on the NFS interfaces / (nominal speed x time)). At 70 % of
 # nominal averaged over a checkpoint a link is full: TCP goodput over Ethernet tops out at
 # ~94 % of line rate and a checkpoint's bursts queue well before the average gets there. Below
 # 30 % the link has room for 3x more: it cannot be what limits (the seed's links ran at 4.4 %).
-LINK_FULL_SHARE = 0.7
+LINK_FULL_SHARE = signals.LINK_FULL_SHARE.threshold
 
 
-LINK_CLEAR_SHARE = 0.3
+LINK_CLEAR_SHARE = signals.LINK_CLEAR_SHARE.threshold
 
 
 # The probe (iperf3, same path, streams = nconnect): NFS moving 80 % of what raw TCP carried is
 # at the path's ceiling (the same 80 % protocol allowance as PRACTICAL_LINK_EFFICIENCY); below
 # 50 % the path had room.
-PROBE_FULL_SHARE = 0.8
+PROBE_FULL_SHARE = signals.PROBE_FULL_SHARE.threshold
 
 
-PROBE_CLEAR_SHARE = 0.5
+PROBE_CLEAR_SHARE = signals.PROBE_CLEAR_SHARE.threshold
 
 
 # The probe's clients must send at once for their sum to be the server's capacity: 2 s, or a
@@ -39,19 +40,19 @@ PROBE_CLEAR_SHARE = 0.5
 # The starts compared are each client's started_at (fractional, right before iperf3) put on the
 # controller's clock with its measured offset (the lab's VMs differed by up to 1.3 s); a bundle
 # from before has only iperf3's own start, in whole seconds, on the host's clock.
-PROBE_START_SPREAD = 2.0
+PROBE_START_SPREAD = signals.PROBE_START_SPREAD.threshold
 
 
-PROBE_START_SPREAD_SHARE = 0.25
+PROBE_START_SPREAD_SHARE = signals.PROBE_START_SPREAD_SHARE.threshold
 
 
 # Link saturation: the WRITE RTT is this many times the idle RTT while requests queue to send
 # (sending_u per send >= 1). Session-slot waits leave the RTT near idle (lab: 2.9x with 30
 # slots in use vs 59x with a saturated emulated link).
-RTT_INFLATION_LIMIT = 4.0
+RTT_INFLATION_LIMIT = signals.RTT_INFLATION.threshold
 
 
-SENDING_PER_SEND_LIMIT = 1.0
+SENDING_PER_SEND_LIMIT = signals.SENDING_PER_SEND.threshold
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,11 +28,12 @@ Thresholds (one place; docs/capture-bundle.md "Loss"):
 from __future__ import annotations
 
 import math
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
-LOSSY_RETRANS_SHARE = 0.01
-LOSS_NOTICEABLE_SHARE = 0.001
-LOSSY_TIMEOUTS_PER_SECOND = 1.0
-MIN_SEGMENTS = 1000
+LOSSY_RETRANS_SHARE = signals.LOSSY_RETRANS_SHARE.threshold
+LOSS_NOTICEABLE_SHARE = signals.LOSS_NOTICEABLE_SHARE.threshold
+LOSSY_TIMEOUTS_PER_SECOND = signals.LOSSY_TIMEOUTS_PER_SECOND.threshold
+MIN_SEGMENTS = signals.LOSS_MIN_SEGMENTS.threshold
 MATHIS_C = math.sqrt(1.5)
 # TCP payload per segment when only the MTU is known: IPv4 (20) + TCP (20) + timestamps (12).
 HEADER_BYTES = 52

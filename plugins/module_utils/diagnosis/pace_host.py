@@ -12,18 +12,19 @@ counted.
 from __future__ import annotations
 
 import statistics
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 # A host whose ranks took this much longer than the median host's sets the pace (lab, one client
 # shaped to 16 Mbit/s: 19.4 s against 10.6 s; an even run's hosts differ by a few per cent).
-PACE_LAG_SHARE = 0.2
-PACE_LAG_FLOOR_SECONDS = 0.5
+PACE_LAG_SHARE = signals.PACE_LAG_SHARE.threshold
+PACE_LAG_FLOOR_SECONDS = signals.PACE_LAG_FLOOR_SECONDS.threshold
 NAMED = 3
 # What makes a figure "differ" from the other hosts' median.
-CPU_DIFFERENCE = 0.2
-RATE_RATIO = 1.5
-SLOTS_RATIO = 1.4
-QUEUE_RATIO = 2.0
-LOSS_SHARE = 0.001
+CPU_DIFFERENCE = signals.PACE_CPU_DIFFERENCE.threshold
+RATE_RATIO = signals.PACE_RATE_RATIO.threshold
+SLOTS_RATIO = signals.PACE_SLOTS_RATIO.threshold
+QUEUE_RATIO = signals.PACE_QUEUE_RATIO.threshold
+LOSS_SHARE = signals.PACE_LOSS_SHARE.threshold
 
 
 def host_seconds(ranks):

@@ -24,6 +24,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import combine_hosts, context_throughput
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
 # 2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing).
@@ -31,7 +32,7 @@ PRACTICAL_LINK_EFFICIENCY = 0.8
 
 
 # The network is the limit once achieved throughput reaches this share of practical capacity.
-NETWORK_BUSY_SHARE = 0.8
+NETWORK_BUSY_SHARE = signals.NETWORK_BUSY_SHARE.threshold
 
 
 WRITE_SIZE_FOR_LITTLE = 1048576

@@ -14,29 +14,30 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.cpu import CP
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import scaled_share
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import RTT_INFLATION_LIMIT
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import server_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
 # A disk with I/O in flight this share of the checkpoint is the storage at work without pause.
-DISK_BUSY_LIMIT = 0.8
+DISK_BUSY_LIMIT = signals.DISK_BUSY.threshold
 
 
 # Share of packets that found no idle nfsd thread (1 - threads-woken/packets-arrived; kernel
 # 6.1 lab: 85 % with 1 thread, <1 % with 8 or 32 threads).
-NO_IDLE_THREAD_LIMIT = 0.5
+NO_IDLE_THREAD_LIMIT = signals.NO_IDLE_THREAD.threshold
 
 
-NO_IDLE_THREAD_CONTRIBUTING = 0.1
+NO_IDLE_THREAD_CONTRIBUTING = signals.NO_IDLE_THREAD_CONTRIBUTING.threshold
 
 
 # Older kernels count sockets-enqueued separately (rising = no idle thread): share of packets.
-SOCKETS_ENQUEUED_LIMIT = 0.2
+SOCKETS_ENQUEUED_LIMIT = signals.SOCKETS_ENQUEUED.threshold
 
 
 # Metadata ops slower than this many idle RTTs (and this many ms) point at the access pattern.
-METADATA_RTT_FACTOR = 10.0
+METADATA_RTT_FACTOR = signals.METADATA_RTT_FACTOR.threshold
 
 
-METADATA_MS_FLOOR = 50.0
+METADATA_MS_FLOOR = signals.RTT_HIGH_MS.threshold
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +92,7 @@ def server_threads_layer(evidence, servers):
         if pool.get("packets_without_idle_thread") is not None:
             no_idle = max(no_idle or 0.0, pool["packets_without_idle_thread"])
         share = pool.get("sockets_enqueued_per_packet")
-        if share is not None and share < 0.999:
+        if share is not None and share < signals.SOCKETS_ENQUEUED_ALL.threshold:
             enqueued_share = max(enqueued_share or 0.0, share)
     threads_limit = threads_contributing = False
     if no_idle is not None:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import SAVED_SINCE_MOUNT, seconds_text, since_mount
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
 LAYERS = ("network", "server_cpu", "client_rpc_slots", "server_threads", "server_storage", "access_pattern", "client_cpu", "none")
@@ -17,7 +18,7 @@ VERDICTS = ("meets_target", "tune", "rearchitect", "no_target", "no_window")
 
 # What tuning one layer realistically buys: vendors report ~3x from nconnect=4 and "no gains
 # beyond four" (Azure Files); docs/nfs-facts.md: tuning alone is unlikely to close 7x.
-MAX_TUNING_GAIN = 3.0
+MAX_TUNING_GAIN = signals.MAX_TUNING_GAIN.threshold
 
 
 def _remount_headroom(found):
@@ -211,7 +212,7 @@ def _tuning_headroom(limiting, tiny_cap, write, capacity, achieved, no_idle, ser
         if removed > headroom:
             headroom, why = removed, "each WRITE no longer waiting for a slot of the tiny cap (exe / (exe - queue))"
     if limiting == "server_threads" and no_idle is not None and no_idle < 1.0:
-        if any(server["threads"] is not None and server["threads"] <= 4 for server in servers):
+        if any(server["threads"] is not None and signals.FEW_THREADS.crossed(server["threads"]) for server in servers):
             if 1.0 / (1.0 - no_idle) > headroom:
                 headroom, why = 1.0 / (1.0 - no_idle), "every packet finding an idle nfsd thread (1 / (1 - no-idle share))"
     practical = capacity.get("practical_link_bytes_per_second")

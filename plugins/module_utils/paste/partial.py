@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline as diagnosis_headline, markdown as diagnosis_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
 
@@ -66,7 +67,7 @@ def suspected(readings):
     layer = max(layers, key=lambda name: (layers[name]["weight"], len(layers[name]["kinds"]), -order.index(name)))
     entry = layers[layer]
     kinds = sorted(entry["kinds"])
-    medium = len(kinds) >= limits.MEDIUM_CONFIDENCE_KINDS and entry["weight"] >= 3
+    medium = len(kinds) >= limits.MEDIUM_CONFIDENCE_KINDS and entry["weight"] >= signals.PASTE_WEIGHT_STRONG.threshold
     reasons = ["suspected from %d kind(s) of pasted evidence (%s); no checkpoint window was measured" % (len(kinds), ", ".join(kinds))]
     if not medium:
         reasons.append("one kind of evidence, or only signals consistent with the layer: low until a window confirms it")

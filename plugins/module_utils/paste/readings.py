@@ -18,6 +18,7 @@ from __future__ import annotations
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, nfsstat_mounts
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import recognise
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mount_lines
@@ -124,8 +125,8 @@ def read_op(reading, where, name, op, version=None, backlog=None):
         return
     _speaks_for(reading, "client_rpc_slots")
     crossed = _row(reading, "client_rpc_slots", "%s queue time (exe - RTT) against RTT" % label, queue,
-                   "> %.1fx RTT and >= %s ms" % (limits.QUEUE_TO_RTT_LIMIT, human.number(limits.QUEUE_MS_FLOOR)),
-                   queue >= limits.QUEUE_MS_FLOOR and queue > limits.QUEUE_TO_RTT_LIMIT * rtt,
+                   ">= %.1fx RTT and >= %s ms" % (limits.QUEUE_TO_RTT_LIMIT, human.number(limits.QUEUE_MS_FLOOR)),
+                   signals.queue_dominates(queue, rtt),
                    "%s waited %s for a slot vs %s on the wire (exe %s)" % (
                        name, _ms(queue), _ms(rtt), _ms(exe)))
     if crossed:

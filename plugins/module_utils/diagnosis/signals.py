@@ -1,0 +1,245 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every signal the diagnosis reads, defined once: what it measures, its unit, its threshold, the layer it speaks for, its source.
+
+A bundle's layers (diagnosis/*.py) and a paste's readings (paste/readings.py, partial.py) take their
+thresholds from this table and nowhere else (tests/unit/plugins/module_utils/diagnosis/test_signals.py
+fails on a threshold literal in a layer or a paste reader), so the two paths cannot disagree on when a
+queue dominates or threads are short. The rules that combine two figures (queue_dominates) live here too.
+
+Layers: the verdict's (diagnosis/verdict.py LAYERS); "window" marks a signal about the measurement itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Signal:
+    """One signal: crossed(value) compares value against threshold with comparison (>= or <)."""
+    name: str
+    measures: str
+    unit: str
+    threshold: float
+    layer: str
+    source: str
+    comparison: str = ">="
+
+    def crossed(self, value):
+        """Whether value crosses the threshold; None (unmeasured) never does."""
+        if value is None:
+            return False
+        if self.comparison == "<":
+            return value < self.threshold
+        if self.comparison == "<=":
+            return value <= self.threshold
+        return value >= self.threshold
+
+
+def _signal(name, measures, unit, threshold, layer, source, comparison=">="):
+    return Signal(name, measures, unit, threshold, layer, source, comparison)
+
+
+# ---------------------------------------------------------------- client RPC slots
+QUEUE_TO_RTT = _signal(
+    "queue_to_rtt", "a request's time queued for a slot against its time on the wire (avg queue / avg RTT)", "ratio", 1.0,
+    "client_rpc_slots", "mountstats per-op queue/RTT (net/sunrpc/stats.c rpc_count_iostats_metrics); a WRITE that waits "
+    "longer for a slot than it spends on the wire is held back by the client's concurrency")
+QUEUE_MS_FLOOR = _signal(
+    "queue_ms_floor", "the smallest average queue time that counts as waiting", "ms", 10.0, "client_rpc_slots",
+    "below 10 ms a queue is noise against any data-centre RTT (lab 6.1: 2-slot session queued 26.8 s per WRITE)")
+BACKLOG_PER_SEND = _signal(
+    "backlog_per_send", "requests waiting for a transport slot per send (xprt bklog_u / sends)", "requests", 1.0,
+    "client_rpc_slots", "net/sunrpc/xprt.c xprt_add_backlog; lab v4.0 with 2 slots: 680-935 per send; 0 on v4.1+ "
+    "(the transport cap is 65536, NFS_CS_INFINITE_SLOTS)")
+TINY_SLOT_CAP = _signal(
+    "tiny_slot_cap", "a slot table or session this small is an artificial cap", "slots", 16, "client_rpc_slots",
+    "lab: v4.0 with 2 slots 1.3 MB/s vs 20 MB/s with the default; removing it can give more than the tuning maximum",
+    comparison="<=")
+SLOTS_AT_CAP_SHARE = _signal(
+    "slots_at_cap_share", "slots in use per send (req_u / sends) against max_slots", "share", 0.9, "client_rpc_slots",
+    "max_slots is the high-water mark of slots allocated (xprt_alloc_slot); an average this near it means most sends found "
+    "the table full")
+MOUNT_QUEUE_TO_RTT = _signal(
+    "mount_queue_to_rtt", "one mount's WRITE queue time against its RTT, for a mount that missed the tuning", "ratio", 10.0,
+    "client_rpc_slots", "lab old_mount: 26.8 s queued for 160 ms on the wire with a 2-slot session; the tuned client beside "
+    "it 8.3 s for 2.5 s")
+TINY_IN_FLIGHT = _signal(
+    "tiny_in_flight", "requests in flight on average (Little's law over the window) that a tiny session gives", "requests",
+    4.0, "client_rpc_slots", "lab: 1.5-1.9 with 2 session slots", comparison="<=")
+
+# ---------------------------------------------------------------- network
+LINK_FULL_SHARE = _signal(
+    "link_full_share", "bytes on the NFS interfaces over nominal speed x time", "share", 0.7, "network",
+    "TCP goodput over Ethernet tops out at ~94 % of line rate and a checkpoint's bursts queue well before the average gets there")
+LINK_CLEAR_SHARE = _signal(
+    "link_clear_share", "link utilisation below which a link cannot be what limits", "share", 0.3, "network",
+    "room for 3x more; the seed's links ran at 4.4 %", comparison="<")
+PROBE_FULL_SHARE = _signal(
+    "probe_full_share", "NFS throughput over what raw TCP (the iperf3 probe, streams = nconnect) carried on the same path",
+    "share", 0.8, "network", "the same 80 % protocol allowance as the practical link efficiency")
+PROBE_CLEAR_SHARE = _signal(
+    "probe_clear_share", "NFS throughput over the probe's, below which the path had room", "share", 0.5, "network",
+    "half of what raw TCP carried is room, not a ceiling", comparison="<")
+PROBE_START_SPREAD = _signal(
+    "probe_start_spread", "how far apart the clients' probes started", "s", 2.0, "window",
+    "their sum is the server's capacity only when they send at once; the lab's VMs' clocks differed by up to 1.3 s")
+PROBE_START_SPREAD_SHARE = _signal(
+    "probe_start_spread_share", "the probes' start spread as a share of their run", "share", 0.25, "window",
+    "a quarter of the run, the most before the sum overstates the path")
+RTT_INFLATION = _signal(
+    "rtt_inflation", "WRITE RTT over the idle RTT", "ratio", 4.0, "network",
+    "session-slot waits leave the RTT near idle (lab: 2.9x with 30 slots in use) vs 59x with a saturated emulated link")
+SENDING_PER_SEND = _signal(
+    "sending_per_send", "requests queued to send per send (xprt sending_u / sends)", "requests", 1.0, "network",
+    "net/sunrpc/xprt.c xprt_request_enqueue_transmit: requests wait for the socket, not for a slot")
+NETWORK_BUSY_SHARE = _signal(
+    "network_busy_share", "achieved throughput over the links' practical capacity", "share", 0.8, "network",
+    "2x100GbE = 25 GB/s raw, ~20 GB/s practical (protocol headers, TCP, RPC framing)")
+LOSSY_RETRANS_SHARE = _signal(
+    "lossy_retrans_share", "TCP segments retransmitted over segments sent (/proc/net/snmp RetransSegs/OutSegs, or the probe's "
+    "own retransmits over the segments it sent)", "share", 0.01, "network",
+    "Mathis et al. (CCR 1997): one connection carries at most ~1.22 MSS / (RTT sqrt(p)), ~12 MSS per RTT at 1 %; lab 6.1 "
+    "netem loss 2 %: 2.1 % retransmitted, 2.5x less throughput")
+LOSS_NOTICEABLE_SHARE = _signal(
+    "loss_noticeable_share", "retransmitted share at which loss contributes without being named the limit", "share", 0.001,
+    "network", "a healthy LAN retransmits well below it (lab control runs: under 0.05 %)")
+LOSSY_TIMEOUTS_PER_SECOND = _signal(
+    "lossy_timeouts_per_second", "TCP retransmission timeouts per second (TcpExt TCPTimeouts)", "1/s", 1.0, "network",
+    "each stalls its connection for at least TCP_RTO_MIN (200 ms, include/net/tcp.h) and drops its window to one segment")
+LOSS_MIN_SEGMENTS = _signal(
+    "loss_min_segments", "segments sent below which a retransmitted share is noise", "segments", 1000, "window",
+    "one retransmit of 100 segments is 1 %")
+RETRANS_PER_OP = _signal(
+    "retrans_per_op", "RPCs retransmitted per op (mountstats, nfsiostat, nfsstat -c)", "share", 0.01, "network",
+    "over TCP the client retransmits only after timeo (60 s by default) or a reconnect (nfs(5) timeo)")
+
+# ---------------------------------------------------------------- CPU
+CPU_BUSY = _signal(
+    "cpu_busy", "CPUs busy (all states but idle and iowait) over the checkpoint, averaged over the host's CPUs", "share", 0.85,
+    "server_cpu", "lab (TCG, one vCPU): a CPU-bound server ran 92-100 % busy, an idle one 4 %; 85 % leaves room for "
+                  "sampling noise")
+WEAK_SCALING_FACTOR = _signal(
+    "weak_scaling_factor", "the host samples' window over the checkpoint's, above which a scaled share is weak", "ratio",
+    3.0, "window", "a checkpoint that is a small part of the sampled window makes its busy share an estimate")
+SCALED_BUSY_MARGIN = _signal(
+    "scaled_busy_margin", "busy time in the samples' window over the checkpoint's length, above which the scaled share "
+    "is an upper estimate", "ratio", 1.05, "window", "the harness ran in the window too; 5 % absorbs the clocks' rounding")
+
+# ---------------------------------------------------------------- server threads and storage
+NO_IDLE_THREAD = _signal(
+    "no_idle_thread", "packets that found no idle nfsd thread (1 - threads-woken / packets-arrived, pool_stats)", "share",
+    0.5, "server_threads", "lab 6.1: 85 % with 1 thread, < 1 % with 8 or 32")
+NO_IDLE_THREAD_CONTRIBUTING = _signal(
+    "no_idle_thread_contributing", "the no-idle-thread share at which threads contribute", "share", 0.1, "server_threads",
+    "some requests waited for an nfsd thread")
+SOCKETS_ENQUEUED = _signal(
+    "sockets_enqueued", "sockets-enqueued per packet-arrived on kernels that count them apart", "share", 0.2,
+    "server_threads", "rising = no idle thread (fs/nfsd, net/sunrpc/svc_xprt.c svc_xprt_enqueue)")
+SOCKETS_ENQUEUED_ALL = _signal(
+    "sockets_enqueued_all", "sockets-enqueued per packet at which the counter only mirrors packets-arrived", "share", 0.999,
+    "window", "5.10 and 6.1 count every packet as enqueued: equal to packets-arrived, no signal")
+FEW_THREADS = _signal(
+    "few_threads", "nfsd threads at or below which every packet finding an idle thread is the tuning's headroom", "threads",
+    4, "server_threads", "the distribution default (8) halved: a server run this thin is the bottleneck", comparison="<=")
+TH_TOP_BUCKET = _signal(
+    "th_top_bucket", "the old th line's share of time with 90-100 % of the threads busy (kernels < 2.6.29)", "share", 0.5,
+    "server_threads", "Linux NFS-HOWTO, Number of Instances of the NFSD Server Daemon; the pool_stats signal's bound")
+TH_TOP_BUCKET_CONTRIBUTING = _signal(
+    "th_top_bucket_contributing", "the th line's top-bucket share at which threads contribute", "share", 0.1,
+    "server_threads", "the pool_stats signal's contributing bound")
+DISK_BUSY = _signal(
+    "disk_busy", "the server's busiest disk: time with I/O in flight over the checkpoint (/proc/diskstats io_ticks)", "share",
+    0.8, "server_storage", "a disk with I/O in flight this share of the checkpoint works without pause (lab slow_storage: "
+                           "dm-delay 40 ms per write busy >= 80 %)")
+DISK_IDLE = _signal(
+    "disk_idle", "the server's busiest disk busy share below which its storage had room", "share", 0.5, "server_storage",
+    "a disk idle half the checkpoint cannot be what holds the WRITEs back", comparison="<")
+METADATA_RTT_FACTOR = _signal(
+    "metadata_rtt_factor", "an op's RTT over the idle RTT (COMMIT, metadata)", "ratio", 10.0, "server_storage",
+    "a reply ten round trips late waits on the server, not the wire")
+RTT_HIGH_MS = _signal(
+    "rtt_high_ms", "an op's RTT that is slow on any data-centre path", "ms", 50.0, "server_storage",
+    "a disk seek plus a round trip by an order of magnitude")
+
+# ---------------------------------------------------------------- access pattern and metadata
+SHARED_LOCK_SHARE = _signal(
+    "shared_lock_share", "D-state samples where ranks wait on one file's write lock (nfs_start_io_write)", "share", 0.1,
+    "access_pattern", "fs/nfs/io.c nfs_start_io_write takes the inode's rwsem: ranks of one shared file queue there")
+METADATA_TIME_SHARE = _signal(
+    "metadata_time_share", "metadata ops' share of the clients' request time", "share", 0.5, "access_pattern",
+    "metadata round trips took most of the request time")
+METADATA_OPS_PER_MIB = _signal(
+    "metadata_ops_per_mib", "metadata ops per MiB written", "ops/MiB", 4.0, "access_pattern",
+    "a file of 64 MiB or more costs well under one metadata op per MiB; 4 means files of about 1 MiB or less")
+STORAGE_IDLE_SHARE = _signal(
+    "storage_idle_share", "the busiest disk's busy share below which a metadata storm is not the disk's", "share", 0.5,
+    "access_pattern", "the disk had I/O in flight less than half the time", comparison="<")
+METADATA_SHARE = _signal(
+    "metadata_share", "metadata ops' share of all ops in an op mix (nfsstat)", "share", 0.5, "access_pattern",
+    "many small files, opens and stats rather than bulk data")
+OP_MIX_MIN_OPS = _signal(
+    "op_mix_min_ops", "ops below which an op mix says nothing of the workload", "ops", 1000, "window",
+    "the lab's fresh mounts: 6-70 ops of lookups and getattrs")
+BAD_CALLS_SHARE = _signal(
+    "bad_calls_share", "bad calls over RPC calls (nfsstat -s badcalls)", "share", 0.01, "server_threads",
+    "RFC 5531 rejects: authentication or format trouble")
+
+# ---------------------------------------------------------------- the host that sets the pace
+PACE_LAG_SHARE = _signal(
+    "pace_lag_share", "a host's ranks' time over the median host's, above which it sets the pace", "share", 0.2, "window",
+    "lab, one client shaped to 16 Mbit/s: 19.4 s vs 10.6 s; an even run's hosts differ by a few per cent")
+PACE_LAG_FLOOR_SECONDS = _signal(
+    "pace_lag_floor_seconds", "the least lag that counts as setting the pace", "s", 0.5, "window",
+    "below it the hosts' clocks and starts blur the difference")
+PACE_CPU_DIFFERENCE = _signal(
+    "pace_cpu_difference", "a host's CPU busy share against the other hosts' median", "share", 0.2, "client_cpu",
+    "a fifth of a CPU more is what differs, not noise")
+PACE_RATE_RATIO = _signal(
+    "pace_rate_ratio", "the other hosts' median rate over this host's (probe, link)", "ratio", 1.5, "network",
+    "a path half again slower is a different path")
+PACE_SLOTS_RATIO = _signal(
+    "pace_slots_ratio", "the other hosts' median requests in flight over this host's", "ratio", 1.4, "client_rpc_slots",
+    "fewer requests in flight is a smaller slot table or session")
+PACE_QUEUE_RATIO = _signal(
+    "pace_queue_ratio", "this host's WRITE queue time over the other hosts' median", "ratio", 2.0, "client_rpc_slots",
+    "twice the queue of its peers")
+PACE_LOSS_SHARE = _signal(
+    "pace_loss_share", "this host's retransmitted share that counts as different (and over twice its peers')", "share",
+    0.001, "network", "the loss_noticeable_share bound")
+
+# ---------------------------------------------------------------- the verdict
+MAX_TUNING_GAIN = _signal(
+    "max_tuning_gain", "what tuning one layer realistically buys", "factor", 3.0, "none",
+    "vendors report ~3x from nconnect=4 and no gain beyond four (Azure Files); docs/nfs-facts.md")
+MEDIUM_CONFIDENCE_KINDS = _signal(
+    "medium_confidence_kinds", "kinds of pasted file pointing the same way for a medium confidence", "kinds", 2, "none",
+    "two independent kinds agree; a paste never gives high (no window of the whole checkpoint)")
+PASTE_WEIGHT_STRONG = _signal(
+    "paste_weight_strong", "a pasted suspect's summed weight that names it limiting without an alternative", "weight", 3,
+    "none", "two crossed signals, or one crossed and one consistent (paste/readings.py weights 2 and 1)")
+
+
+SIGNALS = tuple(value for value in list(globals().values()) if isinstance(value, Signal))
+
+
+def by_name():
+    """{name: Signal} of the table."""
+    return dict((signal.name, signal) for signal in SIGNALS)
+
+
+def queue_dominates(queue_ms, rtt_ms):
+    """A request waited for a slot at least as long as it spent on the wire, and noticeably: the one rule of
+    a bundle's WRITE and a paste's op (before, >= in diagnosis/client.py and > in paste/readings.py)."""
+    if queue_ms is None or rtt_ms is None:
+        return False
+    return QUEUE_MS_FLOOR.crossed(queue_ms) and queue_ms >= QUEUE_TO_RTT.threshold * rtt_ms
+
+
+def lossy_share(share, segments=None):
+    """A retransmitted share that names the path lossy (host counters or the probe), read over enough segments."""
+    if share is None or (segments is not None and segments < LOSS_MIN_SEGMENTS.threshold):
+        return False
+    return LOSSY_RETRANS_SHARE.crossed(share)
