@@ -126,6 +126,21 @@ diagnosis:
       description: Other layers whose signals crossed a threshold.
       type: list
       elements: str
+    why_not:
+      description:
+        - One row per layer that was measured and not named (neither limiting nor contributing), with the figure that
+          rules it out, for example C(not the server's storage - its busiest disk was 0.6 % busy).
+        - A layer that was not measured is in C(unmeasured), never here.
+      type: list
+      elements: dict
+    scope:
+      description:
+        - C(kind) C(host) when the limiting layer's own evidence is confined to a minority of the clients that set the pace
+          (their paths, a mount that missed the tuning, their CPUs), with C(hosts) and C(without_bytes_per_second) (what the
+          checkpoint would reach if they ended with the other hosts); the verdict is then C(tune) (repair those hosts), never
+          C(rearchitect).
+        - C(kind) C(cluster) otherwise.
+      type: dict
     verdict:
       description:
         - C(meets_target), C(tune), C(rearchitect), C(no_target) (context.yml gives no checkpoint size or window, or a

@@ -55,7 +55,9 @@ def recommend(limiting, contributing, verdict, facts):
     if "network" in layers and facts["network"].get("lossy"):
         recs += network_loss.recommendations(facts["network"]["loss"])
     elif "network" in layers and facts["network"]["full"]:
-        recs += _slow_path_recs(facts) + _network_recs(facts)
+        # A full path of the hosts that set the pace is theirs to repair: wider links everywhere are not the fix (issue 43).
+        host_scoped = limiting == "network" and facts["scope"]["kind"] == "host"
+        recs += _slow_path_recs(facts) + ([] if host_scoped else _network_recs(facts))
     recs += mount_state.remount_recs(facts["mounts"])
     if "client_rpc_slots" in layers and not _slots_already_set(facts):
         recs.append(_slots_rec(facts))

@@ -38,6 +38,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore impor
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text, since_mount
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import server_storage_layer, server_threads_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import decide
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.why_not import why_not
 
 
 def diagnose(bundle):
@@ -82,10 +83,11 @@ def diagnose_run(run):
         "send_backed_up": send.backed_up, "network": net, "reconnects": reconnects,
         "shared_file": access.shared_file, "lock_waits": access.lock_waits,
         "session_grant": figures["session_grant"], "mounts": mounts, "storm": storm,
-        "canary": run["canary"], "pace": found["pace"], "pace_facts": pace_facts,
+        "canary": run["canary"], "pace": found["pace"], "pace_facts": pace_facts, "scope": decision["scope"],
     }
     recommendations = recommend(decision["limiting"], decision["contributing"], decision["verdict"], facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
+    result["why_not"] = why_not(found, figures, decision)
     result["pace"] = found["pace"]
     result["headline"] = headline.headline(result, figures)
     result["first_screen"] = headline.first_screen(result)
@@ -148,6 +150,8 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "cpu": found["cpu"]["hosts"],
         "mounts": dict((host, rounded_row(state)) for host, state in found["mounts"]["hosts"].items()),
         "verdict": verdict,
+        # Whether the limit is one host's to repair or the whole cluster's (verdict.scope).
+        "scope": rounded_row(decision["scope"]),
         "tuning_headroom_factor": decision["headroom"],
         "tuning_headroom_why": decision["headroom_why"],
         "evidence": evidence.items,

@@ -100,6 +100,9 @@ def _verdict_text(result, actions):
                 _layer(result["limiting_layer"]), gap)
         # A full network: its own actions come first; no "still tune" that reads like nfsd or client tuning first.
         return text + ("; still tune: %s" % tune[0] if tune and result["limiting_layer"] != "network" else "")
+    where = result.get("scope") or {}
+    if verdict == "tune" and where.get("kind") == "host" and result["limiting_layer"] != "client_rpc_slots":
+        return _host_scope_text(result, where, gap)
     if verdict == "tune" and (result.get("network") or {}).get("state") == "lossy" and result["limiting_layer"] == "network":
         return "tune: the gap is %s and the path is lossy: repair it, %s; no slot, thread or architecture change wins back what loss takes" % (
             gap, result.get("tuning_headroom_why") or "what the loss took comes back once the path is repaired")
@@ -113,6 +116,28 @@ def _verdict_text(result, actions):
         return "no verdict against a target: no target was given, so nothing is short or enough"
     return ("no verdict on throughput: one mountstats snapshot is an average since the mount (%s), not a checkpoint window"
             % human.seconds((result.get("window") or {}).get("seconds")))
+
+
+# What a host-scoped limit is, in words (verdict.scope).
+_HOST_FAULT = {"network": "path", "client_cpu": "CPUs"}
+
+
+def _host_scope_text(result, where, gap):
+    """The verdict when one host (or a few) set the pace: repair that host, not the architecture (issue 43)."""
+    hosts = where["hosts"]
+    what = _HOST_FAULT.get(result["limiting_layer"], "setting")
+    if (result.get("network") or {}).get("state") == "lossy" and result["limiting_layer"] == "network":
+        what = "lossy path"
+    text = "tune: the gap is %s and %s set the pace: repair %s %s, not the architecture" % (
+        gap, " and ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else ""),
+        "its" if len(hosts) == 1 else "their", what)
+    without = where.get("without_bytes_per_second")
+    target = result.get("target_bytes_per_second")
+    if without:
+        text += "; ending with the other hosts, the checkpoint would run at %s%s" % (
+            human.rate(without), " (%s)" % ("meets the target" if target and without >= target else
+                                             "still %s short" % human.factor(target / without)) if target else "")
+    return text
 
 
 def _target_text(result):
@@ -177,6 +202,9 @@ def _busiest_link(rows):
 
 
 def _paradox(result, share, network):
+    where = result.get("scope") or {}
+    if network.get("state") == "full" and where.get("kind") == "host" and result["limiting_layer"] == "network":
+        return ": full on %s's own path, the other hosts' had room" % " and ".join(where["hosts"][:3])
     if network.get("state") == "full":
         return ": full, the network is the limit"
     if network.get("state") == "lossy":

@@ -48,6 +48,7 @@ def render_markdown(diagnosis):
     lines += _figure_lines(diagnosis, hosts)
     lines += _restore_lines(diagnosis.get("restore"))
     lines += [""] + nfs_paths.markdown_lines(diagnosis.get("paths")) if diagnosis.get("paths") else []
+    lines += _why_not_lines(diagnosis.get("why_not"))
     lines += ["", "## Evidence", ""] + _evidence_lines(diagnosis["evidence"], hosts)
     lines += ["", "## Recommendations", ""] + _recommendation_lines(diagnosis["recommendations"], hosts)
     lines += ["", "## Per host", ""]
@@ -61,6 +62,13 @@ def render_markdown(diagnosis):
         lines.append("")
     lines += _server_lines(diagnosis["servers"], bool(hosts))
     return "\n".join(lines) + "\n"
+
+
+def _why_not_lines(rows):
+    """Each measured layer that was not named, and the figure that rules it out (diagnosis/why_not.py)."""
+    if not rows:
+        return []
+    return ["", "## Why not the other layers", ""] + ["- %s" % row["why"] for row in rows]
 
 
 def _first_screen_lines(diagnosis):

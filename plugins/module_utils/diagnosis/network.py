@@ -147,7 +147,7 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
     # What each measurement found, in the order of the evidence: full (any measured full),
     # measured (one phrase each), clear (the measurements far from full), unknown (links
     # without a known speed).
-    seen = {"full": False, "measured": [], "clear": [], "unknown": []}
+    seen = {"full": False, "measured": [], "clear": [], "unknown": [], "full_hosts": [], "cluster_full": False}
     _declared_links(evidence, capacity, achieved, target_bps, seen)
     _interface_links(evidence, links, seen)
     probe_share = _probe_shares(evidence, links, probe, achieved, seen)
@@ -160,7 +160,7 @@ def _network_layer(evidence, capacity, achieved, target_bps, links, probe):
     headline = "network %s: %s" % (state, measured[0] if len(measured) == 1 else "; ".join(measured[:2])) if measured else \
         "network unmeasured: no interface speed, probe or declared link speed"
     return {"state": state, "full": seen["full"], "summary": summary, "headline": headline, "probe_share": probe_share,
-            "unknown": unknown}
+            "unknown": unknown, "full_hosts": sorted(set(seen["full_hosts"])), "cluster_full": seen["cluster_full"]}
 
 
 def _declared_links(evidence, capacity, achieved, target_bps, seen):
@@ -168,7 +168,7 @@ def _declared_links(evidence, capacity, achieved, target_bps, seen):
     if capacity.get("network_is_limit") is None:
         return
     share = achieved / capacity["practical_link_bytes_per_second"]
-    seen["full"] = evidence.add(
+    seen["full"] = seen["cluster_full"] = evidence.add(
         "network", "achieved share of practical link capacity", share, ">= %.2f" % NETWORK_BUSY_SHARE,
         capacity["network_is_limit"], "%s achieved (all clients summed) of %s practical (%s raw, %s, from context.yml network)" % (
             human.rate(achieved), human.rate(capacity["practical_link_bytes_per_second"]),
@@ -203,6 +203,11 @@ def _interface_links(evidence, links, seen):
                          row["speed_mbps"], row["speed_source"], row["measured_over"],
                          "; %d dropped, %d errors" % (row["dropped"], row["errors"]) if row["dropped"] or row["errors"] else ""))
         seen["full"] = seen["full"] or is_full
+        # A client's own link full is that client's path; the server's is every client's.
+        if is_full and row["side"] == "client":
+            seen["full_hosts"].append(row["host"])
+        elif is_full:
+            seen["cluster_full"] = True
         seen["measured"].append("%s at %.1f %% of %s Mb/s" % (where, 100 * row["utilisation_during"], row["speed_mbps"]))
         if row["utilisation_during"] < LINK_CLEAR_SHARE:
             seen["clear"].append(where)
@@ -231,6 +236,8 @@ def _probe_shares(evidence, links, probe, achieved, seen):
             continue
         share = row["bytes_per_second"] / rate
         shares.append(share)
+        if share >= PROBE_FULL_SHARE:
+            seen["full_hosts"].append(row["host"])
         evidence.add("network", "NFS link traffic / TCP capacity of the path on client %s (probe)" % row["host"], share,
                      ">= %.2f" % PROBE_FULL_SHARE, share >= PROBE_FULL_SHARE,
                      "%s on %s during the ranks vs %s of raw TCP on the same path" % (
@@ -240,6 +247,9 @@ def _probe_shares(evidence, links, probe, achieved, seen):
     worst = max(shares) if shares else probe_share
     if worst >= PROBE_FULL_SHARE or (probe_share or 0) >= PROBE_FULL_SHARE:
         seen["full"] = True
+    if (probe_share or 0) >= PROBE_FULL_SHARE:
+        # The clients' summed capacity reached: the server's side of the path is full, whichever host.
+        seen["cluster_full"] = True
     probe_share = worst if shares else probe_share
     seen["measured"].append("NFS at %.0f %% of the path's TCP capacity (probe%s)" % (
         100 * probe_share, ", %s summed" % human.rate(probe["bytes_per_second"]) if probe["bytes_per_second"] else

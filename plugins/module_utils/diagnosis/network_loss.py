@@ -230,6 +230,43 @@ def _probe_rows(evidence, probes, links):
     return rows
 
 
+def _probe_loss_rows(evidence, rows, probe, links_of, rtt_ms, connections):
+    """The host rows, with a client whose host counters are missing read from its probe's own retransmits.
+
+    A bundle taken before the host TCP counters existed (or a host whose counters were unreadable) still
+    holds each client's iperf3 retransmits over the same path: a lossy probe names the path lossy there,
+    so loss is put before the server's storage or CPU (issue 43). A client whose own counters were read
+    over the checkpoint keeps them: they measured the checkpoint itself, the probe ran beside it.
+    """
+    by_host = dict(((row["host"], row["side"]), index) for index, row in enumerate(rows))
+    rows = list(rows)
+    for host, item in sorted(probe.items()):
+        index = by_host.get((host, "client"))
+        if index is not None and rows[index]["measured"]:
+            continue
+        if not item["lossy"]:
+            continue
+        interfaces = [row["interface"] for row in links_of.get((host, "client"), [])]
+        mtu = next((row.get("mtu") for row in links_of.get((host, "client"), []) if row.get("mtu")), None)
+        ceiling = mathis_ceiling(mss_of(mtu), rtt_ms, item["share"], connections.get(host, 1))
+        evidence.add("network", "TCP retransmitted share of segments on client %s (its probe: no host TCP counters)" % host,
+                     item["share"], ">= %.2f" % LOSSY_RETRANS_SHARE, True,
+                     "iperf3 retransmitted %d of ~%d segments over the path the checkpoint took; the host samples hold no TCP "
+                     "counters (a bundle from before they were collected), so the probe's loss stands for the path's%s" % (
+                         item["retransmits"], item["segments"],
+                         "; Mathis: at this loss and %.1f ms RTT, %d connection(s) carry at most %.2f MB/s" % (
+                             rtt_ms, connections.get(host, 1), ceiling / 1e6) if ceiling else ""))
+        row = {"host": host, "side": "client", "measured": True, "source": "probe", "lossy": True, "contributing": True,
+               "retrans_share": item["share"], "segments": item["segments"], "timeouts": None, "timeouts_per_second": None,
+               "interfaces": interfaces, "interface_errors": {}, "receiver_drops": 0, "mathis_bytes_per_second": ceiling,
+               "missing": []}
+        if index is None:
+            rows.append(row)
+        else:
+            rows[index] = row
+    return rows
+
+
 def assess(evidence, hosts, links, probes, rtt_ms, connections):
     """The loss state of the checkpoint's paths.
 
@@ -244,6 +281,7 @@ def assess(evidence, hosts, links, probes, rtt_ms, connections):
     rows = [_host_row(evidence, host, host["window"] if "window" in host else tcp_window(host["before"], host["after"]),
                       links_of.get((host["host"], host["side"]), []), rtt_ms, connections.get(host["host"], 1)) for host in hosts]
     probe = _probe_rows(evidence, probes, links)
+    rows = _probe_loss_rows(evidence, rows, probe, links_of, rtt_ms, connections)
     measured = [row for row in rows if row["measured"]]
     lossy_rows = [row for row in measured if row["lossy"]]
     lossy_clients = [row for row in lossy_rows if row["side"] == "client"]
@@ -275,9 +313,10 @@ def _summary(state, lossy_rows, measured, incast, probe):
     worst = max(measured, key=lambda row: row["retrans_share"] or 0) if measured else None
     text = "loss: %s" % state
     if lossy_rows:
-        text += " - " + "; ".join("%s %s retransmitted%s" % (
+        text += " - " + "; ".join("%s %s retransmitted%s%s" % (
             row["host"], "%.1f %%" % (100 * row["retrans_share"]) if row["retrans_share"] is not None else "-",
-            ", %d timeouts" % row["timeouts"] if row["timeouts"] else "") for row in lossy_rows[:5])
+            ", %d timeouts" % row["timeouts"] if row["timeouts"] else "",
+            " (its probe)" if row.get("source") == "probe" else "") for row in lossy_rows[:5])
         if len(lossy_rows) > 5:
             text += "; and %d more host(s)" % (len(lossy_rows) - 5)
     elif worst is not None and worst["retrans_share"] is not None:

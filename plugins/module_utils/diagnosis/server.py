@@ -50,15 +50,33 @@ class ThreadsFinding:
 
 @dataclasses.dataclass(frozen=True)
 class StorageFinding:
-    """server_storage: slow to answer with room elsewhere, slow COMMITs, the busiest disk's share, a disk without pause."""
+    """server_storage: slow to answer with room elsewhere, slow COMMITs, the busiest disk's share, a disk without pause,
+    and the measurement that rules the storage out (None when none does)."""
     limit: bool
     commit_slow: bool
     disk_busy: object
     disk_saturated: bool
+    ruled_out: object = None
+
+
+def _storage_ruled_out(net, disk_busy, disk_host):
+    """Why the server's storage cannot explain slow WRITEs or COMMITs, from a measurement of this bundle, or None.
+
+    A lossy path inflates every RTT and stretches every COMMIT (each lost segment waits for a retransmit),
+    so loss explains them before the disk can (issue 43: at 5 % loss the busiest disk was 0.6 % busy); and a
+    disk with I/O in flight less than half the checkpoint had room to take more.
+    """
+    if net.get("lossy"):
+        return "the path is lossy (%s): its retransmits explain the inflated RTT and the slow COMMITs" % (
+            ", ".join(net["loss"]["lossy_hosts"][:5]))
+    if disk_busy is not None and signals.DISK_IDLE.crossed(disk_busy) and not signals.DISK_BUSY.crossed(disk_busy):
+        return "its busiest disk%s was %s busy during the checkpoint (< %s): the storage had room" % (
+            " (on %s)" % disk_host if disk_host else "", human.share(disk_busy), human.share(signals.DISK_IDLE.threshold))
+    return None
 
 
 def _disk_rows(evidence, servers, checkpoint_seconds):
-    """The server's busiest disk during the checkpoint; returns (busy share or None, measured)."""
+    """The server's busiest disk during the checkpoint; returns (busy share, host) or (None, None)."""
     busiest = None
     for server in servers:
         before, after, busy_seconds, _how = server_samples(server, checkpoint_seconds)
@@ -72,13 +90,13 @@ def _disk_rows(evidence, servers, checkpoint_seconds):
             if busiest is None or busy > busiest[0]:
                 busiest = (busy, server["host"], row)
     if busiest is None:
-        return None
+        return None, None
     busy, host, row = busiest
     evidence.add("server_storage", "busiest disk on %s (%s) with I/O in flight during the checkpoint" % (host, row["device"]), busy,
                  ">= %.2f" % DISK_BUSY_LIMIT, busy >= DISK_BUSY_LIMIT,
                  "/proc/diskstats io_ticks: %d writes, %s, %s ms per write" % (
                      row["writes"], human.size(row["bytes_written"]), "%.1f" % row["avg_write_ms"] if row["avg_write_ms"] is not None else "-"))
-    return busy
+    return busy, "%s %s" % (host, row["device"])
 
 
 def server_threads_layer(evidence, servers):
@@ -118,22 +136,27 @@ def server_storage_layer(evidence, run, figures, send, net, cpu, threads):
     rtt_inflation = send.rtt_inflation
     no_idle = threads.no_idle
     starved = no_idle is not None and no_idle >= NO_IDLE_THREAD_CONTRIBUTING
-    disk_busy = _disk_rows(evidence, servers, run["checkpoint_seconds"])
+    disk_busy, disk_host = _disk_rows(evidence, servers, run["checkpoint_seconds"])
+    ruled_out = _storage_ruled_out(net, disk_busy, disk_host)
     storage_limit = bool(rtt_inflation is not None and rtt_inflation >= RTT_INFLATION_LIMIT and not net["full"]
-                         and not cpu["server_saturated"] and not starved and servers)
+                         and not cpu["server_saturated"] and not starved and servers and not ruled_out)
     if rtt_inflation is not None:
         evidence.add("server_storage", "WRITE RTT inflated with idle threads, CPUs and links not full", rtt_inflation,
-                     ">= %.1f x idle RTT, no-idle-thread share < %.2f, server CPU < %.2f, no full link" % (
+                     ">= %.1f x idle RTT, no-idle-thread share < %.2f, server CPU < %.2f, no full link, no loss, no idle disk" % (
                          RTT_INFLATION_LIMIT, NO_IDLE_THREAD_CONTRIBUTING, CPU_BUSY_LIMIT), storage_limit,
                      "RTT dominates: the server takes long to complete WRITEs%s" % (
+                         " - but %s" % ruled_out if ruled_out and rtt_inflation >= RTT_INFLATION_LIMIT else
                          "" if servers else " (no server statistics in the bundle: not evaluated)"))
-    storage_limit = storage_limit or bool(disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"])
+    disk_saturated = bool(disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"])
+    storage_limit = storage_limit or disk_saturated
     commit = figures["commit"]
     idle_rtt = figures["idle_rtt"]
-    commit_slow = bool(commit["ops"] and idle_rtt and commit["avg_rtt_ms"] >= METADATA_RTT_FACTOR * idle_rtt
+    commit_long = bool(commit["ops"] and idle_rtt and commit["avg_rtt_ms"] >= METADATA_RTT_FACTOR * idle_rtt
                        and commit["avg_rtt_ms"] >= METADATA_MS_FLOOR and not net["full"])
+    commit_slow = commit_long and not ruled_out
     if commit["ops"]:
         evidence.add("server_storage", "COMMIT avg RTT", commit["avg_rtt_ms"],
-                     ">= %.0f x idle RTT and >= %.0f ms" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR), commit_slow,
-                     "%d COMMITs, avg exe %.1f ms" % (commit["ops"], commit["avg_exe_ms"]))
-    return StorageFinding(storage_limit, commit_slow, disk_busy, disk_busy is not None and disk_busy >= DISK_BUSY_LIMIT and not net["full"])
+                     ">= %.0f x idle RTT and >= %.0f ms, on a path without loss" % (METADATA_RTT_FACTOR, METADATA_MS_FLOOR),
+                     commit_slow, "%d COMMITs, avg exe %.1f ms%s" % (
+                         commit["ops"], commit["avg_exe_ms"], " - slow, but %s" % ruled_out if commit_long and ruled_out else ""))
+    return StorageFinding(storage_limit, commit_slow, disk_busy, disk_saturated, None if disk_saturated else ruled_out)

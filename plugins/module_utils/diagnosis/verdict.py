@@ -35,6 +35,66 @@ def _remount_headroom(found):
         "remounting %s: its WRITEs no longer waiting for a slot (exe / (exe - queue), at most %.0fx)" % (host, MAX_TUNING_GAIN)
 
 
+def _faulty_hosts(found, limiting):
+    """(the client hosts the limiting layer's own evidence is confined to, whether it spans the cluster).
+
+    A network fault of a few clients' paths (their own links or probes full, their own segments lost) is
+    theirs; the server's link, the clients' summed capacity, loss on the server or incast are everyone's.
+    A mount that missed the tuning is its host's; a busy client CPU is its host's.
+    """
+    net = found["net"]
+    if limiting == "network" and net.get("lossy"):
+        rows = [row for row in net["loss"]["hosts"] if row.get("lossy")]
+        cluster = net["loss"]["incast"] or any(row["side"] == "server" for row in rows)
+        return sorted(row["host"] for row in rows if row["side"] == "client"), cluster
+    if limiting == "network":
+        return list(net.get("full_hosts") or []), bool(net.get("cluster_full")) or not net.get("full_hosts")
+    if limiting == "client_rpc_slots" and found["mounts"]["missed"]:
+        return sorted(found["mounts"]["missed"]), False
+    if limiting == "client_cpu":
+        busy = sorted(host for host, row in found["cpu"]["hosts"].items()
+                      if row["side"] == "client" and signals.CPU_BUSY.crossed(row["busy"]))
+        return busy, not busy
+    return [], True
+
+
+def scope(found, limiting, run):
+    """Whether the limit is one host's (repair or tune that host) or the whole cluster's, with what the cluster
+    would reach without that host: {"kind": host|cluster, "hosts", "why", "without_bytes_per_second"}.
+
+    Issue 43: one client's link shaped to 16 Mbit/s set the pace while the other finished in half the time,
+    yet the verdict was "re-architect: the network"; the fix is that host's path. A host-scoped limit needs its
+    hosts to be a minority of the clients and, where the ranks' ends were measured, to be the hosts that set
+    the pace; then the checkpoint ends when the other hosts do (the median host's end, pace_host.py).
+    """
+    hosts, cluster = _faulty_hosts(found, limiting)
+    clients = len(run["clients"])
+    pace = found["pace"]
+    pace_hosts = [item["host"] for item in pace["pace"]]
+    if cluster or not hosts or len(hosts) * 2 > clients or (pace["measured"] and not set(hosts) <= set(pace_hosts)):
+        return {"kind": "cluster", "hosts": [], "without_bytes_per_second": None,
+                "why": "the limit is not confined to a minority of the hosts: every client's path or the server is at it"
+                if limiting not in ("none",) else "the target is met"}
+    slowest = max((item for item in pace["pace"] if item["host"] in hosts), key=lambda item: item["seconds"], default=None)
+    without = None
+    if slowest and pace.get("median_seconds") and run["achieved"]:
+        without = run["achieved"] * slowest["seconds"] / pace["median_seconds"]
+    return {"kind": "host", "hosts": hosts, "without_bytes_per_second": without,
+            "why": "only %s: %s" % (", ".join(hosts), pace["text"] if pace_hosts else "the other hosts' figures are clear")}
+
+
+def _host_headroom(where, found):
+    """(factor, why) of repairing the hosts that set the pace: the aggregate gains what the slowest of them
+    loses against the other hosts' median end."""
+    pace = [item for item in found["pace"]["pace"] if item["host"] in where["hosts"]]
+    if pace and found["pace"]["median_seconds"]:
+        slowest = max(pace, key=lambda item: item["seconds"])
+        return slowest["seconds"] / found["pace"]["median_seconds"], "repairing %s: it ends with the other hosts (%.1f s -> %.1f s)" % (
+            slowest["host"], slowest["seconds"], found["pace"]["median_seconds"])
+    return MAX_TUNING_GAIN, "repairing %s brings it to the other hosts' figures (at most %.0fx)" % (
+        ", ".join(where["hosts"]), MAX_TUNING_GAIN)
+
+
 def _rank_layers(found):
     """The layers whose signals crossed, most limiting first."""
     net, cpu, storage = found["net"], found["cpu"], found["storage"]
@@ -115,8 +175,11 @@ def decide(run, figures, found):
         limiting = candidates[0]
         contributing = candidates[1:]
     else:
-        # Nothing crossed a threshold: blame the bigger share of WRITE time, and say so.
+        # Nothing crossed a threshold: blame the bigger share of WRITE time, and say so - unless a
+        # measurement rules that layer out (issue 43: a layer is never named against its own figure).
         limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
+        if limiting == "server_storage" and found["storage"].ruled_out:
+            limiting = "none"
         contributing = []
     net, cpu = found["net"], found["cpu"]
     confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"],
@@ -130,6 +193,8 @@ def decide(run, figures, found):
     headroom, headroom_why = _tuning_headroom(limiting, found["slots"].tiny_cap, write, run["capacity"], run["achieved"],
                                               found["threads"].no_idle, run["servers"], net)
     gap = run["gap"]
+    where = scope(found, limiting, run) if not met else {"kind": "cluster", "hosts": [], "without_bytes_per_second": None,
+                                                         "why": "the target is met"}
     if since_mount(run["context"]):
         verdict = "no_window"
     elif not run["target_bps"]:
@@ -144,6 +209,10 @@ def decide(run, figures, found):
         # The settings are tuned, a mount is not: a remount, never a new architecture (issue 26).
         verdict = "tune"
         headroom, headroom_why = _remount_headroom(found)
+    elif where["kind"] == "host":
+        # One host's path or CPUs set the pace: repair that host, never a new architecture (issue 43).
+        verdict = "tune"
+        headroom, headroom_why = _host_headroom(where, found)
     elif limiting in ("network", "server_cpu", "server_storage", "access_pattern", "client_cpu"):
         verdict = "rearchitect"
     elif run["capacity"].get("network_can_carry_target") is False:
@@ -153,7 +222,8 @@ def decide(run, figures, found):
     else:
         verdict = "tune"
     return {"limiting": limiting, "contributing": contributing, "confidence": confidence, "confidence_reasons": confidence_reasons,
-            "headroom": headroom, "headroom_why": headroom_why, "verdict": verdict, "unmeasured": _unmeasured(net, cpu, run["servers"])}
+            "headroom": headroom, "headroom_why": headroom_why, "verdict": verdict, "unmeasured": _unmeasured(net, cpu, run["servers"]),
+            "scope": where}
 
 
 def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met):
