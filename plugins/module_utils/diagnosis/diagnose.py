@@ -25,6 +25,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import metadata_storm
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import shape
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.access import access_pattern_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.advice import recommend
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client import client_rpc_slots_layer, reconnect_evidence
@@ -83,16 +84,16 @@ def diagnose_run(run):
         "send_backed_up": send.backed_up, "network": net, "reconnects": reconnects,
         "shared_file": access.shared_file, "lock_waits": access.lock_waits,
         "session_grant": figures["session_grant"], "mounts": mounts, "storm": storm,
-        "canary": run["canary"], "pace": found["pace"], "pace_facts": pace_facts, "scope": decision["scope"],
+        "canary": run["canary"], "pace": found["pace"], "pace_facts": pace_facts, "scope": decision.scope,
     }
-    recommendations = recommend(decision["limiting"], decision["contributing"], decision["verdict"], facts)
+    recommendations = recommend(decision.limiting, decision.contributing, decision.verdict, facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
     result["why_not"] = why_not(found, figures, decision)
     result["pace"] = found["pace"]
     result["headline"] = headline.headline(result, figures)
     result["first_screen"] = headline.first_screen(result)
     result["evidence"] = markdown.fold_evidence(result)
-    return result
+    return shape.checked(result)
 
 
 def _pace_facts(run, links, found):
@@ -130,7 +131,7 @@ def _capture_note(capture_view):
 def _diagnosis_result(run, evidence, links, found, decision, recommendations):
     """What diagnose() returns (diagnosis.json)."""
     net = found["net"]
-    limiting, contributing, verdict = decision["limiting"], decision["contributing"], decision["verdict"]
+    limiting, contributing, verdict = decision.limiting, decision.contributing, decision.verdict
     return {
         "mount_point": run["mount_point"],
         "target_bytes_per_second": run["target_bps"],
@@ -140,10 +141,10 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         **({"paths": run["paths"]} if run.get("paths") else {}),
         "gap_factor": run["gap"],
         "limiting_layer": limiting,
-        "contributing": contributing,
-        "confidence": decision["confidence"],
-        "confidence_reasons": decision["confidence_reasons"],
-        "unmeasured": decision["unmeasured"],
+        "contributing": list(contributing),
+        "confidence": decision.confidence,
+        "confidence_reasons": list(decision.confidence_reasons),
+        "unmeasured": list(decision.unmeasured),
         "network": {"state": net["state"], "summary": net["summary"], "headline": net["headline"],
                     "probe_share": rounded(net["probe_share"]), "loss": _loss_result(net["loss"]),
                     "links": [rounded_row(row) for row in links]},
@@ -151,13 +152,13 @@ def _diagnosis_result(run, evidence, links, found, decision, recommendations):
         "mounts": dict((host, rounded_row(state)) for host, state in found["mounts"]["hosts"].items()),
         "verdict": verdict,
         # Whether the limit is one host's to repair or the whole cluster's (verdict.scope).
-        "scope": rounded_row(decision["scope"]),
-        "tuning_headroom_factor": decision["headroom"],
-        "tuning_headroom_why": decision["headroom_why"],
+        "scope": rounded_row(decision.scope),
+        "tuning_headroom_factor": decision.headroom,
+        "tuning_headroom_why": decision.headroom_why,
         "evidence": evidence.items,
         "recommendations": recommendations,
         "capacity": run["capacity"],
-        "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision["unmeasured"])
+        "summary": _summary_line(verdict, limiting, contributing, run["achieved"], run["target_bps"], run["gap"], decision.unmeasured)
         + _loss_note(net, limiting) + _start_note(run["canary"]) + _window_note(run["window"]) + _capture_note(run["capture"]),
         "start": _start_block(run["canary"]),
         "window": run["window"],

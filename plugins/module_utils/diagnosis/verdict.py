@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import SAVED_SINCE_MOUNT, seconds_text, since_mount
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
@@ -14,6 +16,21 @@ LAYERS = ("network", "server_cpu", "client_rpc_slots", "server_threads", "server
 
 
 VERDICTS = ("meets_target", "tune", "rearchitect", "no_target", "no_window")
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What the ranking decided: the limiting and contributing layers, the confidence and its reasons, the tuning
+    headroom and where it comes from, the verdict, the layers not measured and the verdict's scope (scope())."""
+    limiting: str
+    contributing: tuple
+    confidence: str
+    confidence_reasons: tuple
+    headroom: float
+    headroom_why: str
+    verdict: str
+    unmeasured: tuple
+    scope: dict
 
 
 # What tuning one layer realistically buys: vendors report ~3x from nconnect=4 and "no gains
@@ -221,9 +238,8 @@ def decide(run, figures, found):
         verdict = "rearchitect"
     else:
         verdict = "tune"
-    return {"limiting": limiting, "contributing": contributing, "confidence": confidence, "confidence_reasons": confidence_reasons,
-            "headroom": headroom, "headroom_why": headroom_why, "verdict": verdict, "unmeasured": _unmeasured(net, cpu, run["servers"]),
-            "scope": where}
+    return Decision(limiting, tuple(contributing), confidence, tuple(confidence_reasons), headroom, headroom_why, verdict,
+                    tuple(_unmeasured(net, cpu, run["servers"])), where)
 
 
 def _confidence(limiting, crossed, net, cpu, servers, lock_waits, send_backed_up, met):

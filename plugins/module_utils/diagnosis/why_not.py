@@ -17,7 +17,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 
 def why_not(found, figures, decision):
     """[{"layer", "why"}] for every layer of LAYERS (none aside) that was measured and not named, in LAYERS' order."""
-    named = set([decision["limiting"]] + list(decision["contributing"]) + list(decision["unmeasured"]))
+    named = set((decision.limiting,) + decision.contributing + decision.unmeasured)
     reasons = {
         "network": _network, "server_cpu": _server_cpu, "client_cpu": _client_cpu, "client_rpc_slots": _slots,
         "server_threads": _threads, "server_storage": _storage, "access_pattern": _access,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import shape, signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline as diagnosis_headline, markdown as diagnosis_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
 
@@ -136,7 +136,7 @@ def partial_diagnosis(readings, target=None, mount_point=None):
     }
     result["headline"] = _headline(result)
     result["first_screen"] = diagnosis_headline.first_screen(result)
-    return result
+    return shape.checked(result, partial=True)
 
 
 def files_table(readings):

@@ -94,3 +94,15 @@ def _paste_crossed(queue, rtt):
 def test_a_bundle_and_a_paste_apply_one_queue_rule(queue, rtt):
     # queue == RTT was "dominates" for a bundle (>=, diagnosis/client.py) and not for a paste (>, paste/readings.py).
     assert _bundle_crossed(queue, rtt) == _paste_crossed(queue, rtt) == signals.queue_dominates(queue, rtt)
+
+
+def test_diagnosis_json_has_one_shape_for_a_bundle_and_a_paste():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import shape
+    from ansible_collections.ckptio.nfs.plugins.module_utils.paste import partial
+    reading = readings.read_file("nfsiostat.txt", "")
+    assert partial.partial_diagnosis([reading]) is None
+    with pytest.raises(ValueError, match="missing .*why_not"):
+        shape.checked(dict((key, None) for key in shape.COMMON + ("mounts", "pace", "scope")))
+    with pytest.raises(ValueError, match="unknown .*mounts"):
+        shape.checked(dict((key, None) for key in shape.COMMON + ("partial", "mounts")), partial=True)
+    assert shape.checked(dict((key, None) for key in shape.COMMON + shape.BUNDLE + ("paths",)))
