@@ -217,6 +217,9 @@ MAX_TUNING_GAIN = _signal(
 MEDIUM_CONFIDENCE_KINDS = _signal(
     "medium_confidence_kinds", "kinds of pasted file pointing the same way for a medium confidence", "kinds", 2, "none",
     "two independent kinds agree; a paste never gives high (no window of the whole checkpoint)")
+PASTE_WEIGHT_CROSSED = _signal(
+    "paste_weight_crossed", "a pasted suspect's weight when one of its signals crossed its threshold", "weight", 2, "none",
+    "paste/readings.py: 2 for a crossed signal, 1 for a figure only consistent with the layer")
 PASTE_WEIGHT_STRONG = _signal(
     "paste_weight_strong", "a pasted suspect's summed weight that names it limiting without an alternative", "weight", 3,
     "none", "two crossed signals, or one crossed and one consistent (paste/readings.py weights 2 and 1)")

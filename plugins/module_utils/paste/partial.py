@@ -63,6 +63,9 @@ def suspected(readings):
     layers = weigh(readings)
     if not layers:
         return None
+    ruled_out = _ruled_out(layers)
+    for layer in ruled_out:
+        del layers[layer]
     order = list(LAYERS)
     layer = max(layers, key=lambda name: (layers[name]["weight"], len(layers[name]["kinds"]), -order.index(name)))
     entry = layers[layer]
@@ -71,6 +74,7 @@ def suspected(readings):
     reasons = ["suspected from %d kind(s) of pasted evidence (%s); no checkpoint window was measured" % (len(kinds), ", ".join(kinds))]
     if not medium:
         reasons.append("one kind of evidence, or only signals consistent with the layer: low until a window confirms it")
+    reasons += ["%s ruled out: %s" % (name, why) for name, why in sorted(ruled_out.items())]
     others = [name for name in layers if name != layer and layers[name]["weight"] >= entry["weight"]]
     if others:
         reasons.append("as strong: %s" % ", ".join(sorted(others)))
@@ -78,6 +82,17 @@ def suspected(readings):
     return {"layer": layer, "confidence": "medium" if medium and not others else "low", "rests_on": entry["why"],
             "alternatives": alternatives, "confidence_reasons": reasons,
             "contributing": sorted((name for name in layers if name != layer), key=lambda name: -layers[name]["weight"])}
+
+
+def _ruled_out(layers):
+    """{layer: why} of the suspects a stronger signal of the same paste explains, by the bundle's rules (issue 43):
+    requests retransmitted (a crossed network signal) explain a slow RTT before the server's storage can."""
+    network = layers.get("network")
+    if network and signals.PASTE_WEIGHT_CROSSED.crossed(network["weight"]) and "server_storage" in layers \
+            and layers["server_storage"]["weight"] < network["weight"]:
+        return {"server_storage": "the retransmissions explain a slow RTT (a lost request waits for timeo or a reconnect) "
+                                  "before the server's storage can"}
+    return {}
 
 
 def capture_next(suspect, target_given):

@@ -106,3 +106,16 @@ def test_diagnosis_json_has_one_shape_for_a_bundle_and_a_paste():
     with pytest.raises(ValueError, match="unknown .*mounts"):
         shape.checked(dict((key, None) for key in shape.COMMON + ("partial", "mounts")), partial=True)
     assert shape.checked(dict((key, None) for key in shape.COMMON + shape.BUNDLE + ("paths",)))
+
+
+def test_a_paste_with_lost_requests_does_not_suspect_the_storage_for_its_slow_rtt():
+    # The bundle's rule (issue 43): measured loss explains an inflated RTT before the server's storage can.
+    from ansible_collections.ckptio.nfs.plugins.module_utils.paste import partial
+    reading = {"file": "nfsiostat.txt", "kind": "nfsiostat", "taken_for": "nfsiostat", "evidence": [], "suspects": [],
+               "layers": [], "notes": [], "tells_nothing": None, "window": None, "can_show": "-", "repairs": []}
+    readings.read_op(reading, "/mnt", "WRITE", {"ops": 1000, "avg_rtt_ms": 400.0, "avg_exe_ms": 402.0, "avg_queue_ms": 2.0,
+                                                  "retrans": 50, "ops_count": 1000})
+    suspect = partial.suspected([reading])
+    assert suspect["layer"] == "network"
+    assert "server_storage" not in suspect["contributing"]
+    assert any("retransmissions explain" in reason for reason in suspect["confidence_reasons"])
