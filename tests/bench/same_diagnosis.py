@@ -53,18 +53,47 @@ def diagnosed(collections, bundles):
                                      text=True, env=env).stdout)
 
 
+def _without(texts, keys, sections):
+    """The texts with diagnosis.json's top-level keys and diagnosis.md's sections (by title) left out: a change that adds
+    a key or a section (issue 43's why_not and scope) is checked byte for byte on everything else."""
+    if not keys and not sections:
+        return texts
+    kept = {}
+    for name, (text, markdown) in texts.items():
+        try:
+            value = json.loads(text)
+        except ValueError:
+            kept[name] = [text, markdown]
+            continue
+        for key in keys:
+            value.pop(key, None)
+        lines, skipping = [], False
+        for line in markdown.split("\n"):
+            if line.startswith("## "):
+                skipping = line[3:].strip() in sections
+            if not skipping:
+                lines.append(line)
+        kept[name] = [json.dumps(value, sort_keys=True), "\n".join(lines)]
+    return kept
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--against", required=True, metavar="ROOT", help="holds ansible_collections/ckptio/nfs of the other commit")
     parser.add_argument("--this", default=os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep)[0], metavar="ROOT",
                         help="holds ansible_collections/ckptio/nfs of this tree (default: the first of ANSIBLE_COLLECTIONS_PATH, "
                              "scripts/setup.sh's link to the worktree)")
+    parser.add_argument("--drop-key", action="append", default=[], metavar="KEY",
+                        help="compare without this top-level key of diagnosis.json (a key the change adds)")
+    parser.add_argument("--drop-section", action="append", default=[], metavar="TITLE",
+                        help="compare without this '## TITLE' section of diagnosis.md (a section the change adds)")
     parser.add_argument("bundles", nargs="*")
     args = parser.parse_args()
     shared = sorted(set(os.path.realpath(path) for root in SHARED for path in glob.glob(os.path.join(root, "*"))))
     bundles = [path for path in sorted(glob.glob(os.path.join(FIXTURES, "*"))) + shared + args.bundles
                if os.path.isfile(os.path.join(path, "context.yml"))]
-    theirs, ours = diagnosed(args.against, bundles), diagnosed(args.this, bundles)
+    theirs = _without(diagnosed(args.against, bundles), args.drop_key, args.drop_section)
+    ours = _without(diagnosed(args.this, bundles), args.drop_key, args.drop_section)
     differ = sorted(name for name in set(theirs) | set(ours) if theirs.get(name) != ours.get(name))
     print("%d bundles, %d readings: %s" % (len(bundles), len(ours), "byte-identical" if not differ else "DIFFER: " + ", ".join(differ)))
     return 1 if differ else 0
