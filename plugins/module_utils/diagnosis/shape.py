@@ -16,6 +16,9 @@ COMMON = (
     "limiting_layer", "contributing", "confidence", "confidence_reasons", "unmeasured", "network", "cpu", "verdict",
     "tuning_headroom_factor", "tuning_headroom_why", "evidence", "recommendations", "capacity", "summary", "start",
     "window", "capture", "clients", "excluded_clients", "servers", "restore", "headline", "first_screen",
+    # Hangs, known bugs, misconfigurations and broken paths: no capacity tuning fixes them (a paste's kernel log,
+    # configuration, capture); [{"name", "what", "tuning_fixes", "fix", "source", "rests_on"}].
+    "faults",
 )
 # A measured bundle's own keys: the mounts' state, the pace-setting host, the scope of the verdict, why not the others.
 BUNDLE = ("mounts", "pace", "scope", "why_not")

@@ -146,12 +146,25 @@ def partial_diagnosis(readings, target=None, mount_point=None):
         "excluded_clients": [],
         "servers": {},
         "restore": None,
+        "faults": faults(told),
         "partial": {"suspected": suspect, "layers_seen": spoken, "capture_next": commands,
                     "files": files_table(readings), "notes": [note for reading in told for note in reading["notes"]]},
     }
     result["headline"] = _headline(result)
     result["first_screen"] = diagnosis_headline.first_screen(result)
     return shape.checked(result, partial=True)
+
+
+def faults(readings):
+    """Every fault the readings name, once each (by name), with what each rests on from every file."""
+    found = {}
+    for reading in readings:
+        for fault in reading.get("faults") or []:
+            if fault["name"] in found:
+                found[fault["name"]]["rests_on"] += [item for item in fault["rests_on"] if item not in found[fault["name"]]["rests_on"]][:3]
+            else:
+                found[fault["name"]] = dict(fault, rests_on=list(fault["rests_on"]))
+    return list(found.values())
 
 
 def files_table(readings):
@@ -205,14 +218,25 @@ def _recommendations(suspect, commands):
     return recs
 
 
+def _verdict_text(result, suspect):
+    """A fault first (no capacity tuning fixes it), then the suspected layer, never a throughput verdict without a window."""
+    found = result["faults"]
+    if found:
+        text = "a fault, not a capacity limit: %s - no tuning fixes it; fix: %s" % (found[0]["what"], found[0]["fix"])
+        if len(found) > 1:
+            text += "; and %d more fault(s): %s" % (len(found) - 1, ", ".join(fault["name"] for fault in found[1:4]))
+        return text
+    if suspect:
+        return "no verdict on throughput: a paste holds no checkpoint window; suspected limit: %s (confidence %s)" % (
+            diagnosis_headline.LAYER_WORDS.get(suspect["layer"], suspect["layer"]), suspect["confidence"])
+    return "no verdict on throughput: a paste holds no checkpoint window, and no pasted signal points at a layer"
+
+
 def _headline(result):
     head = diagnosis_headline.headline(result)
     suspect = result["partial"]["suspected"]
     head.update({
-        "verdict_text": ("no verdict on throughput: a paste holds no checkpoint window; suspected limit: %s (confidence %s)"
-                         % (diagnosis_headline.LAYER_WORDS.get(suspect["layer"], suspect["layer"]), suspect["confidence"])
-                         if suspect else "no verdict on throughput: a paste holds no checkpoint window, and no pasted signal "
-                                         "points at a layer"),
+        "verdict_text": _verdict_text(result, suspect),
         "achieved_text": "not measured (a paste)",
         "limiting_text": ("suspected limiting layer: %s" % diagnosis_headline.layer_text(suspect["layer"])
                           if suspect else "no suspected layer"),
@@ -229,7 +253,14 @@ def _headline(result):
 def render_markdown(result):
     """diagnosis.md of a partial diagnosis: the bundle's layout (diagnosis_markdown), then what each file was
     taken for and showed, and the commands to capture next."""
-    lines = [diagnosis_markdown.render_markdown(result).rstrip("\n"), "", "## What the paste holds", "",
+    lines = [diagnosis_markdown.render_markdown(result).rstrip("\n")]
+    if result["faults"]:
+        lines += ["", "## Faults (no capacity tuning fixes them)", ""]
+        for fault in result["faults"]:
+            lines.append("- **%s**: %s. Fix: %s (source: %s). Rests on: %s" % (
+                _cell(fault["name"]), _cell(fault["what"]), _cell(fault["fix"]), _cell(fault.get("source") or "-"),
+                "; ".join(_cell(item) for item in fault["rests_on"][:3])))
+    lines += ["", "## What the paste holds", "",
              "| file | taken for | can show | covers | signals | tells nothing because |", "|---|---|---|---|---|---|"]
     for row in result["partial"]["files"]:
         lines.append("| %s | %s | %s | %s | %s | %s |" % tuple(_cell(value) for value in (

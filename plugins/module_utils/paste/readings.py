@@ -65,14 +65,14 @@ def read_file(name, text):
     kind = recognise.kind_of(cleaned.text)
     reading = {"file": name, "kind": kind, "taken_for": recognise.KINDS[kind], "can_show": CAN_SHOW[kind], "window": None,
                "layers": [], "evidence": [], "suspects": [], "notes": [], "repairs": list(cleaned.repairs),
-               "tells_nothing": None, "text": cleaned.text}
+               "tells_nothing": None, "text": cleaned.text, "faults": []}
     try:
         _READERS.get(kind, _nothing)(reading, cleaned.text)
     except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError, OverflowError) as exc:
         # A file that looks like a kind but breaks its format (a table printed twice, junk in a
         # column) is named, never a traceback.
         reading["tells_nothing"] = "recognised as %s, but it cannot be read: %s" % (reading["taken_for"], exc)
-    if not reading["evidence"] and not reading["notes"] and reading["tells_nothing"] is None:
+    if not reading["evidence"] and not reading["notes"] and not reading["faults"] and reading["tells_nothing"] is None:
         reading["tells_nothing"] = "recognised as %s, but it holds no figure this can read" % reading["taken_for"]
     return reading
 
@@ -80,7 +80,8 @@ def read_file(name, text):
 def unread(name, kind, reason):
     """The reading of a file that could not be read at all (refused: a link, a FIFO, over the cap; or unreadable)."""
     return {"file": name, "kind": kind, "taken_for": "a file not read (%s)" % kind, "can_show": "nothing", "window": None,
-            "layers": [], "evidence": [], "suspects": [], "notes": [], "repairs": [], "tells_nothing": reason, "text": ""}
+            "layers": [], "evidence": [], "suspects": [], "notes": [], "repairs": [], "tells_nothing": reason, "text": "",
+            "faults": []}
 
 
 def _nothing(reading, _text):
@@ -99,6 +100,32 @@ def _row(reading, layer, signal, value, threshold, crossed, explanation):
 def _suspect(reading, layer, weight, why, alternatives=()):
     reading["suspects"].append({"layer": layer, "weight": weight, "why": "%s: %s" % (reading["file"], why),
                                 "alternatives": list(alternatives), "kind": reading["kind"]})
+
+
+def add_findings(reading, findings):
+    """A reader's findings (paste/*.py read(): {"layer", "fault", "signal", "value", "threshold", "crossed", "weight",
+    "explanation", "line"}) as this reading's evidence rows, suspects and faults: one mapping for every pasted kind."""
+    for finding in findings:
+        layer, fault = finding.get("layer"), finding.get("fault")
+        where = "line %s: " % finding["line"] if finding.get("line") else ""
+        if layer:
+            _speaks_for(reading, layer)
+        _row(reading, layer, finding["signal"], finding.get("value"), finding.get("threshold") or "-", finding.get("crossed"),
+             where + finding["explanation"])
+        if layer and finding.get("weight"):
+            _suspect(reading, layer, finding["weight"], "%s%s" % (where, finding["explanation"]))
+        if fault:
+            add_fault(reading, fault, where + finding["explanation"])
+
+
+def add_fault(reading, fault, rests_on):
+    """A hang, a known bug, a misconfiguration or a broken path: named once per reading, with what it rests on."""
+    for known in reading["faults"]:
+        if known["name"] == fault["name"]:
+            if len(known["rests_on"]) < 3:
+                known["rests_on"].append("%s: %s" % (reading["file"], rests_on))
+            return
+    reading["faults"].append(dict(fault, rests_on=["%s: %s" % (reading["file"], rests_on)]))
 
 
 def _speaks_for(reading, *layers):
