@@ -119,3 +119,58 @@ def test_checkpoint_report_never_reads_a_linked_client(tmp_path):
         assert SECRET not in text
         assert [line for line in text.splitlines() if "nfs9" in line and "symbolic link" not in line] == []
     assert tree_checksums(str(outside)) == before
+
+
+# ---------------------------------------------------------------- the canary's directories below its target
+
+from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import _args  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import live_host  # noqa: E402,F401 pylint: disable=wrong-import-position,unused-import
+
+
+def _job_with_a_link(tmp_path, name):
+    """A torch_dcp job directory (ours: 0700) in which `name` is a symbolic link to a folder outside."""
+    target = tmp_path / "target"
+    job = target / "ckptio-canary-job-j1"
+    job.mkdir(parents=True)
+    os.chmod(str(job), 0o700)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(str(outside), str(job / name))
+    return target, job, outside
+
+
+@pytest.mark.usefixtures("live_host")
+@pytest.mark.parametrize("name", ["checkpoint", ".ckptio-barrier"])
+def test_a_link_planted_in_a_job_directory_is_refused_and_nothing_is_written_through_it(tmp_path, name):
+    target, job, outside = _job_with_a_link(tmp_path, name)
+    args = _args(target, ranks=2, shape="torch_dcp", job_id="j1", job_ranks=2, timeout=10)
+    result = fail_module(checkpoint_canary, args)
+    assert os.listdir(str(outside)) == [], "the ranks wrote through the link into %s" % outside
+    errors = " ".join(r["error"] or "" for r in result["ranks"])
+    assert name in errors and "is a symbolic link" in errors
+    assert os.path.islink(str(job / name))
+
+
+@pytest.mark.usefixtures("live_host")
+def test_a_written_json_planted_as_a_link_is_a_clean_failure_naming_it(tmp_path):
+    """Before: the link was not followed, but FileRefused ended the module in a traceback."""
+    import threading
+    import time
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import _write_json
+    target, barrier_dir = tmp_path / "target", tmp_path / "barrier"
+    target.mkdir()
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("{}\n")
+
+    def play():
+        deadline = time.time() + 30
+        while not (barrier_dir / "ready.json").exists() and time.time() < deadline:
+            time.sleep(0.01)
+        os.symlink(str(elsewhere), str(barrier_dir / "written.json"))
+        _write_json(barrier_dir / "go.json", {"go_at": time.time() + 0.2})
+    threading.Thread(target=play, daemon=True).start()
+    result = fail_module(checkpoint_canary, _args(target, restore=True, barrier_dir=str(barrier_dir), barrier_timeout=20))
+    assert str(barrier_dir / "written.json") in result["msg"] and "symbolic link" in result["msg"]
+    assert elsewhere.read_text() == "{}\n" and os.path.islink(str(barrier_dir / "written.json"))
+    assert [name for name in os.listdir(str(target)) if name.startswith("ckptio-canary-")] == []

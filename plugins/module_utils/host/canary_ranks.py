@@ -6,7 +6,7 @@
 A rank writes its planned files (canary/plan.py) from a random block stamped with each offset,
 fsyncs them, and with restore=true reads them back and verifies every block (canary/restore.py).
 It is forked by processes.fork_child and released by processes.send_go; every file is opened
-relative to the work directory's fd with O_NOFOLLOW.
+relative to the work directory's fd, never through a link on the way (canary_shapes.open_below).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at, buffer=None
     try:
         for item in rank_plan["files"]:
             open_flags = flags | (os.O_CREAT | os.O_EXCL if item["create"] else 0)
-            fd = os.open(item["name"], open_flags, 0o600, dir_fd=dir_fd)
+            fd = canary_shapes.open_below(dir_fd, item["name"], open_flags)
             try:
                 canary_shapes.write_range(fd, view, item["offset"], item["length"], block_size, partial(_count, result))
                 if fsync:
@@ -108,7 +108,7 @@ def drop_cached_pages(dir_fd, rank_plan):
     """
     try:
         for item in rank_plan["files"]:
-            fd = os.open(item["name"], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            fd = canary_shapes.open_below(dir_fd, item["name"], os.O_RDONLY)
             try:
                 os.posix_fadvise(fd, item["offset"], item["length"], os.POSIX_FADV_DONTNEED)
             finally:
@@ -148,7 +148,7 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=Non
     try:
         for item in rank_plan["files"]:
             name = item["name"]
-            fd = os.open(item["name"], flags, dir_fd=dir_fd)
+            fd = canary_shapes.open_below(dir_fd, item["name"], flags)
             try:
                 for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
                     got = _read_full(fd, view, offset, size)
