@@ -42,3 +42,17 @@ def test_every_float_option_of_the_canary_is_in_the_one_table():
     documented = yaml.safe_load(checkpoint_canary.DOCUMENTATION)["options"]
     floats = sorted(name for name, spec in documented.items() if spec.get("type") == "float")
     assert floats == sorted(options.FLOAT_OPTIONS)
+
+
+@pytest.mark.parametrize("second", ["{x}/", "{x}/.", "{x}//", "{parent}/../target/x"])
+def test_paths_naming_one_directory_twice_are_refused_naming_the_option(tmp_path, second):
+    """Issue 45: paths=[X, X/] was taken as two paths (two work directories, the ranks' figures split)."""
+    target = tmp_path / "target"
+    target.mkdir()
+    first = target / "x"
+    first.mkdir()
+    before = tree_checksums(str(tmp_path))
+    other = second.format(x=str(first), parent=str(target))
+    result = fail_module(checkpoint_canary, _args(first, ranks=2, shape="file_per_rank", paths=[str(first), other]))
+    assert result["msg"].startswith("paths must not name a directory twice") and str(first) in result["msg"]
+    assert tree_checksums(str(tmp_path)) == before
