@@ -129,12 +129,13 @@ def _read_full(fd, view, offset, size):
     return got
 
 
-def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=None):
+def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=None, sizes=None):
     """Read one rank's files back as it wrote them and check every block; its read fields.
 
     buffer is the rank's block from run_rank: copied once into `expected` (what each block must
     be, with its stamp), then reused as the read buffer (page aligned, as O_DIRECT needs).
-    expected given (another rank's files, recovery_rank_shift): that rank's block.
+    expected given (another rank's files, recovery_rank_shift): that rank's block. sizes
+    (restore.planned_sizes): the rank whose range ends a file checks the file's size too.
     """
     expected = bytearray(buffer if expected is None else expected)
     view = memoryview(buffer)
@@ -158,12 +159,25 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=Non
                         restore.add_verify_error(result, item["name"], offset, problem)
                     if got < size:
                         break
+                else:
+                    _check_size(result, fd, rank_plan, item, sizes)
             finally:
                 os.close(fd)
         result["read_end"] = time.time()
     except OSError as exc:
         result["read_error"] = "read %s: %s" % (name, atomic_file.describe_error(exc))
     return result
+
+
+def _check_size(result, fd, rank_plan, item, sizes):
+    """A verify error when the file's size is not the planned one; checked by the rank whose range ends the file
+    (a short read already says a file is short)."""
+    written = (sizes or {}).get((rank_plan.get("path_index", 0), item["name"]))
+    if written is None or item["offset"] + item["length"] != written:
+        return
+    problem = restore.size_problem(os.fstat(fd).st_size, written)
+    if problem:
+        restore.add_verify_error(result, item["name"], written, problem)
 
 
 def write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer=None, job_fd=None):
@@ -200,10 +214,11 @@ def write_then_restore(dir_fds, rank_plan, params, start_at, go_read, write_end,
     elif rank_plan.get("read"):
         other = rank_plan["read"]
         read = run_read(dir_fds[other["path_index"]], other, params["block_size"], params["restore_cache"], buffer, read_at,
-                        random_block(params["block_size"], seed_of(params, other["global_rank"])))
+                        random_block(params["block_size"], seed_of(params, other["global_rank"])), params.get("planned_sizes"))
         read["read_from_rank"] = other["global_rank"]
     else:
-        read = run_read(dir_fd, rank_plan, params["block_size"], params["restore_cache"], buffer, read_at)
+        read = run_read(dir_fd, rank_plan, params["block_size"], params["restore_cache"], buffer, read_at, None,
+                        params.get("planned_sizes"))
     os.write(write_end, (json.dumps(read) + "\n").encode())
 
 
