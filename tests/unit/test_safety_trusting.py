@@ -37,3 +37,4 @@ def test_a_file_grown_after_the_write_fails_the_read_back_naming_its_size(tmp_pa
     problem = "the file is %d bytes, %d were written: it changed size after the write" % (size + 100, size)
     assert "rank %d: %s offset %d: %s" % (rank, name, size, problem) in result["msg"]
     assert [r["verify_error_count"] for r in result["ranks"]] == [1 if r["rank"] == rank else 0 for r in result["ranks"]]
+
