@@ -55,3 +55,21 @@ def test_stop_never_signals_a_recorded_process_that_is_not_an_iperf3_listener_on
         if stranger.poll() is None:
             os.killpg(stranger.pid, 9)
         stranger.wait()
+
+
+@pytest.mark.skipif(shutil.which("iperf3") is None or shutil.which("timeout") is None, reason="needs iperf3 and timeout")
+def test_a_listener_whose_record_cannot_be_written_is_stopped_and_the_failure_names_the_file(tmp_path):
+    """Before: the listener kept running (nothing recorded it, so nothing stopped it) while the message said
+    the listeners started were stopped."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe as probe_utils
+    from ansible_collections.ckptio.nfs.plugins.modules import tcp_probe_listener
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_tcp_probe import free_port, our_processes
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    port = free_port()
+    record = state / probe_utils.state_file_name("127.0.0.1", port)
+    record.mkdir()
+    result = fail_module(tcp_probe_listener, {"state": "started", "addresses": ["127.0.0.1"], "ports": [port],
+                                              "seconds": 60, "state_dir": str(state)})
+    assert str(record) in result["msg"]
+    assert our_processes([port]) == [], "the listener whose record could not be written is still listening"
