@@ -135,7 +135,7 @@ options:
       - The job's rank 0 (O(first_rank=0)) alone coordinates; with O(job_id) after every rank of every host (done markers).
     type: str
     choices: [shared_file, file_per_rank, torch_dcp, megatron, mlperf_llama3_8b, mlperf_llama3_70b, mlperf_llama3_405b, mlperf_llama3_1t]
-  shape_scale: {description: "Factor on the MLPerf shapes' per-rank bytes (the model's size) to fit the cluster or the lab (above 0, at most 1000).", type: float, default: 1.0}
+  shape_scale: {description: "Factor on the MLPerf shapes' per-rank bytes (the model's size), above 0, at most 1000.", type: float, default: 1.0}
   thread_count: {description: "Writer threads of O(shape=torch_dcp) (files per rank, FileSystemWriter's C(thread_count)).", type: int, default: 1}
   num_checkpoints: {description: "Checkpoints the MLPerf shapes write one after another (a 5 s pause and a barrier before each).", type: int, default: 1}
   first_rank:

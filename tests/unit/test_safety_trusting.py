@@ -1,21 +1,15 @@
-"""Issue 45, "Trusting what is there": a file grown after the write fails the read-back naming its size; a
-stale done marker of another run of the job never counts as this run's rank; a listener is signalled only
-when its recorded command line is an iperf3 server on the recorded port, and a listener whose record cannot
-be written is stopped. Each test failed on the code before the fix."""
+"""Issue 45, "Trusting what is there", checkpoint_canary: a file grown after the write fails the read-back
+naming its size. It failed on the code before the fix (tcp_probe_listener's: test_safety_listener.py)."""
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import time
 
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import _args, _restore_controller
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import live_host  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module
+from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module
 
 KIB = 1024
 
@@ -37,4 +31,3 @@ def test_a_file_grown_after_the_write_fails_the_read_back_naming_its_size(tmp_pa
     problem = "the file is %d bytes, %d were written: it changed size after the write" % (size + 100, size)
     assert "rank %d: %s offset %d: %s" % (rank, name, size, problem) in result["msg"]
     assert [r["verify_error_count"] for r in result["ranks"]] == [1 if r["rank"] == rank else 0 for r in result["ranks"]]
-

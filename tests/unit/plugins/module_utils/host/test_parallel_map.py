@@ -97,8 +97,8 @@ def _sleep_on(shared, chunk):
 @needs_fork
 def test_the_map_leaves_no_worker_behind():
     before = _children()
-    assert parallel_map.chunked_map(_kill_self_on, 99, list(range(12)), 2, 3) == [[0, 2], [4, 6], [8, 10], [12, 14],
-                                                                                 [16, 18], [20, 22]]
+    expected = [[0, 2], [4, 6], [8, 10], [12, 14], [16, 18], [20, 22]]
+    assert parallel_map.chunked_map(_kill_self_on, 99, list(range(12)), 2, 3) == expected
     with pytest.raises(parallel_map.WorkerDied):
         parallel_map.chunked_map(_kill_self_on, 7, list(range(12)), 2, 3)
     assert _children() == before
