@@ -85,18 +85,18 @@ options:
   barrier_timeout:
     description:
       - Seconds the prepared canary waits for C(go.json) before it gives up, cleans up and fails, so a
-        controller that died does not leave ranks waiting.
+        controller that died does not leave ranks waiting (a finite number above 0, at most 86400).
       - With O(restore=true) also the longest wait for C(read_go.json) after C(written.json).
     type: float
     default: 600
   timeout:
     description:
-      - Seconds from the start until every rank must have finished.
+      - Seconds from the start until every rank must have finished (a finite number above 0, at most 86400).
       - With O(restore=true) the read phase gets its own O(timeout), counted from the read go (so a run may
         take twice O(timeout), plus the wait for C(read_go.json)).
     type: float
     default: 600
-  kill_grace: {description: "Seconds to wait for stalled ranks after SIGKILL before failing anyway.", type: float, default: 5}
+  kill_grace: {description: "Seconds to wait for stalled ranks after SIGKILL before failing anyway (0 to 3600).", type: float, default: 5}
   allow_local: {description: "Allow a O(path) that is not on an NFS mount (tests, benchmarks against local disks).", type: bool, default: false}
   keep: {description: "Leave the written files in place (in the directory named by RV(workdir)).", type: bool, default: false}
   restore:
@@ -135,7 +135,7 @@ options:
       - The job's rank 0 (O(first_rank=0)) alone coordinates; with O(job_id) after every rank of every host (done markers).
     type: str
     choices: [shared_file, file_per_rank, torch_dcp, megatron, mlperf_llama3_8b, mlperf_llama3_70b, mlperf_llama3_405b, mlperf_llama3_1t]
-  shape_scale: {description: "Factor on the MLPerf shapes' per-rank bytes (the model's size) to fit the cluster or the lab.", type: float, default: 1.0}
+  shape_scale: {description: "Factor on the MLPerf shapes' per-rank bytes (the model's size), above 0, at most 1000.", type: float, default: 1.0}
   thread_count: {description: "Writer threads of O(shape=torch_dcp) (files per rank, FileSystemWriter's C(thread_count)).", type: int, default: 1}
   num_checkpoints: {description: "Checkpoints the MLPerf shapes write one after another (a 5 s pause and a barrier before each).", type: int, default: 1}
   first_rank:

@@ -222,6 +222,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place as output_place_rule
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
@@ -266,7 +267,8 @@ def main():
             result, json_text = json_safe_text(diagnose(load_bundle(directory, stream=True)), _diagnosis_json)
             markdown = render_markdown(result)
         json_text += "\n"
-    except BundleError as exc:
+    except (BundleError, WorkerDied) as exc:
+        # WorkerDied: a forked reader killed (the OOM killer) or stuck, named with its chunk (host/parallel_map.py).
         module.fail_json(msg=show_undecodable("bundle %s: %s" % (directory, exc)))
 
     changed = False

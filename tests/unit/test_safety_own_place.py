@@ -267,7 +267,8 @@ def test_stop_leaves_alone_a_process_with_our_exact_command_line_that_we_did_not
 
 def test_identity_needs_start_time_executable_and_argv():
     argv = probe_utils.listen_argv("/usr/bin/timeout", "/usr/bin/iperf3", "10.0.0.1", 5201, 60)
-    record = {"pid": 100, "argv": argv, "starttime": 5000, "exe": "/usr/bin/timeout", "child_exe": "/usr/bin/iperf3"}
+    record = {"pid": 100, "argv": argv, "starttime": 5000, "exe": "/usr/bin/timeout", "child_exe": "/usr/bin/iperf3",
+              "address": "10.0.0.1", "port": 5201}
     stat_text = "100 (timeout) S 1 100 100 0 -1 4194560 " + " ".join(["0"] * 12) + " 5000 0 0"
     child_stat = "101 (iperf3) S 100 100 100 0 -1 4194560 " + " ".join(["0"] * 12) + " 5001 0 0"
     cmdline = "\0".join(argv) + "\0"

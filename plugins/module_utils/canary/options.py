@@ -15,8 +15,44 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 
 
+# Seconds a canary may be told to wait: a day is far beyond any checkpoint (the lab's longest run is
+# minutes); above it a typo (1e12) would hold the play for ever, and inf and nan slipped through `<= 0`.
+DAY_SECONDS = 86400.0
+# Every float option: (lowest, low included, highest), each checked finite first, in one rule (float_errors).
+# shape_scale above 1000 makes the 1t model's shards petabytes; start_at's window is checked by start_error.
+FLOAT_OPTIONS = {
+    "timeout": (0.0, False, DAY_SECONDS),
+    "barrier_timeout": (0.0, False, DAY_SECONDS),
+    "kill_grace": (0.0, True, 3600.0),
+    "shape_scale": (0.0, False, 1000.0),
+    "start_at": (None, True, None),
+}
+
+
+def float_errors(params, table=None):
+    """Errors of the float options (table: {name: (lowest, low included, highest)}, FLOAT_OPTIONS by default): each
+    must be a finite number within its range; None (not given) is fine. A message naming the option each."""
+    errors = []
+    for name, (low, low_included, high) in sorted((table or FLOAT_OPTIONS).items()):
+        value = params.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            errors.append("%s must be a finite number, got %s" % (name, value))
+        elif low is not None and (value < low or (value == low and not low_included)):
+            errors.append("%s must be %s %g, got %s" % (name, "at least" if low_included else "greater than", low, value))
+        elif high is not None and value > high:
+            errors.append("%s must be at most %g, got %s" % (name, high, value))
+    return errors
+
+
 def option_errors(params):
-    """Every error of the size, layout, restore and time options (a message naming the option each)."""
+    """Every error of the size, layout, restore and time options (a message naming the option each).
+
+    The float options first, alone: the other checks do arithmetic on them (shape_scale x a model's bytes)."""
+    errors = float_errors(params)
+    if errors:
+        return errors
     shape = params.get("shape")
     layout = params["layout"] if not shape else (shape if shape in plan.LAYOUTS else "file_per_rank")
     errors = plan.validate_plan(params["ranks"], params["bytes_per_rank"], params["block_size"],
@@ -26,10 +62,6 @@ def option_errors(params):
     errors += [e for e in (limits.block_size_error(params["block_size"]),) if e]
     errors += restore.validate_restore(params["restore"], params["restore_cache"], params["fsync"],
                                        params["block_size"], params["bytes_per_rank"])
-    if params["timeout"] <= 0:
-        errors.append("timeout must be greater than 0, got %s" % params["timeout"])
-    if params["kill_grace"] < 0:
-        errors.append("kill_grace must be 0 or more, got %s" % params["kill_grace"])
     return errors
 
 

@@ -244,6 +244,9 @@ def identity_problem(record, pid, stat, exe, cmdline):
     old or planted record, a recycled pid, another program with the same command line - is not
     ours and is never signalled.
     """
+    problem = listener_argv_problem(record)
+    if problem:
+        return problem
     start, leader_exe, child_exe = record.get("starttime"), record.get("exe"), record.get("child_exe")
     if not isinstance(start, int) or isinstance(start, bool) or not isinstance(leader_exe, str) or not isinstance(child_exe, str):
         return "the record has no start time and executable to prove the process is ours"
@@ -265,6 +268,26 @@ def identity_problem(record, pid, stat, exe, cmdline):
         return "pid %d runs %s, not the recorded %s" % (pid, exe, child_exe)
     if _words(cmdline) != listener_child_argv(list(argv)):
         return "pid %d has another command line" % pid
+    return None
+
+
+def listener_argv_problem(record):
+    """Why the record's argv is not one listen_argv() makes for the record's address and port (None when it is).
+
+    The argv a record holds is compared with the live cmdline, so it must itself be ours: `timeout -k N S
+    .../iperf3 -s -1 -B ADDRESS -p PORT`. A planted record naming `sleep 60` (or another port's listener)
+    matched its live process exactly and got it signalled (issue 45).
+    """
+    argv = record.get("argv")
+    where = "%s:%s" % (record.get("address"), record.get("port"))
+    if not isinstance(argv, list) or len(argv) != 11 or not all(isinstance(word, str) for word in argv):
+        return "the recorded command line is not an iperf3 listener on %s" % where
+    try:
+        expected = listen_argv(argv[0], argv[4], record.get("address"), int(record.get("port")), int(argv[3]), int(argv[2]))
+    except (TypeError, ValueError):
+        expected = None
+    if argv != expected or argv[4].rsplit("/", 1)[-1] != "iperf3" or not isinstance(record.get("address"), str):
+        return "the recorded command line is not an iperf3 listener on %s: %s" % (where, " ".join(argv))
     return None
 
 

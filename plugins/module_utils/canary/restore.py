@@ -133,6 +133,26 @@ def empty_read():
             "verify_error_count": 0}
 
 
+def planned_sizes(plan):
+    """{(path_index, file name): its size once written} of every file a rank plan writes or reads back (a rank's
+    "read" plan: another rank's files): the end of its last planned range. The read-back checks the file's size
+    against it (size_problem): a file grown after the write passed when only the planned ranges were read."""
+    sizes = {}
+    for entry in plan:
+        for rank_plan in [entry] + ([entry["read"]] if entry.get("read") else []):
+            for item in rank_plan.get("files", []):
+                key = (rank_plan.get("path_index", 0), item["name"])
+                sizes[key] = max(sizes.get(key, 0), item["offset"] + item["length"])
+    return sizes
+
+
+def size_problem(size, written):
+    """Why a read-back file's size is not what was written (None when it is)."""
+    if size == written:
+        return None
+    return "the file is %d bytes, %d were written: it changed size after the write" % (size, written)
+
+
 def add_verify_error(result, name, offset, problem):
     """Count a bad block in a rank's read fields; name at most MAX_VERIFY_ERRORS of them."""
     result["verify_error_count"] += 1

@@ -99,11 +99,17 @@ def _announce_and_wait(module, directory, announce, go_name, timeout, what):
     name, time_key, document = announce
     if "run_id" not in document:
         document = dict(document, run_id=(run_id(directory) if name != barrier.READY_FILE else None) or barrier.new_run_id())
-    write_json(module, directory, name, document)
     announced = float(document[time_key])
     deadline = announced + timeout
     info = {time_key: round(announced, 6), "signal": None, "go_at": None, "go_late_seconds": None, "abort": None,
             "run_id": document["run_id"]}
+    try:
+        write_json(module, directory, name, document)
+    except OSError as exc:
+        # A link or a directory planted at our own file (atomic_file.FileRefused) or a full tmpfs: the
+        # controller never hears from this host, so this run is off, named, never a traceback (issue 45).
+        info.update(signal="abort", abort="could not write %s: %s" % (path(directory, name), exc))
+        return None, info
     while True:
         go_text, go_refused = _read_signal_file(directory, go_name)
         abort_text, abort_refused = _read_signal_file(directory, barrier.ABORT_FILE)

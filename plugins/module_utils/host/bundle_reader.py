@@ -14,7 +14,9 @@ diagnosis.json too (saved_diagnosis).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 from collections.abc import Mapping
 
@@ -24,30 +26,64 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLI
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 
 
-def _hosts(directory):
+LINK_PROBLEM = "%s is a symbolic link: not read (never followed out of the bundle)"
+
+
+def _kind_dir_error(directory):
+    """BundleError for a clients/ or servers/ directory that is a symbolic link (None when it is not)."""
+    info = _lstat(directory)
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        return BundleError(LINK_PROBLEM % directory)
+    return None
+
+
+def _lstat(path):
     try:
-        return sorted(name for name in os.listdir(directory) if os.path.isdir(os.path.join(directory, name)))
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _hosts(directory, problems):
+    """The host directories in directory (never through a link: a host linked elsewhere is listed in problems,
+    a client linked to /etc would otherwise be read as a client and its files shown, issue 45)."""
+    hosts = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    problems.append(LINK_PROBLEM % os.path.join(directory, entry.name))
+                elif entry.is_dir(follow_symlinks=False):
+                    hosts.append(entry.name)
     except OSError:
         return []
+    return sorted(hosts)
 
 
-def _read(path):
+def _read(path, inside=None, problems=None):
     """A bundle file's text through the one bounded reader (atomic_file.read_input: never through a
-    link, regular files only, at most INPUT_LIMIT); None when missing or unreadable; BundleError
-    naming the file and why (a link, a FIFO, over the cap) otherwise."""
+    link, regular files only, at most INPUT_LIMIT; with inside, no directory between inside and the
+    file may be a link either); None when missing or unreadable. A link is listed in problems (when
+    given) and read as missing; BundleError naming the file and why otherwise (a link where no
+    problems list is kept, a FIFO, over the cap)."""
     try:
-        return atomic_file.read_input(path)
+        return atomic_file.read_input(path, inside=inside)
     except atomic_file.FileRefused as exc:
+        if problems is not None and exc.errno == errno.ELOOP:
+            message = LINK_PROBLEM % exc.filename
+            if message not in problems:
+                problems.append(message)
+            return None
         raise BundleError(str(exc))
     except OSError:
         return None
 
 
-def _read_texts(directory, names):
+def _read_texts(directory, names, inside=None, problems=None):
     """{key: text} of the host's files that are there (names: {key: file name}), unparsed."""
     texts = {}
     for key, name in names.items():
-        text = _read(os.path.join(directory, name))
+        text = _read(os.path.join(directory, name), inside, problems)
         if text is not None:
             texts[key] = text
     return texts
@@ -72,7 +108,7 @@ def parse_texts(texts, names, where, problems):
 
 
 def _read_host(directory, names, where, problems):
-    return parse_texts(_read_texts(directory, names), names, where, problems)
+    return parse_texts(_read_texts(directory, names, problems=problems), names, where, problems)
 
 
 class HostFiles(Mapping):
@@ -86,7 +122,7 @@ class HostFiles(Mapping):
         self._names = names
         self._where = where
         self._problems = problems
-        self._hosts = _hosts(directory)
+        self._hosts = _hosts(directory, problems)
         # A set beside the sorted list: a list's `in` made reading 16,384 clients quadratic (~134
         # million name comparisons, tests/bench/README.md).
         self._known = frozenset(self._hosts)
@@ -100,7 +136,8 @@ class HostFiles(Mapping):
         if host not in self._known:
             raise KeyError(host)
         names = dict(self._names, **extra) if extra else self._names
-        return _read_texts(os.path.join(self._directory, host), names)
+        # Inside the bundle: a host directory swapped for a link after it was listed is refused too.
+        return _read_texts(os.path.join(self._directory, host), names, os.path.dirname(self._directory), self._problems)
 
     def parsed(self, host, texts, keys=None):
         """{key: text or parsed JSON} of texts (HostFiles.texts) as __getitem__ returns it, of keys only when
@@ -133,6 +170,9 @@ def load_bundle(directory, stream=False):
     problems = []
     bundle = {"context": context, "clients": {}, "servers": {}, "problems": problems}
     for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
+        error = _kind_dir_error(os.path.join(directory, kind))
+        if error is not None:
+            raise error
         hosts = HostFiles(os.path.join(directory, kind), names, kind, problems)
         bundle[kind] = hosts if stream else dict((host, hosts[host]) for host in hosts)
     return bundle

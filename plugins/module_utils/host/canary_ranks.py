@@ -6,7 +6,7 @@
 A rank writes its planned files (canary/plan.py) from a random block stamped with each offset,
 fsyncs them, and with restore=true reads them back and verifies every block (canary/restore.py).
 It is forked by processes.fork_child and released by processes.send_go; every file is opened
-relative to the work directory's fd with O_NOFOLLOW.
+relative to the work directory's fd, never through a link on the way (canary_shapes.open_below).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at, buffer=None
     try:
         for item in rank_plan["files"]:
             open_flags = flags | (os.O_CREAT | os.O_EXCL if item["create"] else 0)
-            fd = os.open(item["name"], open_flags, 0o600, dir_fd=dir_fd)
+            fd = canary_shapes.open_below(dir_fd, item["name"], open_flags)
             try:
                 canary_shapes.write_range(fd, view, item["offset"], item["length"], block_size, partial(_count, result))
                 if fsync:
@@ -108,7 +108,7 @@ def drop_cached_pages(dir_fd, rank_plan):
     """
     try:
         for item in rank_plan["files"]:
-            fd = os.open(item["name"], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            fd = canary_shapes.open_below(dir_fd, item["name"], os.O_RDONLY)
             try:
                 os.posix_fadvise(fd, item["offset"], item["length"], os.POSIX_FADV_DONTNEED)
             finally:
@@ -129,12 +129,13 @@ def _read_full(fd, view, offset, size):
     return got
 
 
-def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=None):
+def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=None, sizes=None):
     """Read one rank's files back as it wrote them and check every block; its read fields.
 
     buffer is the rank's block from run_rank: copied once into `expected` (what each block must
     be, with its stamp), then reused as the read buffer (page aligned, as O_DIRECT needs).
-    expected given (another rank's files, recovery_rank_shift): that rank's block.
+    expected given (another rank's files, recovery_rank_shift): that rank's block. sizes
+    (restore.planned_sizes): the rank whose range ends a file checks the file's size too.
     """
     expected = bytearray(buffer if expected is None else expected)
     view = memoryview(buffer)
@@ -148,7 +149,7 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=Non
     try:
         for item in rank_plan["files"]:
             name = item["name"]
-            fd = os.open(item["name"], flags, dir_fd=dir_fd)
+            fd = canary_shapes.open_below(dir_fd, item["name"], flags)
             try:
                 for offset, size in canary.write_chunks(item["offset"], item["length"], block_size):
                     got = _read_full(fd, view, offset, size)
@@ -158,12 +159,25 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=Non
                         restore.add_verify_error(result, item["name"], offset, problem)
                     if got < size:
                         break
+                else:
+                    _check_size(result, fd, rank_plan, item, sizes)
             finally:
                 os.close(fd)
         result["read_end"] = time.time()
     except OSError as exc:
         result["read_error"] = "read %s: %s" % (name, atomic_file.describe_error(exc))
     return result
+
+
+def _check_size(result, fd, rank_plan, item, sizes):
+    """A verify error when the file's size is not the planned one; checked by the rank whose range ends the file
+    (a short read already says a file is short)."""
+    written = (sizes or {}).get((rank_plan.get("path_index", 0), item["name"]))
+    if written is None or item["offset"] + item["length"] != written:
+        return
+    problem = restore.size_problem(os.fstat(fd).st_size, written)
+    if problem:
+        restore.add_verify_error(result, item["name"], written, problem)
 
 
 def write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer=None, job_fd=None):
@@ -200,10 +214,11 @@ def write_then_restore(dir_fds, rank_plan, params, start_at, go_read, write_end,
     elif rank_plan.get("read"):
         other = rank_plan["read"]
         read = run_read(dir_fds[other["path_index"]], other, params["block_size"], params["restore_cache"], buffer, read_at,
-                        random_block(params["block_size"], seed_of(params, other["global_rank"])))
+                        random_block(params["block_size"], seed_of(params, other["global_rank"])), params.get("planned_sizes"))
         read["read_from_rank"] = other["global_rank"]
     else:
-        read = run_read(dir_fd, rank_plan, params["block_size"], params["restore_cache"], buffer, read_at)
+        read = run_read(dir_fd, rank_plan, params["block_size"], params["restore_cache"], buffer, read_at, None,
+                        params.get("planned_sizes"))
     os.write(write_end, (json.dumps(read) + "\n").encode())
 
 

@@ -259,12 +259,14 @@ def run_phases(module, places, shape_plan, plan, start_at, servers, host, result
     written = read = drained = None
     write_fds = places.write_fds()
     barrier = canary_shapes.PipeBarrier(len(plan)) if any(entry.get("ops") for entry in plan) else None
+    # The read-back checks each file's size too (restore.planned_sizes): the ranks get it with their options.
+    rank_params = dict(params, planned_sizes=restore.planned_sizes(plan)) if params["restore"] else params
     try:
         for path_index, name in shape_plan.shared_files:
-            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=write_fds[path_index]))
+            os.close(canary_shapes.open_below(write_fds[path_index], name, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         supervised.ranks = canary_ranks.start_ranks(
-            plan, lambda entry: canary_ranks.rank_body(write_fds, entry, params, barrier), places.control_fds())
+            plan, lambda entry: canary_ranks.rank_body(write_fds, entry, rank_params, barrier), places.control_fds())
         go_at, signal_info = supervised.wait_for_go(places.path(), start_at)
         if signal_info is not None:
             result["barrier"] = signal_info

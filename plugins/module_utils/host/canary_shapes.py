@@ -5,15 +5,18 @@
 of one host's ranks, and the burst buffer's drain (a forked child per rank copying its files from
 the local path to its NFS path, rate-capped).
 
-Every name is opened relative to a work directory's fd with O_NOFOLLOW; the subdirectories are
-made by the ranks themselves inside that 0700 directory (never followed out: mkdir fails on any
-existing entry that is not a directory, and a later open through it is O_NOFOLLOW on the leaf).
+Every name is opened relative to a work directory's fd, one component at a time with O_NOFOLLOW
+(open_below, parent_below): O_NOFOLLOW on the leaf alone still follows a directory on the way, and a
+job's directory is shared by the job's hosts, so a `checkpoint` or `.ckptio-barrier` planted there as
+a link made the ranks write into the linked folder (issue 45). A link on the way is an OSError naming
+the path and "is a symbolic link"; nothing is written through it.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
@@ -62,19 +65,74 @@ class PipeBarrier:
                 os.close(fd)
 
 
-def _mkdir_p(dir_fd, name):
-    """mkdir -p of a relative name inside dir_fd (every component; an existing directory is fine)."""
-    parts = name.split("/")
-    for index in range(len(parts)):
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | FLAGS
+
+
+def _enter(fd, part, shown):
+    """The fd of directory `part` inside fd, never through a link (ELOOP/ENOTDIR named as the path's link)."""
+    try:
+        return os.open(part, DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            try:
+                is_link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+            except OSError:
+                is_link = False
+            if is_link:
+                raise OSError(errno.ELOOP, "%s is a symbolic link: not followed (it may point outside)" % shown)
+        raise
+
+
+class parent_below:  # pylint: disable=invalid-name
+    """with parent_below(dir_fd, "a/b/name", make=False) as (fd, "name"): the directory holding name, entered a
+    component at a time without following a link (made 0700 first when make)."""
+
+    def __init__(self, dir_fd, name, make=False):
+        self.dir_fd, self.name, self.make, self.fds = dir_fd, name, make, []
+
+    def __enter__(self):
+        parts = self.name.split("/")
+        fd = self.dir_fd
         try:
-            os.mkdir("/".join(parts[:index + 1]), 0o700, dir_fd=dir_fd)
-        except FileExistsError:
-            pass
+            for index, part in enumerate(parts[:-1]):
+                if self.make:
+                    try:
+                        os.mkdir(part, 0o700, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                fd = _enter(fd, part, "/".join(parts[:index + 1]))
+                self.fds.append(fd)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return fd, parts[-1]
+
+    def __exit__(self, *_exc):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def open_below(dir_fd, name, flags, mode=0o600):
+    """os.open(name, flags | O_NOFOLLOW) relative to dir_fd, every directory on the way entered without a link."""
+    with parent_below(dir_fd, name) as (fd, leaf):
+        try:
+            return os.open(leaf, flags | FLAGS, mode, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OSError(errno.ELOOP, "%s is a symbolic link: not followed (it may point outside)" % name)
+            raise
+
+
+def _mkdir_p(dir_fd, name):
+    """mkdir -p of a relative name inside dir_fd (every component made 0700 or entered, never through a link)."""
+    with parent_below(dir_fd, name + "/.", make=True):
+        pass
 
 
 def _write_data(dir_fd, op, view, block_size, direct):
     flags = os.O_WRONLY | FLAGS | (os.O_CREAT | os.O_EXCL if op["create"] else 0) | (os.O_DIRECT if direct else 0)
-    fd = os.open(op["name"], flags, 0o600, dir_fd=dir_fd)
+    fd = open_below(dir_fd, op["name"], flags)
     try:
         written_total = write_range(fd, view, op["offset"], op["length"], block_size)
         if op["fsync"]:
@@ -102,7 +160,7 @@ def write_range(fd, view, offset, length, block_size, counted=None):
 def _write_small(dir_fd, op, view):
     """A small file written whole: create (O_EXCL) or, create false, truncated and rewritten in place."""
     flags = os.O_WRONLY | os.O_CREAT | FLAGS | (os.O_EXCL if op["create"] else os.O_TRUNC)
-    fd = os.open(op["name"], flags, 0o600, dir_fd=dir_fd)
+    fd = open_below(dir_fd, op["name"], flags)
     try:
         position = 0
         while position < op["length"]:
@@ -118,23 +176,27 @@ def _metadata(dir_fd, op):
         _mkdir_p(dir_fd, op["name"])
     elif op["kind"] == "exists":
         try:
-            os.stat(op["name"], dir_fd=dir_fd, follow_symlinks=False)
+            with parent_below(dir_fd, op["name"]) as (fd, leaf):
+                os.stat(leaf, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             pass
     elif op["kind"] == "unlink":
         try:
-            os.unlink(op["name"], dir_fd=dir_fd)
+            with parent_below(dir_fd, op["name"]) as (fd, leaf):
+                os.unlink(leaf, dir_fd=fd)
         except FileNotFoundError:
             pass
     elif op["kind"] == "rename":
-        os.rename(op["name"], op["target"], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        with parent_below(dir_fd, op["name"]) as (source_fd, source):
+            with parent_below(dir_fd, op["target"]) as (target_fd, target):
+                os.rename(source, target, src_dir_fd=source_fd, dst_dir_fd=target_fd)
 
 
 def mark_done(job_fd, op):
     """This rank's done marker in the job's directory (canary/shapes.py, "A job"); one of an earlier run fails it."""
     _mkdir_p(job_fd, op["name"].rsplit("/", 1)[0])
     try:
-        os.close(os.open(op["name"], os.O_WRONLY | os.O_CREAT | os.O_EXCL | FLAGS, 0o600, dir_fd=job_fd))
+        os.close(open_below(job_fd, op["name"], os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     except FileExistsError:
         raise OSError(errno.EEXIST, "a done marker of an earlier run of this job_id is there (remove the job's directory)")
 
@@ -146,7 +208,7 @@ def await_job(job_fd, op, start_at, seconds):
     expected = set(str(rank) for rank in range(op["length"]))
     while True:
         try:
-            fd = os.open(op["name"], os.O_RDONLY | os.O_DIRECTORY | FLAGS, dir_fd=job_fd)
+            fd = _enter(job_fd, op["name"], op["name"])
             try:
                 missing = expected - set(os.listdir(fd))
             finally:
@@ -234,9 +296,9 @@ def drain_rank(source_fd, target_fd, rank_plan, block_size, rate, buffer, start_
         for name, offset, length in drain_items(rank_plan):
             if "/" in name:
                 _mkdir_p(target_fd, name.rsplit("/", 1)[0])
-            source = os.open(name, os.O_RDONLY | FLAGS, dir_fd=source_fd)
+            source = open_below(source_fd, name, os.O_RDONLY)
             try:
-                target = os.open(name, os.O_WRONLY | os.O_CREAT | FLAGS, 0o600, dir_fd=target_fd)
+                target = open_below(target_fd, name, os.O_WRONLY | os.O_CREAT)
                 try:
                     end = offset + (os.fstat(source).st_size if length is None else length)
                     position = offset

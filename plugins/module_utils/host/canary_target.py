@@ -101,8 +101,9 @@ def check_limits(params, real, parent_fd, meminfo_path, check_mode):
 
 
 def _paths(params):
-    """The NFS paths the ranks spread over: paths when given, else path alone."""
-    return list(params["paths"]) if params["paths"] else [params["path"]]
+    """The NFS paths the ranks spread over: paths when given, else path alone, each normalised (os.path.normpath:
+    no trailing slash, no `.` or `x/..`), so `X` and `X/` are one directory named twice, refused (issue 45)."""
+    return [os.path.normpath(path) for path in (params["paths"] or [params["path"]])]
 
 
 def open_places(params, mountinfo_path):
@@ -114,7 +115,8 @@ def open_places(params, mountinfo_path):
     """
     paths = _paths(params)
     if len(set(paths)) != len(paths):
-        raise Refused("paths must not name a directory twice, got %s" % ", ".join(paths))
+        raise Refused("paths must not name a directory twice, got %s (normalised: %s)"
+                      % (", ".join(params["paths"]), ", ".join(paths)))
     workdirs, mounts, servers = [], [], []
     for path in paths:
         label = "path" if not params["paths"] else "paths entry"

@@ -214,7 +214,14 @@ def start_one(module, host, state_dir, pair, argv):
               "exe": os.path.realpath(argv[0]), "child_exe": os.path.realpath(probe.listener_child_argv(argv)[0]),
               "started": round(time.time(), 3), "limit_seconds": module.params["seconds"]}
     name = probe.state_file_name(address, port)
-    atomic_file.write_file(module, os.path.join(state_dir, name), json.dumps(record) + "\n", mode=0o600)
+    try:
+        atomic_file.write_file(module, os.path.join(state_dir, name), json.dumps(record) + "\n", mode=0o600)
+    except OSError as exc:
+        # Unrecorded, nothing would ever stop it (stop reads the records): stop it now, we just started it
+        # (SIGTERM to `timeout`, which passes it to iperf3; SIGKILL after the grace), then fail (issue 45).
+        left = processes.terminate([pid], STOP_GRACE_SECONDS, host.proc)
+        raise OSError(exc.errno, "the record %s could not be written (%s): the listener just started there (pid %d) was"
+                      " stopped%s" % (os.path.join(state_dir, name), exc, pid, " with SIGKILL" if left else ""))
     return name, record
 
 

@@ -210,3 +210,31 @@ def test_a_large_bundle_returns_without_the_per_host_blocks_diagnosis_json_holds
     with open(os.path.join(small_root, "diagnosis.json")) as handle:
         small_text = handle.read()
     assert small_text == json.dumps(json.loads(small_text), indent=2, sort_keys=True) + "\n"
+
+
+def test_a_forked_reader_killed_like_the_oom_killer_does_fails_cleanly_naming_it(tmp_path, monkeypatch):
+    """Issue 45: a forked reader SIGKILLed (the OOM killer) left diagnose_bundle waiting for ever; now the module
+    fails within seconds naming the reader, its chunk and the signal, and writes nothing."""
+    import signal
+    import time
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
+    bundle = str(tmp_path / "healthy")
+    shutil.copytree(sample_path("..", "captures", "healthy"), bundle)
+    monkeypatch.setattr(run, "PARALLEL_CLIENTS", 0)
+    monkeypatch.setattr(run, "CLIENT_CHUNK", 1)
+    monkeypatch.setattr(parallel_map, "workers_for", lambda items, least: 2)
+    monkeypatch.setattr(parallel_map, "IDLE_SECONDS", 10.0)
+    real_read_chunk = run._read_chunk
+
+    def read_chunk(shared, hosts):
+        if "nfs3" in hosts:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_read_chunk(shared, hosts)
+    monkeypatch.setattr(run, "_read_chunk", read_chunk)
+    before = tree_checksums(bundle)
+    started = time.monotonic()
+    result = fail_module(diagnose_bundle, {"bundle": bundle})
+    assert time.monotonic() - started < 10
+    assert "chunk 1 of 2" in result["msg"] and "SIGKILL" in result["msg"] and bundle in result["msg"]
+    assert tree_checksums(bundle) == before
