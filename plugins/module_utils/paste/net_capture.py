@@ -142,8 +142,8 @@ def _loss(findings, counts):
         spurious = " (%d spurious: sent again although the first arrived)" % counts["spurious"] if counts["spurious"] else ""
         findings.append(tf.finding(
             "network", "retransmitted share of the TCP segments shown", share,
-            "%d of %d TCP segments shown are retransmissions (%.2f %%)%s%s" % (retrans, segments, share * 100, spurious,
-                                                                                few),
+            "%d of %d TCP segments shown are retransmissions (%.2f %%)%s%s" % (
+                retrans, segments, share * 100, spurious, few),
             counts["first"]["retrans"], tf.threshold_text(signals.LOSSY_RETRANS_SHARE), crossed,
             2 if crossed else (1 if near else 0)))
     elif segments:
