@@ -163,6 +163,35 @@ METADATA_RTT_FACTOR = _signal(
 RTT_HIGH_MS = _signal(
     "rtt_high_ms", "an op's RTT that is slow on any data-centre path", "ms", 50.0, "server_storage",
     "a disk seek plus a round trip by an order of magnitude")
+DISK_QUEUE_DEEP = _signal(
+    "disk_queue_deep", "requests queued at a device on average (iostat aqu-sz / avgqu-sz, sar -d)", "requests", 1.0,
+    "server_storage", "B. Gregg, Linux Performance Analysis in 60,000 Milliseconds (Netflix, 2015): avgqu-sz 'greater "
+    "than 1 can be evidence of saturation' (devices that serve requests in parallel can take more)")
+DISK_AWAIT_HIGH_MS = _signal(
+    "disk_await_high_ms", "a device's average time per request, queue included (iostat await / w_await, sar -d)", "ms",
+    20.0, "server_storage", "a 7200 rpm disk's average seek (~8.5 ms) plus half a rotation (4.2 ms) is ~13 ms; beyond "
+    "20 ms requests wait in a queue (lab slow_storage: dm-delay 40 ms per write)")
+PARALLEL_DEVICE_AWAIT_LOW_MS = _signal(
+    "parallel_device_await_low_ms", "await below which a device that serves requests in parallel (nvme*, md*) is not "
+    "saturated even at 100 % util", "ms", 2.0, "server_storage",
+    "iostat(1) %util: 'for devices serving requests in parallel, such as RAID arrays and modern SSDs, this number does "
+    "not reflect their performance limits'; an NVMe write completes in tens of microseconds idle", comparison="<")
+PERF_HOT_SYMBOL_SHARE = _signal(
+    "perf_hot_symbol_share", "one kernel symbol's share of perf samples (perf top / perf report, self overhead)", "share",
+    0.1, "server_cpu", "a kernel that is not contended spreads its cycles over many symbols; openzfs/zfs#10547: 75 % in "
+    "native_queued_spin_lock_slowpath under contention, far less on XFS on the same host")
+TCP_TIMEO_DECISECONDS = _signal(
+    "tcp_timeo_deciseconds", "the NFS mount's timeo over TCP (tenths of a second)", "ds", 600, "network",
+    "nfs(5) timeo: 'For NFS over TCP the default timeo value is 600 (60 seconds)'; shorter retransmits requests TCP "
+    "already carries (ltsp/ltsp#27: timeo=7 gave 2 MB/s, timeo=600 fixed it)", comparison="<")
+BULK_IO_SIZE_BYTES = _signal(
+    "bulk_io_size_bytes", "rsize/wsize below which a bulk write path sends more RPCs than it needs", "bytes", 1048576,
+    "client_rpc_slots", "Linux's largest NFS I/O is 1 MiB (fs/nfs/internal.h NFS_MAX_FILE_IO_SIZE); a smaller wsize "
+    "multiplies the WRITEs, each taking a slot and a round trip", comparison="<")
+CREATES_PER_WRITTEN_MIB = _signal(
+    "creates_per_written_mib", "files created per second over MiB written per second, in one benchmark paste", "ratio",
+    1.0, "access_pattern", "below one create per MiB written, files of 1 MiB or less (metadata_ops_per_mib's pattern) "
+    "are created more slowly than they are written", comparison="<")
 
 # ---------------------------------------------------------------- access pattern and metadata
 SHARED_LOCK_SHARE = _signal(
