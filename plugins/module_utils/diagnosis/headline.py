@@ -133,10 +133,11 @@ def _host_scope_text(result, where, gap):
         "its" if len(hosts) == 1 else "their", what)
     without = where.get("without_bytes_per_second")
     target = result.get("target_bytes_per_second")
-    if without:
-        text += "; ending with the other hosts, the checkpoint would run at %s%s" % (
-            human.rate(without), " (%s)" % ("meets the target" if target and without >= target else
-                                             "still %s short" % human.factor(target / without)) if target else "")
+    if without and target:
+        text += "; ending with the other hosts, the checkpoint would run at %s (%s)" % (
+            human.rate(without), "meets the target" if without >= target else "still %s short" % human.factor(target / without))
+    elif without:
+        text += "; ending with the other hosts, the checkpoint would run at %s" % human.rate(without)
     return text
 
 
