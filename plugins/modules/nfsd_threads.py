@@ -49,6 +49,9 @@ options:
         C(nfs-server.service) drop-in whose C(ExecStartPre=) copies a value file into the proc file
         before nfsd starts (V(0) removes both files, keeping any line someone else added to the drop-in).
         See RV(connection_limit).
+      - A drop-in masked as C(systemctl mask) masks (a symbolic link to C(/dev/null)) persists nothing and is never
+        written through; persisting a value there fails naming the mask and what to do (remove the link, or
+        O(persist=false)).
       - Kernels from 6.14 on have no such file (only connections that have not yet shown a valid file
         handle are limited, to 64); the module says so and changes nothing for it.
       - Unset, the limit is only reported. With O(state=absent) what it wrote is removed (the value file, and
@@ -408,17 +411,25 @@ def read_max_connections(module, host):
         supported = False
     else:
         supported = None
+    masked = is_masked(NFS_SERVER_DROPIN)
     return {
         "proc_file": proc_file,
         "live": live,
         "supported": supported,
         "dropin_path": NFS_SERVER_DROPIN,
-        # The one reader: a directory or an unreadable file fails naming it and the errno.
-        "dropin": atomic_file.read_text_or_fail(module, NFS_SERVER_DROPIN),
+        # The one reader: a directory or an unreadable file fails naming it and the errno. A masked drop-in
+        # (a link to /dev/null) holds nothing for systemd: no text, and the plan refuses to persist through it.
+        "dropin": None if masked else atomic_file.read_text_or_fail(module, NFS_SERVER_DROPIN),
+        "dropin_masked": masked,
         "value_path": MAX_CONNECTIONS_VALUE_FILE,
         "value": atomic_file.read_text_or_fail(module, MAX_CONNECTIONS_VALUE_FILE),
         "dd_path": next((path for path in DD_PATHS if os.path.exists(path)), DD_PATHS[0]),
     }
+
+
+def is_masked(path):
+    """True when path is a symbolic link that ends at /dev/null: how `systemctl mask` masks a unit (systemctl(1))."""
+    return atomic_file.read_link(path) is not None and os.path.realpath(path) == os.devnull
 
 
 def read_unit_files(module):

@@ -26,7 +26,8 @@ description:
     C(mountstats) command output, a single server snapshot, unknown or empty files) fail the module unless
     O(skip_unusable=true).
   - Only the regular files directly in O(src) are read (or O(src) itself when it is a file); subdirectories and names
-    starting with a dot are left alone.
+    starting with a dot are left alone. A symbolic link, a FIFO, a socket or a device in O(src) is listed in RV(unusable)
+    with why, and never opened (a FIFO would block the read).
   - A paste's layout is undone before a file is told apart - CRLF, no-break spaces, every line (or every line below a
     label line) indented by spaces, no newline after the last line - and the repairs are noted; a clean file is used
     byte for byte.
@@ -40,7 +41,8 @@ description:
     each file, what it was taken for and why.
   - Runs on the controller (C(localhost)). Every file is written atomically and only when its content changes, so a
     second run with the same inputs reports no change. A file a previous run wrote and this run does not (another
-    O(client) name) is removed.
+    O(client) name, or the C(diagnosis.json) and C(diagnosis.md) of an earlier partial diagnosis when the files now make
+    a bundle) is removed; only files this module wrote, by name, so any other file in O(dest) stays.
 author:
   - ckptio.nfs contributors (@ckptio)
 requirements:
@@ -216,6 +218,7 @@ no_bundle_reason:
 """
 
 import os
+import stat
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -268,14 +271,13 @@ def _validate(module):
 def _read_saved(module, src):
     """[(name, text)] of the saved files, and the unusable rows of those that cannot be read."""
     if not os.path.isdir(src):
-        src, names = os.path.dirname(src) or ".", [os.path.basename(src)]
+        src, names, unreadable = os.path.dirname(src) or ".", [os.path.basename(src)], []
     else:
-        names = None
-    try:
-        names = names if names is not None else atomic_file.regular_files(src)
-    except OSError as exc:
-        module.fail_json(msg="src: %s cannot be listed (%s)" % (src, atomic_file.describe_error(exc)))
-    files, unreadable = [], []
+        try:
+            names, unreadable = _saved_entries(src)
+        except OSError as exc:
+            module.fail_json(msg="src: %s cannot be listed (%s)" % (src, atomic_file.describe_error(exc)))
+    files = []
     for name in names:
         # The one bounded reader: never through a symlink, regular files only, at most INPUT_LIMIT bytes.
         try:
@@ -290,6 +292,33 @@ def _read_saved(module, src):
         else:
             files.append((name, text))
     return files, unreadable
+
+
+def _saved_entries(src):
+    """([names of the regular files directly in src], [refused rows of its links and special files]).
+
+    Told by lstat, so nothing is opened to find out: a FIFO opened for reading waits for a writer, a link may
+    point anywhere (/dev/zero, another user's file). Subdirectories and dot-files are left alone (documented).
+    A file that becomes something else before it is read is refused by read_input (O_NOFOLLOW|O_NONBLOCK).
+    """
+    names, refused = [], []
+    for name in sorted(os.listdir(src)):
+        if name.startswith("."):
+            continue
+        try:
+            mode = os.lstat(os.path.join(src, name)).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(mode):
+            names.append(name)
+        elif stat.S_ISLNK(mode):
+            refused.append({"file": name, "kind": "refused", "reason": "is a symbolic link (to %s): not followed, it may point "
+                            "outside src" % atomic_file.read_link(os.path.join(src, name))})
+        elif not stat.S_ISDIR(mode):
+            what = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            refused.append({"file": name, "kind": "refused", "reason": "is %s, not a regular file: not opened" % what})
+    return names, refused
 
 
 def _target(params):
@@ -321,8 +350,8 @@ def _partial_plan(module, readings, why):
                          readings=json_safe(paste_partial.files_table(readings)))
     diagnosis = json_safe(diagnosis)
     context = saved_files.partial_context(diagnosis, _target(params), params["label"], _network(params), why)
-    files = {"diagnosis.json": dump_json(diagnosis, "diagnosis.json", indent=2, sort_keys=True) + "\n",
-             "diagnosis.md": paste_partial.render_markdown(diagnosis)}
+    files = {saved_files.PARTIAL_JSON: dump_json(diagnosis, saved_files.PARTIAL_JSON, indent=2, sort_keys=True) + "\n",
+             saved_files.PARTIAL_MARKDOWN: paste_partial.render_markdown(diagnosis)}
     return {"files": files, "context": context, "window": None, "interval_seconds": None, "mount_point": diagnosis["mount_point"],
             "sources": [], "unusable": [], "notes": context["saved"]["notes"], "diagnosis": diagnosis}
 

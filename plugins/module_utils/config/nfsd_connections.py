@@ -109,6 +109,18 @@ def dropin_after(before, wanted):
     return section + "".join(others)
 
 
+def masked_dropin_error(path, wanted):
+    """Why max_connections cannot be persisted in a drop-in masked as `systemctl mask` masks (a link to /dev/null).
+
+    systemd reads such a drop-in as empty (src/shared/dropin.c skips a drop-in that is null_or_empty): whoever
+    linked it wants nothing there, and a write would go to /dev/null or replace their link.
+    """
+    return ("max_connections: %s is masked (a symbolic link to /dev/null, as `systemctl mask` makes): systemd reads it as "
+            "empty, so max_connections=%d cannot be persisted there and ckptio does not write through the mask; nothing "
+            "was changed. To persist it, remove the link (rm %s) and run again; to set only the live value, use "
+            "persist: false; or leave max_connections unset" % (path, wanted, path))
+
+
 def is_our_dropin(text):
     return text is not None and text.startswith(DROPIN_HEADER)
 

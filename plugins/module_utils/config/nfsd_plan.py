@@ -138,6 +138,8 @@ def plan_max_connections(request, view):
     if wanted == 0:
         # 0 is what a freshly loaded nfsd has: nothing to persist (of ours: lines someone added stay).
         return MaxPlan(wanted, nfsd_connections.dropin_after(view["dropin"], None), None, [])
+    if view.get("dropin_masked"):
+        raise PlanError(nfsd_connections.masked_dropin_error(view["dropin_path"], wanted))
     generated = nfsd_connections.dropin_text(view["dd_path"], view["value_path"], view["proc_file"])
     return MaxPlan(wanted, nfsd_connections.dropin_after(view["dropin"], generated), nfsd_connections.value_text(wanted), [])
 

@@ -23,25 +23,38 @@ import calendar
 import re
 import time
 
-_HUNG = re.compile(r"\btask\s+(?P<task>.+?):(?P<pid>\d+)\s+blocked for more than\s+(?P<seconds>\d+)\s+seconds")
+# Every pattern here runs in time linear in the line (issue 45: a paste of one 80 kB line of "RPC: " or "task " ran
+# for minutes): quantifiers are bounded ({0,N}) or stop at a character the next part cannot match, and no pattern
+# holds two unbounded runs over overlapping classes; tests/unit/plugins/module_utils/paste/test_regex_linear.py
+# times each one on strings made of its own characters. The bounds are the kernel's: a task's comm is at most 15
+# characters (TASK_COMM_LEN 16, include/linux/sched.h; 64 leaves room for what a console wraps in), a pid at most
+# 7 digits (PID_MAX_LIMIT 4194304), a symbol name at most 511 characters (KSYM_NAME_LEN 512 since Linux 6.1), an
+# offset or size at most 16 hex digits, a host name at most 255 characters.
+_HUNG = re.compile(r"\btask\s{1,8}(?P<task>[^\n]{1,64}?):(?P<pid>\d{1,10})\s{1,8}blocked for more than\s{1,8}(?P<seconds>\d{1,10})"
+                   r"\s{1,8}seconds")
 # A frame the unwinder is not sure of is printed with "? " (arch/x86/kernel/dumpstack.c): kept apart, never what a task waits on.
-_FRAME = re.compile(r"(?:^|[\s>\]])(?P<unsure>\?\s+)?(?P<name>[A-Za-z_][\w.]*)\+0x[0-9a-fA-F]+/0x[0-9a-fA-F]+")
-_NOT_RESPONDING = re.compile(r"\bnfs: server (?P<server>\S+) not responding, (?P<how>still trying|timed out)")
-_SERVER_OK = re.compile(r"\bnfs: server (?P<server>\S+) OK\b")
-_RPC_TIMEOUT = re.compile(r"\bRPC:.*\btimed out\b|\brpc.*\btimed out\b", re.I)
+_FRAME = re.compile(r"(?:^|[\s>\]])(?P<unsure>\?\s{1,8})?(?P<name>[A-Za-z_][\w.]{0,510})\+0x[0-9a-fA-F]{1,16}/0x[0-9a-fA-F]{1,16}")
+_NOT_RESPONDING = re.compile(r"\bnfs: server (?P<server>\S{1,255}) not responding, (?P<how>still trying|timed out)")
+_SERVER_OK = re.compile(r"\bnfs: server (?P<server>\S{1,255}) OK\b")
+# "RPC: ... timed out" and "rpc... timed out" (case-insensitive) are two searches, not `rpc.*timed out`: that shape
+# scans to the line's end from every "rpc" and took minutes on a line of 16,384 "RPC: ".
+_RPC_WORD = re.compile(r"\brpc", re.I)
+_TIMED_OUT = re.compile(r"\btimed out\b", re.I)
 _STATE = re.compile(r"state manager|lease (?:expired|renewal)|check lease|reclaim|NFS4ERR_(?:EXPIRED|STALE_CLIENTID|BADSESSION)",
                     re.I)
 _STALE = re.compile(r"stale (?:file|nfs file) handle|\bESTALE\b", re.I)
 # The end of one stack: another report starts, or the trace's closing line.
 _TRACE_END = re.compile(r"</TASK>|\bINFO:|\bWARNING:|\bBUG:|cut here|Showing all locks")
-# Time prefixes: monotonic seconds, dmesg -T, journalctl short (no year), ISO 8601.
-_MONOTONIC = re.compile(r"^\s*\[\s*(\d+\.\d+)\]")
-_CTIME = re.compile(r"^\s*\[(?:\w{3}\s+)?(\w{3}\s+\d+\s+\d+:\d+:\d+\s+\d{4})\]")
-_SYSLOG = re.compile(r"^\s*(\w{3}\s+\d+\s+\d+:\d+:\d+)(?:\.\d+)?\s+\S+\s+kernel:")
-_ISO = re.compile(r"^\s*(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
+# Time prefixes: monotonic seconds, dmesg -T, journalctl short (no year), ISO 8601; only at a line's start, blanks
+# within the line ([ \t], never a newline: under a search of a whole paste `^\s*` ran over every blank line after it).
+_MONOTONIC = re.compile(r"^[ \t]{0,16}\[[ \t]{0,16}(\d{1,12}\.\d{1,9})\]")
+_CTIME = re.compile(r"^[ \t]{0,16}\[(?:\w{3}[ \t]{1,8})?(\w{3}[ \t]{1,8}\d{1,2}[ \t]{1,8}\d{1,2}:\d{1,2}:\d{1,2}[ \t]{1,8}\d{4})\]")
+_SYSLOG = re.compile(r"^[ \t]{0,16}(\w{3}[ \t]{1,8}\d{1,2}[ \t]{1,8}\d{1,2}:\d{1,2}:\d{1,2})(?:\.\d{1,9})?[ \t]{1,8}\S{1,255}[ \t]{1,8}kernel:")
+_ISO = re.compile(r"^[ \t]{0,16}(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
+_CALL_TRACE = re.compile(r"\bCall Trace:")
+_NFS_WORDS = re.compile(r"\bNFS: |\bnfs: |\bnfs4|\bsunrpc|\bRPC: ")
 # Lines that say this is the kernel's log, for the recogniser.
-_KERNEL_MARKS = (_HUNG, _NOT_RESPONDING, _SERVER_OK, _RPC_TIMEOUT, _STALE, re.compile(r"\bCall Trace:"),
-                 re.compile(r"\bNFS: |\bnfs: |\bnfs4|\bsunrpc|\bRPC: "))
+_KERNEL_MARKS = (_HUNG, _NOT_RESPONDING, _SERVER_OK, _STALE, _CALL_TRACE)
 
 # Where a stack says a task waits, innermost match first: (frame names, what it waits on, layer it points at).
 WAITS = (
@@ -70,8 +83,8 @@ WAITS = (
 
 def recognise(text):
     """True when at least one line is a kernel message of the kinds read here (or a call trace)."""
-    return any(mark.search(text) for mark in _KERNEL_MARKS[:6]) or bool(
-        _KERNEL_MARKS[6].search(text) and (_MONOTONIC.search(text) or "kernel:" in text))
+    return any(mark.search(text) for mark in _KERNEL_MARKS) or any(rpc_timed_out(line) for line in text.split("\n")) or bool(
+        _NFS_WORDS.search(text) and (_MONOTONIC.search(text) or "kernel:" in text))
 
 
 def parse(text):
@@ -112,10 +125,8 @@ def _longest_report(tasks):
         key = (task["task"], task["pid"])
         if key not in last or task["seconds"] >= last[key]["seconds"]:
             last[key] = dict(task, reports=(last[key]["reports"] + 1) if key in last else 1)
-    order = []
-    for task in tasks:
-        if (task["task"], task["pid"]) not in order:
-            order.append((task["task"], task["pid"]))
+    # dict keys keep the order of first reports (a list's `in` made 30,000 distinct tasks take minutes).
+    order = dict.fromkeys((task["task"], task["pid"]) for task in tasks)
     return [last[key] for key in order]
 
 
@@ -131,12 +142,18 @@ def _read_event(result, away, line):
         seconds = until - since if since is not None and until is not None and until >= since else None
         result["outages"].append({"server": up.group("server"), "from": since, "to": until, "seconds": seconds, "ended": True})
         return
-    if _RPC_TIMEOUT.search(line) and "not responding" not in line:
+    if "not responding" not in line and rpc_timed_out(line):
         result["rpc_timeouts"].append(line.strip())
     elif _STALE.search(line):
         result["stale_handles"].append(line.strip())
     elif _STATE.search(line) and ("NFS" in line or "nfs" in line):
         result["state_messages"].append(line.strip())
+
+
+def rpc_timed_out(text):
+    """True when a word starting with "rpc" (any case: "RPC:", "rpc_task") comes before a "timed out" in one line."""
+    rpc = _RPC_WORD.search(text)
+    return bool(rpc and _TIMED_OUT.search(text, rpc.end()))
 
 
 def waits_on(frames):

@@ -16,6 +16,12 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+# The longest line looked at (issue 45): longer lines are cut to it and the repairs say how many. No line of a
+# format read here comes near: a mountstats opts: line is about 500 characters, a device line two paths (each at
+# most PATH_MAX 4096 only in theory), a kernel log line at most 1024 (LOG_LINE_MAX, kernel/printk). Every parser is
+# linear in its input anyway (test_hostile_paste.py); the cut keeps a pasted blob's line from dominating the time
+# and the texts a reading keeps. What is read at all is bounded before this: atomic_file.INPUT_LIMIT, 16 MiB a file.
+LINE_LIMIT = 4096
 # Blanks that are not ASCII spaces but stand for them in a paste.
 _SPACE_LIKE = {"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\u2009": " ", "\ufeff": ""}
 
@@ -36,7 +42,9 @@ def clean(text):
         for char, replacement in _SPACE_LIKE.items():
             text = text.replace(char, replacement)
         repairs.append("no-break spaces or a byte order mark")
-    lines = [line.rstrip(" ") for line in text.split("\n")]
+    text = _cut_long_lines(text, repairs)
+    # Only the CRs go: the kernel's own trailing blanks stay (mountstats' events: and bytes: lines end in a space).
+    lines = text.split("\n")
     indent = _common_indent(lines)
     if indent:
         lines = [line[len(indent):] if line.strip() else "" for line in lines]
@@ -53,6 +61,16 @@ def clean(text):
         # Nothing to undo: the tool's own bytes, verbatim (a bundle keeps the file as saved).
         return Cleaned(text, repairs)
     return Cleaned("\n".join(lines) + "\n", repairs)
+
+
+def _cut_long_lines(text, repairs):
+    """text with every line longer than LINE_LIMIT cut to LINE_LIMIT characters, and a repair counting them."""
+    if len(text) <= LINE_LIMIT or max(len(line) for line in text.split("\n")) <= LINE_LIMIT:
+        return text
+    lines = text.split("\n")
+    long_lines = sum(1 for line in lines if len(line) > LINE_LIMIT)
+    repairs.append("%d line%s longer than %d characters cut to %d" % (long_lines, "" if long_lines == 1 else "s", LINE_LIMIT, LINE_LIMIT))
+    return "\n".join(line[:LINE_LIMIT] for line in lines)
 
 
 def _below_label(lines, repairs):

@@ -28,19 +28,25 @@ import re
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import split_options
 
-_OP_TITLE = re.compile(r"^([A-Z][A-Z0-9_]*):\s*$")
-_STATS_FOR = re.compile(r"Stats for\s+(?P<export>\S+)\s+mounted on\s+(?P<mount_point>\S+?):?\s*$")
+# Linear in the line (issue 45: a 60,000-digit run after the header took minutes): a count is a whole number of
+# at most 20 digits (an unsigned 64-bit counter, the widest the kernel keeps) not preceded by another digit, so
+# `\d+` is not retried from every digit of a long run; an average is digits, a point and digits.
+# tests/unit/plugins/module_utils/paste/test_regex_linear.py times each pattern on strings of its own characters.
+_OP_TITLE = re.compile(r"^([A-Z][A-Z0-9_]{0,63}):[ \t]*$")
+_STATS_FOR = re.compile(r"^Stats for[ \t]{1,64}(?P<export>\S{1,4096})[ \t]{1,64}mounted on[ \t]{1,64}(?P<mount_point>\S{1,4096}?):?[ \t]*$")
+_COUNT = r"(?<![\d.])(\d{1,20})"
+_AVERAGE = r"(\d{1,20}(?:\.\d{1,20})?)"
 _FIGURES = (
-    ("ops", re.compile(r"(\d+)\s+ops\b")),
-    ("retrans", re.compile(r"(\d+)\s+retrans\b")),
-    ("major_timeouts", re.compile(r"(\d+)\s+major timeouts")),
-    ("errors", re.compile(r"(\d+)\s+errors\b")),
-    ("avg_queue_ms", re.compile(r"backlog wait:\s*([0-9.]+)")),
-    ("avg_rtt_ms", re.compile(r"\bRTT:\s*([0-9.]+)")),
-    ("avg_exe_ms", re.compile(r"total execute time:\s*([0-9.]+)")),
+    ("ops", re.compile(_COUNT + r"[ \t]{1,64}ops\b")),
+    ("retrans", re.compile(_COUNT + r"[ \t]{1,64}retrans\b")),
+    ("major_timeouts", re.compile(_COUNT + r"[ \t]{1,64}major timeouts")),
+    ("errors", re.compile(_COUNT + r"[ \t]{1,64}errors\b")),
+    ("avg_queue_ms", re.compile(r"backlog wait:[ \t]{0,64}" + _AVERAGE)),
+    ("avg_rtt_ms", re.compile(r"\bRTT:[ \t]{0,64}" + _AVERAGE)),
+    ("avg_exe_ms", re.compile(r"total execute time:[ \t]{0,64}" + _AVERAGE)),
 )
-_REQUESTS = re.compile(r"(\d+)\s+RPC requests sent,\s*(\d+)\s+RPC replies received")
-_BACKLOG = re.compile(r"average backlog queue length:\s*([0-9.]+)")
+_REQUESTS = re.compile(_COUNT + r"[ \t]{1,64}RPC requests sent,[ \t]{0,64}(\d{1,20})[ \t]{1,64}RPC replies received")
+_BACKLOG = re.compile(r"average backlog queue length:[ \t]{0,64}" + _AVERAGE)
 
 
 def recognise(text):

@@ -32,8 +32,9 @@ _KEYS = {"ops/s": "ops_per_second", "kB/s": "kb_per_second", "kB/op": "kb_per_op
 # "retrans" and "errors" print a count then "(P%)".
 _COUNTED = ("retrans", "errors")
 # "SERVER:/export mounted on /mnt:" - also redacted ("<hidden> mounted on /mnt", colon dropped).
-_MOUNT_LINE = re.compile(r"^\s*(?P<export>\S+)\s+mounted on\s+(?P<mount_point>\S+?):?\s*$")
-_OP_HEADER = re.compile(r"^[a-z][a-z0-9_]*:$")
+# Bounded and [ \t] only, so a search runs in time linear in the line (issue 45, test_regex_linear.py).
+_MOUNT_LINE = re.compile(r"^[ \t]{0,64}(?P<export>\S{1,4096})[ \t]{1,64}mounted on[ \t]{1,64}(?P<mount_point>\S{1,4096}?):?[ \t]*$")
+_OP_HEADER = re.compile(r"^[a-z][a-z0-9_]{0,63}:$")
 
 
 def recognise(text):

@@ -16,7 +16,8 @@ import re
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import split_options
 
-_MOUNT = re.compile(r"^(?P<mount_point>/\S*) from (?P<export>\S+)\s*$")
+# Bounded, so a search runs in time linear in the line (issue 45, test_regex_linear.py).
+_MOUNT = re.compile(r"^(?P<mount_point>/\S{0,4096}) from (?P<export>\S{1,4096})[ \t]*$")
 
 
 def recognise(text):

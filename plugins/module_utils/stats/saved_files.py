@@ -41,6 +41,10 @@ except ImportError:
 WRITER = "ckptio.nfs.saved_stats_bundle"
 WINDOW_SNAPSHOTS = "snapshots"
 WINDOW_SINCE_MOUNT = "since_mount"
+# A partial diagnosis's context.yml says `saved.window: paste`; its files beside it are these two.
+WINDOW_PASTE = "paste"
+PARTIAL_JSON = "diagnosis.json"
+PARTIAL_MARKDOWN = "diagnosis.md"
 
 # What each kind is, as messages and the `saved.files` block name it (the one recogniser's table).
 KINDS = recognise.KINDS
@@ -338,13 +342,15 @@ def partial_context(diagnosis, target, label, network, why):
     """context.yml of a partial diagnosis (no bundle): the target and this module's mark, so a later run may rewrite it.
 
     `saved.window: paste` is no window the diagnosis reads (diagnosis/run.py _saved_window knows only
-    snapshots and since_mount); `saved.files` is empty, so nothing of a bundle is left to remove.
+    snapshots and since_mount); `saved.files` is empty, so nothing of a bundle is left to remove, and the
+    window marks diagnosis.json and diagnosis.md as this module's (stale_files removes them once a rerun
+    builds a bundle).
     """
     context = bundle.context_document(diagnosis["mount_point"], label, target.get("checkpoint_bytes"), target.get("window_seconds"),
                                       network, None)
     notes = ["no bundle: %s" % why] if why else []
     notes.append("a partial diagnosis from pasted files: diagnosis.json and diagnosis.md beside this file")
-    context["saved"] = {"written_by": WRITER, "window": "paste", "files": {}, "notes": notes}
+    context["saved"] = {"written_by": WRITER, "window": WINDOW_PASTE, "files": {}, "notes": notes}
     return context
 
 
@@ -365,10 +371,12 @@ def written_here(context_yaml):
 
 
 def stale_files(context_yaml, paths):
-    """Files a previous run wrote (its context.yml `saved.files`) that this plan does not: to remove.
+    """Files a previous run wrote (its context.yml `saved.files`, or its partial diagnosis) that this plan does not: to remove.
 
     Only paths of the bundle table's shape (clients|servers/HOST/NAME) are returned, so an edited
-    context.yml can never name a file outside the bundle.
+    context.yml can never name a file outside the bundle; the partial diagnosis's two files only when
+    the previous run wrote one (`saved.window: paste`): a diagnosis.json that diagnose_bundle wrote
+    into a bundle is not this module's.
     """
     try:
         context = bundle_values.parse_yaml(context_yaml, bundle.CONTEXT_FILE) if context_yaml else None
@@ -378,6 +386,7 @@ def stale_files(context_yaml, paths):
     old = (saved or {}).get("files") if isinstance(saved, dict) else None
     if not isinstance(old, dict):
         return []
+    partial = [name for name in (PARTIAL_JSON, PARTIAL_MARKDOWN) if saved.get("window") == WINDOW_PASTE and name not in paths]
     names = {"clients": set(bundle.file_names("clients").values()), "servers": set(bundle.file_names("servers").values())}
     stale = []
     for path in old:
@@ -385,7 +394,7 @@ def stale_files(context_yaml, paths):
         if (len(parts) == 3 and parts[0] in names and parts[2] in names[parts[0]] and valid_host(parts[1])
                 and path not in paths):
             stale.append(path)
-    return sorted(stale)
+    return sorted(stale + partial)
 
 
 def valid_host(name):
