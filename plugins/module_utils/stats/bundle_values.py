@@ -436,8 +436,14 @@ def parse_yaml(text, name):
 
 
 def dump_json(value, name, **kwargs):
-    """json.dumps that refuses NaN and infinities (no JSON reader but Python's takes them): BundleError names the file."""
+    """json.dumps that refuses NaN and infinities (no JSON reader but Python's takes them): BundleError names the
+    file and, found by check(), the key that holds the value."""
     try:
         return json.dumps(value, allow_nan=False, **kwargs)
     except ValueError as exc:
-        raise BundleError("%s would hold a value JSON cannot carry (%s): nothing written" % (name, exc))
+        where = str(exc)
+        try:
+            check(value)
+        except BundleError as found:
+            where = str(found)
+        raise BundleError("%s would hold a value JSON cannot carry (%s): nothing written" % (name, where))
