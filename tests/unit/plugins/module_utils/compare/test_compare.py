@@ -382,3 +382,20 @@ def test_a_drain_restore_or_blocking_time_that_is_no_span_is_refused():
     restore = option.option_row("r", {}, CONTEXT, DIAGNOSIS, reads, [], {})
     assert restore["restore"]["value"] is None and restore["restore"]["rests_on"].startswith("refused: a rank 0 ends 3 s")
     assert restore["restore_published"]["problem"].startswith("refused: a rank 0 ends 3 s")
+
+
+def test_option_names_layers_and_errors_never_add_headings_or_rows_to_compare_md():
+    injected = "x\n## injected\n| a | b |"
+    plain = ranking.render_markdown(ranking.compare([_row("fast", 1.0), _row("slow", 4.0)]))
+    hostile_row = _row(injected, 1.0)
+    hostile_row["limiting_layer"]["value"] = injected
+    failed = option.option_row("bad", {"shape": injected}, CONTEXT, None, [], [], {"a": {"msg": injected}})
+    text = ranking.render_markdown(ranking.compare([hostile_row, _row("slow", 4.0)]))
+    lines = text.split("\n")
+    assert not any(line.startswith("## injected") or line.startswith("| a | b |") for line in lines)
+    assert sum(line.startswith("|") for line in lines) == sum(line.startswith("|") for line in plain.split("\n"))
+    assert [line for line in lines if line.startswith("#")] == ["# Architectures side by side"]
+    assert "| 1 | x ## injected \\| a \\| b \\| |" in text and "- **x ## injected \\| a \\| b \\|**:" in text
+    failed_text = ranking.render_markdown(ranking.compare([_row("fast", 1.0), failed]))
+    assert [line for line in failed_text.split("\n") if line.startswith("#")] == ["# Architectures side by side"]
+    assert "FAILED: a: x ## injected \\| a \\| b \\|" in failed_text
