@@ -68,6 +68,9 @@ def _job_id(submitted):
 def slurm_job_state(squeue, submitted):
     """{job_id, live, state, reason, nodes, error} from a registered `squeue --jobs ID` result."""
     squeue = _mapping(squeue, "slurm_job_state", "a registered command result")
+    if squeue.get("failed") and "rc" not in squeue:
+        # An squeue that did not answer (the task's timeout, with ignore_errors): no evidence the job is gone.
+        return job.job_state(_job_id(submitted), -1, "", squeue.get("msg") or "squeue did not answer")
     return job.job_state(_job_id(submitted), squeue.get("rc", 0), squeue.get("stdout", ""), squeue.get("stderr", ""))
 
 
