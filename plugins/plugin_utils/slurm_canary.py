@@ -27,7 +27,7 @@ def _mapping(value, step, what):
 
 
 def slurm_canary_job(options):
-    """{tag, name, dir, barrier_dir, files, sbatch}: the job of one canary run."""
+    """{tag, name, dir, barrier_dir, files, sbatch, seconds}: the job of one canary run (seconds: its bound)."""
     options = dict(_mapping(options, "slurm_canary_job", "the job's options"))
     try:
         directory = job.job_dir(options.get("base"), options.get("tag"))
@@ -36,7 +36,8 @@ def slurm_canary_job(options):
     except (job.JobError, KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("canary_validation_launcher=slurm: %s" % exc)
     return {"tag": options["tag"], "name": job.job_name(options["tag"]), "dir": directory,
-            "barrier_dir": directory + "/barrier", "files": job.files(directory), "sbatch": argv}
+            "barrier_dir": directory + "/barrier", "files": job.files(directory), "sbatch": argv,
+            "seconds": float(options["seconds"])}
 
 
 def slurm_canary_args(options, run, first_rank, collect_seconds):
@@ -44,7 +45,8 @@ def slurm_canary_args(options, run, first_rank, collect_seconds):
     options = _mapping(options, "slurm_canary_args", "the canary's options")
     run = _mapping(run, "slurm_canary_args", "the job (slurm_canary_job)")
     try:
-        return job.runner_args(dict(options), run["barrier_dir"], first_rank, run["dir"] + "/tmp", collect_seconds)
+        return job.runner_args(dict(options), run["barrier_dir"], first_rank, run["dir"] + "/tmp", collect_seconds,
+                               run.get("seconds"))
     except (job.JobError, KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("canary_validation_launcher=slurm: %s" % exc)
 

@@ -271,12 +271,13 @@ def node_result(node, job_id, result_text, log_text=""):
 OMIT_PREFIX = "__omit_place_holder__"
 
 
-def runner_args(options, barrier_dir, first_rank, remote_tmp, collect_seconds):
+def runner_args(options, barrier_dir, first_rank, remote_tmp, collect_seconds, run_seconds=None):
     """args.json of one node: the canary's options as the role passes them to checkpoint_canary
     (an omitted one left out: ansible-core before 2.19 leaves omit's placeholder in a fact's dict),
     this host's barrier_dir and first_rank, no check mode, Ansible's temp files in the job
-    directory, and how long the runner keeps the result for the play. The runner's AnsibleModule
-    validates them as the module over ssh does."""
+    directory, how long the runner keeps the result for the play, and run_seconds, the job's bound,
+    past which the runner stops the canary itself (no wait of the runner is unbounded). The
+    runner's AnsibleModule validates them as the module over ssh does."""
     if not isinstance(options, dict) or "path" not in options:
         raise JobError("the canary's options (canary_validation__canary_options) are missing")
     args = dict((key, value) for key, value in options.items()
@@ -284,4 +285,9 @@ def runner_args(options, barrier_dir, first_rank, remote_tmp, collect_seconds):
     args.update(barrier_dir=str(barrier_dir), first_rank=int(first_rank))
     args.update(_ansible_check_mode=False, _ansible_diff=False, _ansible_remote_tmp=str(remote_tmp),
                 _ansible_keep_remote_files=False, _ckptio_collect_seconds=float(collect_seconds))
+    if run_seconds is not None:
+        run_seconds = float(run_seconds)
+        if not math.isfinite(run_seconds) or run_seconds <= 0:
+            raise JobError("the job's bound must be a positive number of seconds, got %r" % (run_seconds,))
+        args["_ckptio_run_seconds"] = run_seconds
     return {"ANSIBLE_MODULE_ARGS": args}
