@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Controller-side decisions of roles/checkpoint_capture (playbooks/capture.yml): the window and its
+"""Controller-side decisions of roles/checkpoint_capture (ckptio.nfs.capture): the window and its
 checks, the D-state sampler, each client's capture.json, context.yml, and the statistics files of a
 host's part of the bundle.
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The architecture comparison's filters (playbooks/compare_architectures.yml): which options run, and
+"""The architecture comparison's filters (ckptio.nfs.compare_architectures): which options run, and
 where each left its bundle. The logic is module_utils/compare/plan.py; documentation in
 compare_options.yml and compare_bundles.yml next to this one.
 """

@@ -60,7 +60,7 @@ options:
     description:
       - Where to write when O(output_dir) is not set and the bundle directory is not a place to write (read-only, or
         inside an installed collection C(ckptio.nfs)); created (mode 0755) when missing, not in check mode.
-      - C(playbooks/diagnose.yml) sets it to C(reports/<bundle name>-diagnosis) under the directory C(ansible-playbook)
+      - C(ckptio.nfs.diagnose) sets it to C(reports/<bundle name>-diagnosis) under the directory C(ansible-playbook)
         was started from. Without it nothing is written there and a warning names O(output_dir).
     type: path
 extends_documentation_fragment:

@@ -227,7 +227,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import j
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import partial as paste_partial
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import readings as paste_readings
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import saved_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import MAX_MAGNITUDE, BundleError, dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CONTEXT_FILE
 
 ARGUMENT_SPEC = dict(
@@ -253,8 +253,9 @@ def _validate(module):
         if params[name] is None and not params["partial"]:
             module.fail_json(msg="%s: required unless partial=true (the target the diagnosis judges against)" % name)
     for name in ("checkpoint_bytes", "window_seconds", "server_link_gbps", "client_link_gbps"):
-        if params[name] is not None and not params[name] > 0:
-            module.fail_json(msg="%s: must be a number above 0, got %s" % (name, params[name]))
+        # The rule of a bundle's numbers (bundle_values): finite, and no larger than 2^63 (a 400-digit int overflows float()).
+        if params[name] is not None and not 0 < params[name] <= MAX_MAGNITUDE:
+            module.fail_json(msg="%s: must be a finite number above 0 and at most 2^63, got %s" % (name, _shown(params[name])))
     for name in ("client", "server"):
         if not saved_files.valid_host(params[name]):
             module.fail_json(msg="%s: %r must be one directory name (no '/', not '.' or '..')" % (name, params[name]))
@@ -266,6 +267,11 @@ def _validate(module):
         module.fail_json(msg="dest: %s exists and is not a directory" % params["dest"])
     if os.path.realpath(params["src"]) == os.path.realpath(params["dest"]):
         module.fail_json(msg="dest: must be another directory than src (%s)" % params["src"])
+
+
+def _shown(number):
+    text = str(number)
+    return text if len(text) <= 24 else "%s... (%d digits)" % (text[:24], len(text))
 
 
 def _read_saved(module, src):
@@ -350,8 +356,12 @@ def _partial_plan(module, readings, why):
                          readings=json_safe(paste_partial.files_table(readings)))
     diagnosis = json_safe(diagnosis)
     context = saved_files.partial_context(diagnosis, _target(params), params["label"], _network(params), why)
-    files = {saved_files.PARTIAL_JSON: dump_json(diagnosis, saved_files.PARTIAL_JSON, indent=2, sort_keys=True) + "\n",
-             saved_files.PARTIAL_MARKDOWN: paste_partial.render_markdown(diagnosis)}
+    try:
+        # A time stamp beyond any float in a pasted kernel log makes an outage of inf - inf seconds: named, never a traceback.
+        files = {saved_files.PARTIAL_JSON: dump_json(diagnosis, saved_files.PARTIAL_JSON, indent=2, sort_keys=True) + "\n",
+                 saved_files.PARTIAL_MARKDOWN: paste_partial.render_markdown(diagnosis)}
+    except BundleError as exc:
+        module.fail_json(msg=show_undecodable("src %s: %s" % (params["src"], exc)), readings=json_safe(paste_partial.files_table(readings)))
     return {"files": files, "context": context, "window": None, "interval_seconds": None, "mount_point": diagnosis["mount_point"],
             "sources": [], "unusable": [], "notes": context["saved"]["notes"], "diagnosis": diagnosis}
 

@@ -386,9 +386,16 @@ def steps(module, host, request):
 
     def apply(_views, plan, written):
         live, changed = change_live(module, host, request, plan)
-        return tuning_flow.Outcome(live, changed, written.backups, detail=loaded_modules(host))
+        # "Mounts keep the old table until remounted" only once a file or a live value changed (a run whose
+        # write failed, on a read-only /etc, ended before this with nothing changed).
+        changed_any = changed or any(edit.changed for edit in plan.edits)
+        warnings = (plan.pending_warning,) if plan.pending_warning and changed_any else ()
+        return tuning_flow.Outcome(live, changed, written.backups, warnings=warnings, detail=loaded_modules(host))
 
     def report(views, plan, outcome, diff):
+        if outcome is None and plan.pending_warning:
+            # Check mode: a real run would change the value those mounts keep.
+            module.warn(plan.pending_warning)
         return slot_table_plan.report(request, views, plan, outcome, diff=diff)
     return tuning_flow.Steps((request.modprobe_path, request.load_path), read_and_plan, write_files, apply, report)
 

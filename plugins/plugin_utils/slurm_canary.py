@@ -27,7 +27,7 @@ def _mapping(value, step, what):
 
 
 def slurm_canary_job(options):
-    """{tag, name, dir, barrier_dir, files, sbatch}: the job of one canary run."""
+    """{tag, name, dir, barrier_dir, files, sbatch, seconds}: the job of one canary run (seconds: its bound)."""
     options = dict(_mapping(options, "slurm_canary_job", "the job's options"))
     try:
         directory = job.job_dir(options.get("base"), options.get("tag"))
@@ -36,7 +36,8 @@ def slurm_canary_job(options):
     except (job.JobError, KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("canary_validation_launcher=slurm: %s" % exc)
     return {"tag": options["tag"], "name": job.job_name(options["tag"]), "dir": directory,
-            "barrier_dir": directory + "/barrier", "files": job.files(directory), "sbatch": argv}
+            "barrier_dir": directory + "/barrier", "files": job.files(directory), "sbatch": argv,
+            "seconds": float(options["seconds"])}
 
 
 def slurm_canary_args(options, run, first_rank, collect_seconds):
@@ -44,7 +45,8 @@ def slurm_canary_args(options, run, first_rank, collect_seconds):
     options = _mapping(options, "slurm_canary_args", "the canary's options")
     run = _mapping(run, "slurm_canary_args", "the job (slurm_canary_job)")
     try:
-        return job.runner_args(dict(options), run["barrier_dir"], first_rank, run["dir"] + "/tmp", collect_seconds)
+        return job.runner_args(dict(options), run["barrier_dir"], first_rank, run["dir"] + "/tmp", collect_seconds,
+                               run.get("seconds"))
     except (job.JobError, KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("canary_validation_launcher=slurm: %s" % exc)
 
@@ -68,6 +70,9 @@ def _job_id(submitted):
 def slurm_job_state(squeue, submitted):
     """{job_id, live, state, reason, nodes, error} from a registered `squeue --jobs ID` result."""
     squeue = _mapping(squeue, "slurm_job_state", "a registered command result")
+    if squeue.get("failed") and "rc" not in squeue:
+        # An squeue that did not answer (the task's timeout, with ignore_errors): no evidence the job is gone.
+        return job.job_state(_job_id(submitted), -1, "", squeue.get("msg") or "squeue did not answer")
     return job.job_state(_job_id(submitted), squeue.get("rc", 0), squeue.get("stdout", ""), squeue.get("stderr", ""))
 
 

@@ -30,9 +30,10 @@ def slurm_node(result, node, our_reason):
     found = nodes.find_node(result.get("stdout", ""), str(node))
     if found is not None:
         return nodes.node_view(found, our_reason)
-    # scontrol prints "Node NAME not found" on stdout (rc 1, Slurm 22.05 in the lab).
+    # scontrol prints "Node NAME not found" on stdout (rc 1, Slurm 22.05 in the lab). A command that timed out
+    # (the task's timeout, with ignore_errors) has no rc, only failed and ansible-core's msg.
     said = (result.get("stderr") or result.get("stdout") or result.get("msg") or "").strip()
-    if result.get("rc", 0) != 0:
+    if result.get("rc", 0) != 0 or result.get("failed"):
         return nodes.unknown_view(str(node), "scontrol show node %s: %s" % (node, said or "rc %s" % result.get("rc")))
     return nodes.unknown_view(str(node), "scontrol lists no node %s" % node)
 
@@ -48,19 +49,25 @@ def slurm_ready(view, squeue):
     return {"ready": ready, "why": why, "jobs": jobs}
 
 
-def slurm_poll(wait_seconds, poll_seconds):
-    """{retries, delay} of an until loop that polls every POLL seconds for at most WAIT seconds.
+def slurm_poll(wait_seconds, poll_seconds, command_seconds=60):
+    """{retries, delay, timeout} of an until loop that polls every POLL seconds for at most WAIT seconds, each
+    Slurm command bounded by COMMAND seconds (the tasks' timeout).
 
     ansible-core runs an until task once and then up to `retries` times more, `delay` apart: the
-    bound rounds up to whole polls, and at least one retry, one second apart, always happens.
+    bound rounds up to whole polls, and at least one retry, one second apart, always happens. A
+    timeout of 0 is no timeout to ansible-core: the command bound must be at least 1 s.
     """
     try:
-        wait, poll = int(wait_seconds), int(poll_seconds)
+        wait, poll, command = int(wait_seconds), int(poll_seconds), int(command_seconds)
     except (TypeError, ValueError):
-        raise AnsibleFilterError("client_tuning_slurm_wait_seconds and client_tuning_slurm_poll_seconds must be whole "
-                                 "seconds, got %r and %r" % (wait_seconds, poll_seconds))
+        raise AnsibleFilterError("client_tuning_slurm_wait_seconds, client_tuning_slurm_poll_seconds and "
+                                 "client_tuning_slurm_command_seconds must be whole seconds, got %r, %r and %r"
+                                 % (wait_seconds, poll_seconds, command_seconds))
+    if command < 1:
+        raise AnsibleFilterError("client_tuning_slurm_command_seconds must be at least 1 (0 would be no bound), got %r"
+                                 % (command_seconds,))
     delay = max(1, poll)
-    return {"retries": max(1, -(-wait // delay)), "delay": delay}
+    return {"retries": max(1, -(-wait // delay)), "delay": delay, "timeout": command}
 
 
 STEPS = {

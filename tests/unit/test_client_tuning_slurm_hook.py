@@ -47,7 +47,11 @@ OTHER_DRAINED = node_line("IDLE+DRAIN", "hw check")
 
 
 class TaskFailed(Exception):
-    """A task failed the way Ansible fails it (here: an until loop out of retries)."""
+    """A task failed the way Ansible fails it (here: an until loop out of retries, or its timeout)."""
+
+
+# A Slurm command that never answers (slurmctld hung): only a task's `timeout:` ends it.
+HANG = "hang"
 
 
 class FakeSlurm:
@@ -60,7 +64,7 @@ class FakeSlurm:
         kind = "squeue" if argv[0] == "squeue" else ("update" if argv[1] == "update" else "show")
         answers = self.answers[kind]
         answer = answers.pop(0) if len(answers) > 1 else answers[0]
-        if isinstance(answer, tuple):  # (rc, stdout, stderr)
+        if isinstance(answer, tuple) or answer == HANG:  # (rc, stdout, stderr), or no answer at all
             return answer
         return 0, answer, ""
 
@@ -75,6 +79,7 @@ class HookWalk(RoleWalk):
         self.debug = []
         self.polls = []
         self.delegated = []
+        self.timeouts = []
 
     def run_file(self, name):
         """Walk tasks/<name> with the role's defaults and the params, as an included file runs."""
@@ -104,7 +109,9 @@ class HookWalk(RoleWalk):
                     continue
                 try:
                     self.walk(task["block"])
-                except (TaskFailed, Rejected):
+                except (TaskFailed, Rejected) as exc:
+                    # As Ansible does: the rescue sees the failed task's result as ansible_failed_result.
+                    self.variables["ansible_failed_result"] = {"failed": True, "msg": getattr(exc, "msg", None) or str(exc)}
                     self.walk(task["rescue"])
                 continue
             super().walk([task])
@@ -134,10 +141,27 @@ class HookWalk(RoleWalk):
         self.world.commands.append(argv)
         if "delegate_to" in task:
             self.delegated.append(self.render(task["delegate_to"]))
-        rc, stdout, stderr = self.slurm(argv)
+        answer = self.slurm(argv)
+        if answer == HANG:
+            return self.timed_out(task, argv)
+        rc, stdout, stderr = answer
         failed = rc != 0 and task.get("failed_when") is not False
         return {"rc": rc, "stdout": stdout, "stdout_lines": stdout.splitlines(), "stderr": stderr, "failed": failed,
                 "changed": task.get("changed_when") is True}
+
+    def timed_out(self, task, argv):
+        """What ansible-core does with a command that does not answer: without `timeout:` it waits for ever
+        (the play hangs, the node drained); with it the attempt fails (no retry; failed_when is not asked),
+        a failed result when ignore_errors is set."""
+        if not task.get("timeout"):
+            raise AssertionError("task %r would hang for ever on %s: no timeout" % (task.get("name"), " ".join(argv)))
+        seconds = int(self.render(task["timeout"]))
+        assert seconds >= 1, "task %r: timeout %r is no bound" % (task.get("name"), task["timeout"])
+        self.timeouts.append(seconds)
+        msg = "The command action failed to execute in the expected time frame (%d) and was terminated" % seconds
+        if task.get("ignore_errors"):
+            return {"failed": True, "msg": msg, "timedout": {"period": seconds}}
+        raise TaskFailed(msg)
 
     def command(self, task, args, extra):
         # Ansible skips a command in check mode unless the task says check_mode: false.
@@ -146,7 +170,7 @@ class HookWalk(RoleWalk):
         argv = self.render(args["argv"], extra)
         if "until" not in task:
             result = self.run_command(task, argv)
-            if result["failed"]:
+            if result["failed"] and not task.get("ignore_errors"):
                 raise TaskFailed(task.get("name"))
             return result
         retries = int(self.render(task["retries"], extra))
@@ -155,6 +179,8 @@ class HookWalk(RoleWalk):
         # ansible-core runs the task once and then up to `retries` times more, `delay` apart.
         for _attempt in range(retries + 1):
             result = self.run_command(task, argv)
+            if result.get("timedout"):
+                break
             self.variables[task["register"]] = result
             if self.condition(task["until"], extra):
                 return result
@@ -298,6 +324,64 @@ def test_drain_refuses_a_node_slurm_does_not_know_before_draining(world):
     assert failed.value.msg.startswith("client_tuning_slurm_node: scontrol show node gpu99: Node gpu99 not found;")
     assert "nothing was drained or unmounted" in failed.value.msg
     assert len(world.commands) == 1
+
+
+# ------------------------------------------------------------------ a Slurm that does not answer ------
+def test_a_wait_that_hangs_is_bounded_and_the_node_given_back(world):
+    # The third read hangs (slurmctld stuck): that attempt times out, the rescue reads the node (drained, ours)
+    # and gives it back; nothing is unmounted.
+    slurm = FakeSlurm(show=(MIXED, DRAINING, HANG, DRAINING), squeue=("",))
+    walk = HookWalk(world, hook_params(client_tuning_slurm_command_seconds=20), slurm)
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    assert slurm_commands(world) == [SHOW, DRAIN, SHOW, SHOW, SHOW, RESUME] and walk.timeouts == [20]
+    assert failed.value.msg.startswith("Slurm node gpu01 skipped, nothing unmounted: a Slurm command did not answer within 20 s "
+                                       "(client_tuning_slurm_command_seconds) (MIXED+DRAIN)"), failed.value.msg
+    assert failed.value.msg.endswith("It was given back to Slurm (resumed).")
+
+
+def test_a_drain_command_that_hangs_is_read_back_and_given_back(world):
+    # `scontrol update state=drain` does not answer: it may have drained the node, so the rescue reads it.
+    slurm = FakeSlurm(show=(MIXED, DRAINED), update=(HANG, ""))
+    walk = HookWalk(world, hook_params(), slurm)
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    assert slurm_commands(world) == [SHOW, DRAIN, SHOW, RESUME]
+    assert failed.value.msg.endswith("It was given back to Slurm (resumed).")
+
+
+def test_a_slurm_that_stops_answering_names_the_node_still_drained_by_us(world):
+    slurm = FakeSlurm(show=(MIXED, DRAINING, HANG), squeue=("",))
+    walk = HookWalk(world, hook_params(), slurm)
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_drain.yml")
+    # Neither the wait's read nor the rescue's read answers: nothing resumed blindly, the node named.
+    assert slurm_commands(world) == [SHOW, DRAIN, SHOW, SHOW, SHOW] and walk.timeouts == [60, 60]
+    message = failed.value.msg
+    assert "(state unknown)" in message and ("It may still be drained by this run (reason: %s): scontrol show node gpu01: "
+                                             "The command action failed to execute in the expected time frame (60)" % OURS) in message
+    assert message.endswith("give it back with scontrol update nodename=gpu01 state=resume"), message
+
+
+def test_a_resume_that_hangs_names_the_node_still_drained_by_us(world):
+    slurm = FakeSlurm(show=(MIXED, DRAINED, DRAINED), squeue=("",), update=("", HANG))
+    walk = HookWalk(world, hook_params(), slurm)
+    walk.run_file("slurm_drain.yml")
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_resume.yml")
+    assert slurm_commands(world)[-2:] == [SHOW, RESUME]
+    assert failed.value.msg.startswith("Slurm node gpu01 may still be drained by this run (reason: %s): it could not be given "
+                                       "back: The command action failed to execute in the expected time frame (60)" % OURS)
+    assert failed.value.msg.endswith("give it back with scontrol update nodename=gpu01 state=resume")
+
+
+def test_a_resume_whose_read_hangs_names_the_node_still_drained_by_us(world):
+    slurm = FakeSlurm(show=(MIXED, DRAINED, HANG), squeue=("",))
+    walk = HookWalk(world, hook_params(), slurm)
+    walk.run_file("slurm_drain.yml")
+    with pytest.raises(Rejected) as failed:
+        walk.run_file("slurm_resume.yml")
+    assert RESUME not in slurm_commands(world) and "may still be drained by this run" in failed.value.msg
 
 
 def test_drain_in_check_mode_only_reads_and_says_what_it_would_do(world):

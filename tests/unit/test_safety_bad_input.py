@@ -258,7 +258,8 @@ def role_spec(role, entry):
 
 def task_action(task):
     keywords = {"name", "when", "register", "loop", "loop_control", "vars", "check_mode", "changed_when", "failed_when",
-                "run_once", "delegate_to", "async", "poll", "until", "retries", "delay", "tags", "block", "rescue", "no_log"}
+                "run_once", "delegate_to", "async", "poll", "until", "retries", "delay", "tags", "block", "rescue", "no_log",
+                "timeout", "ignore_errors"}
     actions = [key for key in task if key not in keywords]
     assert len(actions) == 1, "cannot tell the action of task %r" % task.get("name")
     return actions[0], task[actions[0]]

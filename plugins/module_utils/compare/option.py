@@ -52,6 +52,10 @@ def _blocking(spec, canaries, ours):
     per_host = _host_values(canaries, "blocking_seconds")
     if not per_host:
         return figure(None, "unmeasured: no blocking_seconds in canary.json")
+    # A time that is none (below 0, inf) would make bytes / blocking seconds rank first or last: refused.
+    bad = ["%s: %r" % (host, value) for host, value in per_host.items() if not (throughput.finite(value) and value >= 0)]
+    if bad:
+        return figure(None, "refused: blocking_seconds no time the optimizer waited (%s)" % ", ".join(bad))
     return figure(max(per_host.values()), "slowest host's blocking_seconds (local path %s), %d host(s)" % (spec["local_path"], len(per_host)))
 
 
@@ -63,6 +67,10 @@ def _drain(spec, canaries):
     spans = [drain for drain in drains if drain.get("start") is not None and drain.get("end") is not None]
     if not drains or len(spans) != len(drains):
         return figure(None, "unmeasured: a host has no drain start/end in canary.json"), None
+    refused = throughput.inconsistent([dict(drain, host=host, rank="drain") for host, drain in
+                                       _host_values(canaries, "drain").items() if isinstance(drain, dict)])
+    if refused:
+        return figure(None, throughput.refusal(refused)), None
     fits = [drain.get("fits_interval") for drain in drains]
     verdict = None if any(value is None for value in fits) else all(fits)
     seconds = max(drain["end"] for drain in spans) - min(drain["start"] for drain in spans)
@@ -91,6 +99,9 @@ def _read_from(canaries):
 
 
 def _restore(ranks, canaries=None):
+    refused = throughput.inconsistent(ranks or [], "read_start", "read_end")
+    if refused:
+        return figure(None, throughput.refusal(refused)), None
     summary = canary.aggregate(ranks, fields=canary.READ_FIELDS)
     if not summary["finished_ranks"]:
         return figure(None, "unmeasured: no read-back in this run"), None

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Which shape x placement options playbooks/compare_architectures.yml runs, and where each left its bundle.
+"""Which shape x placement options ckptio.nfs.compare_architectures runs, and where each left its bundle.
 
 The default (issue 28): today's shared file on one mount first (the reference the others are compared
 with), file per rank on it, file per rank over every mount of ckptio_checkpoint_paths when it lists

@@ -10,7 +10,7 @@ ranked with it; an option whose judged figure is unmeasured is listed after the 
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, rates
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, markdown_text, rates
 
 # The word for a figure the run does not have (issue 28's evidence rule).
 UNMEASURED = "unmeasured"
@@ -184,13 +184,16 @@ def _notes(document):
 
 
 def render_markdown(document, figure_note=None):
+    """compare.md. Option names, paths, limiting layers and errors come from the options' bundles: every string of
+    the document is escaped once here (stats/markdown_text), so none adds a heading or a row."""
+    document = markdown_text.escaped(document)
     lines = ["# Architectures side by side", "", "**%s**" % document["conclusion"], "",
              "Target: %s. Options are ranked by the figure judged against it: the write throughput (ours) for direct "
              "writes; for a local path (burst buffer), bytes / the optimizer's blocking seconds, only when the drain fits "
              "the checkpoint interval." % document["target_text"], ""]
     lines.extend("Problem: %s." % problem for problem in document["problems"])
     lines.extend(["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)])
-    lines.extend("| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |" for cells in table_rows(document))
+    lines.extend("| " + " | ".join(cells) + " |" for cells in table_rows(document))
     if document.get("rearchitect_answers"):
         lines.extend(["", "What the diagnoses' \"re-architect\" meets here:", ""])
         lines.extend("- %s" % item["text"] for item in document["rearchitect_answers"])

@@ -27,6 +27,8 @@ sorted order: the role gives client i of the sorted client group the global rank
 
 from __future__ import annotations
 
+import math
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 
@@ -52,6 +54,36 @@ def _expanded(ranks):
                        start=clock.to_controller_time(item.get("start"), offset),
                        end=clock.to_controller_time(item.get("end"), offset),
                        error=record.get("error") if item.get("end") is None else None, checkpoints=None)
+
+
+def inconsistent(records, start="start", end="end"):
+    """Sentences naming each record whose start and end are no span: a time that is not a finite number,
+    or an end before its start (a forged or hand-edited canary.json; a clock step is caught by clock_offset).
+
+    Such a record is never used: one rank that "ends" a second before the others start shrinks the span
+    and ranks its option first. A record without an end (a rank that did not finish) is no such problem.
+    """
+    found = []
+    for record in records:
+        begin, finish = record.get(start), record.get(end)
+        if begin is None or finish is None:
+            continue
+        where = "%s rank %s%s" % (record.get("host"), record.get("rank"),
+                                  "" if record.get("checkpoint") is None else " checkpoint %s" % record.get("checkpoint"))
+        if not (finite(begin) and finite(finish)):
+            found.append("%s: %s %r / %s %r is no time" % (where, start, begin, end, finish))
+        elif finish < begin:
+            found.append("%s ends %.6g s before it starts (%s %r, %s %r)" % (where, begin - finish, start, begin, end, finish))
+    return found
+
+
+def finite(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def refusal(found):
+    """The problem text of figures left unmeasured because of inconsistent records."""
+    return "refused: %s%s" % ("; ".join(found[:3]), " (and %d more)" % (len(found) - 3) if len(found) > 3 else "")
 
 
 def _checkpoints(ranks):
@@ -105,6 +137,9 @@ def two_figures(ranks):
     checkpoints are no checkpoint time), the published one the mean of the per-checkpoint figures.
     """
     ranks = list(ranks or [])
+    refused = inconsistent(_expanded(ranks))
+    if refused:
+        return _refused_figures(ranks, refusal(refused))
     groups = _checkpoints(ranks)
     spans, total_bytes, incomplete, problems = [], 0, [], []
     for index in sorted(groups):
@@ -135,6 +170,16 @@ def two_figures(ranks):
     return {"ours": ours, "mlperf_published": published, "published_over_ours": ratio}
 
 
+def _refused_figures(ranks, problem):
+    """two_figures() when a record is inconsistent: both figures unmeasured, saying why; the bytes still counted."""
+    total = sum(record.get("bytes") or 0 for record in _expanded(ranks))
+    return {"ours": {"bytes": total, "seconds": None, "checkpoints": len(_checkpoints(ranks)), "bytes_per_second": None,
+                     "incomplete_ranks": [], "rests_on": OURS_RULE, "problem": problem},
+            "mlperf_published": {"gib_per_second": None, "bytes_per_second": None, "checkpoints": [], "rests_on": PUBLISHED_RULE,
+                                 "problem": problem},
+            "published_over_ours": None}
+
+
 READ_PUBLISHED_RULE = ("checkpoint bytes read / rank 0's own read duration, in GiB/s (DLIO statscounter.py end_load_ckpt,"
                        " the load's counterpart of the save figure)")
 
@@ -149,6 +194,10 @@ def published_read(ranks):
     if not records:
         return {"gib_per_second": None, "bytes_per_second": None, "rank0_seconds": None, "rests_on": READ_PUBLISHED_RULE,
                 "problem": "no read-back in this run"}
+    refused = inconsistent(ranks or [], "read_start", "read_end")
+    if refused:
+        return {"gib_per_second": None, "bytes_per_second": None, "rank0_seconds": None, "rests_on": READ_PUBLISHED_RULE,
+                "problem": refusal(refused)}
     row = _published_checkpoint(0, records)
     value = row["gib_per_second"]
     return {"gib_per_second": value, "bytes_per_second": value * GIB if value is not None else None,

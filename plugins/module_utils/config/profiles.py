@@ -48,7 +48,7 @@ _CLIENT_CHECKPOINT = {
         # of that server unmounted.
         "nconnect": 4,
         # 1 MiB is the client maximum; the server negotiates it down to its max_block_size
-        # (/proc/fs/nfsd/max_block_size, e.g. 256 KiB on a 2 GiB server; tune-servers.yml reports
+        # (/proc/fs/nfsd/max_block_size, e.g. 256 KiB on a 2 GiB server; ckptio.nfs.tune_servers reports
         # it). A remount cannot change rsize/wsize, so a change is pending until the mount is idle.
         "rsize": 1048576,
         "wsize": 1048576,

@@ -249,7 +249,7 @@ def verified_live(request, wanted, live_after, errors):
 # ---- the plan ------------------------------------------------------------------------------------
 SlotTablePlan = namedtuple("SlotTablePlan", [
     "modprobe_after", "edits", "effective_after", "wanted", "conflicts", "live", "pending", "session_mounts", "advice",
-    "warnings"])
+    "warnings", "pending_warning"])
 
 
 def plan(request, views, modprobe_after, load_after):
@@ -267,15 +267,17 @@ def plan(request, views, modprobe_after, load_after):
     if session_mounts and "tcp_max_slot_table_entries" in request.given:
         warnings.append("%d NFSv4.1+ mount(s) ignore tcp_max_slot_table_entries; set nfs_max_session_slots for them"
                         % len(session_mounts))
-    if pending:
-        warnings.append("%d NFS mount(s) keep the old slot table until remounted: see mounts_pending_remount" % len(pending))
+    # Not among the warnings told at once: it is true only once something changed (sunrpc_slot_table tells it then),
+    # never after a write that failed (a read-only /etc) and left everything as it was.
+    pending_warning = ("%d NFS mount(s) keep the old slot table until remounted: see mounts_pending_remount" % len(pending)
+                       if pending else None)
     return SlotTablePlan(
         modprobe_after=modprobe_after, edits=edits, effective_after=effective_after, wanted=wanted,
         conflicts=conflicts(views.files_after, request.modprobe_path, wanted),
         live=plan_live(request, wanted, views.live_before, views.loaded),
         pending=pending, session_mounts=session_mounts,
         advice=slot_tables.V41_ADVICE if session_mounts or "tcp_max_slot_table_entries" in wanted else "",
-        warnings=warnings)
+        warnings=warnings, pending_warning=pending_warning)
 
 
 # ---- the result ----------------------------------------------------------------------------------

@@ -42,9 +42,22 @@ LIVE_STATES = frozenset((
     "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD", "SPECIAL_EXIT",
 ))
 SQUEUE_FORMAT = "%i|%T|%r|%N"
-# What sbatch options the role sets itself: extra options may not override them.
+# What sbatch options the role sets itself: extra options may not override them, in any spelling
+# sbatch's getopt_long takes (a unique prefix of the long name, the short letter with its value attached).
 _OWN_OPTIONS = ("--wrap", "--nodelist", "--nodes", "--ntasks-per-node", "--ntasks", "--time", "--chdir",
-                "--output", "--error", "--job-name", "--parsable", "--array", "--reservation", "--partition")
+                "--output", "--error", "--job-name", "--parsable", "--array", "--reservation", "--partition",
+                "--no-requeue", "--overcommit")
+# sbatch's short options (Slurm 22.05 src/sbatch/opt.c, sbatch(1)): the letter and whether it takes a value;
+# each the role sets itself maps to its long name.
+_SHORT_WITH_VALUE = frozenset("AabBcCdDeFGiJLmMNnopqStwx")
+_SHORT_FLAGS = frozenset("HhIkOQsuVvW")
+_OWN_SHORT = {"w": "--nodelist", "N": "--nodes", "n": "--ntasks", "t": "--time", "D": "--chdir", "o": "--output",
+              "e": "--error", "J": "--job-name", "a": "--array", "p": "--partition", "O": "--overcommit"}
+# sbatch's long options that take no value (or an optional one, which getopt_long takes only after "="):
+# any other long option must carry its value after "=", or it would take the role's next option as its value.
+_LONG_FLAGS = ("--contiguous", "--exclusive", "--get-user-env", "--help", "--hold", "--ignore-pbs", "--no-kill",
+               "--oversubscribe", "--quiet", "--reboot", "--requeue", "--spread-job", "--test-only", "--usage",
+               "--use-min-nodes", "--verbose", "--version", "--wait")
 _TAG = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _NODE = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -98,14 +111,51 @@ def srun_argv(directory, python, nodes, ranks, overcommit=False):
 
 
 def _check_extra(extra):
+    """extra sbatch options, each read as sbatch's getopt_long reads it; JobError names any that would set an
+    option the role sets itself (`-wgpu99`, `--nodel=x`, `-t600`, `-o/etc/motd`, `-D/`) or that sbatch would
+    read otherwise than as one option=value (`--`, a bare word, a value in the next item)."""
     extra = [str(item) for item in (extra or [])]
     for item in extra:
-        name = item.split("=", 1)[0]
-        if not item.startswith("-"):
+        if item.startswith("--"):
+            _check_long(item)
+        elif item.startswith("-") and len(item) > 1:
+            _check_short(item)
+        else:
             raise JobError("canary_validation_slurm_options: %r is not an option (one option=value an item)" % item)
-        if name in _OWN_OPTIONS:
-            raise JobError("canary_validation_slurm_options: %s is set by the role itself" % name)
     return extra
+
+
+def _refuse_own(item, name):
+    raise JobError("canary_validation_slurm_options: %r sets %s, an option set by the role itself" % (item, name))
+
+
+def _check_long(item):
+    name, has_value = item.split("=", 1)[0], "=" in item
+    if name == "--":
+        raise JobError("canary_validation_slurm_options: %r ends sbatch's options (one option=value an item)" % item)
+    # getopt_long takes an exact name, else a unique prefix of one: any own option the name is a prefix of is refused
+    # (an ambiguous prefix sbatch refuses anyway).
+    own = [option for option in _OWN_OPTIONS if option.startswith(name)]
+    if own:
+        _refuse_own(item, " or ".join(own))
+    flags = [flag for flag in _LONG_FLAGS if flag.startswith(name)]
+    if not has_value and not flags:
+        raise JobError("canary_validation_slurm_options: %r: give its value after '=' (%s=VALUE), else it takes the "
+                       "role's next option as its value" % (item, name))
+
+
+def _check_short(item):
+    for position, letter in enumerate(item[1:], 1):
+        if letter in _OWN_SHORT:
+            _refuse_own(item, "-%s (%s)" % (letter, _OWN_SHORT[letter]))
+        if letter in _SHORT_WITH_VALUE:
+            if position == len(item) - 1:
+                raise JobError("canary_validation_slurm_options: %r: give its value attached (-%sVALUE), else it takes "
+                               "the role's next option as its value" % (item, letter))
+            # The rest of the item is the letter's value (getopt: "-Aml" is -A ml).
+            return
+        if letter not in _SHORT_FLAGS:
+            raise JobError("canary_validation_slurm_options: %r: -%s is no sbatch option this role knows" % (item, letter))
 
 
 def sbatch_argv(options):
@@ -221,12 +271,13 @@ def node_result(node, job_id, result_text, log_text=""):
 OMIT_PREFIX = "__omit_place_holder__"
 
 
-def runner_args(options, barrier_dir, first_rank, remote_tmp, collect_seconds):
+def runner_args(options, barrier_dir, first_rank, remote_tmp, collect_seconds, run_seconds=None):
     """args.json of one node: the canary's options as the role passes them to checkpoint_canary
     (an omitted one left out: ansible-core before 2.19 leaves omit's placeholder in a fact's dict),
     this host's barrier_dir and first_rank, no check mode, Ansible's temp files in the job
-    directory, and how long the runner keeps the result for the play. The runner's AnsibleModule
-    validates them as the module over ssh does."""
+    directory, how long the runner keeps the result for the play, and run_seconds, the job's bound,
+    past which the runner stops the canary itself (no wait of the runner is unbounded). The
+    runner's AnsibleModule validates them as the module over ssh does."""
     if not isinstance(options, dict) or "path" not in options:
         raise JobError("the canary's options (canary_validation__canary_options) are missing")
     args = dict((key, value) for key, value in options.items()
@@ -234,4 +285,9 @@ def runner_args(options, barrier_dir, first_rank, remote_tmp, collect_seconds):
     args.update(barrier_dir=str(barrier_dir), first_rank=int(first_rank))
     args.update(_ansible_check_mode=False, _ansible_diff=False, _ansible_remote_tmp=str(remote_tmp),
                 _ansible_keep_remote_files=False, _ckptio_collect_seconds=float(collect_seconds))
+    if run_seconds is not None:
+        run_seconds = float(run_seconds)
+        if not math.isfinite(run_seconds) or run_seconds <= 0:
+            raise JobError("the job's bound must be a positive number of seconds, got %r" % (run_seconds,))
+        args["_ckptio_run_seconds"] = run_seconds
     return {"ANSIBLE_MODULE_ARGS": args}

@@ -10,7 +10,9 @@ them: is the node known, drained by us or by someone else, drained with no job l
 some values hold spaces themselves (`OS=Linux 6.1.0-41-amd64 #1 SMP ...`, `Reason=text
 [user@time]`): a pair starts where a space is followed by `Key=`. The reason is free text an
 operator typed, so it is read up to Slurm's own `[user@timestamp]` suffix (slurm's
-node_info.c prints `Reason=%s [%s@%s]`), whatever `Key=` it may contain.
+node_info.c prints `Reason=%s [%s@%s]`, the last field of the line in 22.05), whatever `Key=` or
+bracket it may contain: the suffix is the LAST `[user@time]` of the line. An operator's reason that
+quotes ours and adds a bracket (`<ours> [bob@now] bad DIMM`) is therefore read whole, never as ours.
 
 Node states (scontrol(1), "NODE STATE"): a base state (IDLE, ALLOCATED, MIXED, DOWN, ...) and
 flags joined with `+` (DRAIN, COMPLETING, NOT_RESPONDING, ...). DRAIN with a base state that
@@ -25,8 +27,9 @@ import re
 from dataclasses import dataclass
 
 _PAIR = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:]*)=")
-# With Slurm's suffix the text may hold anything; without it, it ends at the next pair.
-_REASON_SIGNED = re.compile(r"(?:^|\s)Reason=(?P<text>.*?)\s\[(?P<who>[^\]@\s]*)@(?P<when>[^\]\s]*)\]")
+# With Slurm's suffix the text may hold anything (greedy: the suffix is the line's last bracket); without it,
+# it ends at the next pair.
+_REASON_SIGNED = re.compile(r"(?:^|\s)Reason=(?P<text>.*)\s\[(?P<who>[^\]@\s]*)@(?P<when>[^\]\s]*)\]")
 _REASON_BARE = re.compile(r"(?:^|\s)Reason=(?P<text>.*?)(?=\s+[A-Za-z][A-Za-z0-9_:]*=|\s*$)")
 # Base states that hold jobs, and flags that mean a job is still on the node (scontrol(1)).
 _BUSY_STATES = frozenset(("ALLOCATED", "MIXED", "COMPLETING"))
@@ -100,8 +103,14 @@ def parse_job_ids(text):
 
 
 def is_ours(node, our_reason):
-    """A drain is ours only when its reason is exactly the one this collection sets."""
-    return node.drain and bool(our_reason) and node.reason.strip() == str(our_reason).strip()
+    """A drain is ours only when its whole reason is exactly the one this collection sets, as Slurm signed it.
+
+    Never a prefix or a substring: an operator's reason that starts with or quotes ours is theirs. A
+    reason without Slurm's `[user@time]` suffix cannot be told apart from the fields after it, and ours
+    is always set through `scontrol update` (which signs it): an unsigned reason is never ours.
+    """
+    return (node.drain and bool(our_reason) and bool(node.reason_by or node.reason_at)
+            and node.reason == str(our_reason).strip())
 
 
 def node_view(node, our_reason):

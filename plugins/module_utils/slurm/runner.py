@@ -45,6 +45,8 @@ import time
 MODULE = %(module)r
 WORKDIR = re.compile(r"^ckptio-canary-.+-%%d-[0-9a-f]{8}$")
 KILL_WAIT = 3.0
+# Without the job's bound in its arguments (args.json of an older play): a day, the longest any canary waits.
+RUN_BOUND = 86400.0
 LOG = "runner.log"
 stop = []
 
@@ -88,6 +90,9 @@ def main():
     with open(args_path) as stream:
         args = json.load(stream)["ANSIBLE_MODULE_ARGS"]
     collect = float(args.pop("_ckptio_collect_seconds", 300))
+    # Every wait below is bounded on the monotonic clock (a wall clock stepped back would stretch it): the
+    # canary by the job's bound, the kill by KILL_WAIT, the wait for the play by collect.
+    run_bound = float(args.pop("_ckptio_run_seconds", None) or RUN_BOUND)
     with open(args_path + ".module", "w") as stream:
         json.dump({"ANSIBLE_MODULE_ARGS": args}, stream)
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -98,8 +103,12 @@ def main():
         child = subprocess.Popen([sys.executable, "-m", MODULE, args_path + ".module"], stdout=out, stderr=err,
                                  stdin=subprocess.DEVNULL, env=env, cwd=directory, start_new_session=True)
         say("canary pid %%d" %% child.pid)
-        while child.poll() is None and not stop:
+        deadline = time.monotonic() + run_bound
+        while child.poll() is None and not stop and time.monotonic() < deadline:
             time.sleep(0.2)
+    if not stop and child.poll() is None:
+        say("the canary ran past the job's bound of %%d s: stopping it" %% run_bound)
+        stop.append(signal.SIGALRM)
     if stop:
         say("signal %%d: stopping the canary" %% stop[0])
         for number, wait in ((signal.SIGTERM, KILL_WAIT), (signal.SIGKILL, KILL_WAIT)):
@@ -107,8 +116,8 @@ def main():
                 os.killpg(child.pid, number)
             except OSError:
                 pass
-            deadline = time.time() + wait
-            while child.poll() is None and time.time() < deadline:
+            deadline = time.monotonic() + wait
+            while child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
         remove_workdirs(args, child.pid)
         shutil.rmtree(directory, ignore_errors=True)
@@ -116,8 +125,8 @@ def main():
         return 128 + stop[0]
     os.replace(result + ".part", result)
     say("canary exited %%d; result.json written" %% child.returncode)
-    deadline = time.time() + collect
-    while os.path.isdir(directory) and time.time() < deadline and not stop:
+    deadline = time.monotonic() + collect
+    while os.path.isdir(directory) and time.monotonic() < deadline and not stop:
         time.sleep(0.5)
     if os.path.isdir(directory):
         shutil.rmtree(directory, ignore_errors=True)

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Capture of a real training job's checkpoint, with no canary: the window, its sampler, what it measured.
 
-roles/checkpoint_capture (playbooks/capture.yml) reads the same statistics the canary bundle holds at
+roles/checkpoint_capture (ckptio.nfs.capture) reads the same statistics the canary bundle holds at
 the start and the end of a window, samples D state on the clients during it, and writes the same
 files (bundle.py's table). What differs is the window, decided here:
 

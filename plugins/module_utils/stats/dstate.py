@@ -12,6 +12,8 @@ nfs_start_io_write, and a server outage as wait_on_commit.
 
 from __future__ import annotations
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import kernel_number
+
 # Where a D-state task waits, grouped by what it tells the diagnosis.
 WCHAN_GROUPS = (
     ("shared_file_lock", ("nfs_start_io_write", "nfs_start_io_direct")),
@@ -109,15 +111,16 @@ def format_sample(epoch, wchans):
 
 
 def parse_dstate(text):
-    """dstate.txt -> list of {epoch, count, wchans}; malformed lines are skipped."""
+    """dstate.txt -> list of {epoch, count, wchans}; malformed lines (a number that is none: numbers.py) are skipped."""
     samples = []
     for line in (text or "").splitlines():
         words = line.split()
         if len(words) < 2:
             continue
         try:
-            epoch = float(words[0])
-            count = int(words[1])
+            # numbers.py's rule: a time or count no clock or kernel gives (nan, inf, 1e400, -3) is a malformed line.
+            epoch = float(kernel_number(words[0], "epoch"))
+            count = kernel_number(words[1], "count", integer=True)
         except ValueError:
             continue
         wchans = [] if len(words) < 3 or words[2] == "-" else words[2].split(",")

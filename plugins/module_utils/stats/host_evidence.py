@@ -25,6 +25,7 @@ import socket
 import struct
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import kernel_number
 
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # The interface counters that count loss (sysfs-class-net-statistics): rx_crc_errors, missed and
@@ -43,7 +44,7 @@ def parse_proc_stat(text):
         if not words or not words[0].startswith("cpu"):
             continue
         try:
-            values = [int(word) for word in words[1:1 + len(CPU_STATES)]]
+            values = [kernel_number(word, "cpu ticks", integer=True) for word in words[1:1 + len(CPU_STATES)]]
         except ValueError:
             continue
         values += [0] * (len(CPU_STATES) - len(values))
@@ -104,7 +105,7 @@ def parse_diskstats(text):
         if len(words) < 14:
             continue
         try:
-            numbers = [int(word) for word in words[3:14]]
+            numbers = [kernel_number(word, "diskstats", integer=True) for word in words[3:14]]
         except ValueError:
             continue
         disks[words[2]] = {"reads": numbers[0], "sectors_read": numbers[2], "writes": numbers[4],

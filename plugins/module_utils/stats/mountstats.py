@@ -34,6 +34,12 @@ from functools import lru_cache
 from itertools import islice
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import split_options, unescape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import (
+    KERNEL_COUNTER_MAX,
+    above_kernel_counter,
+    has_long_digit_run,
+    shown,
+)
 
 NFS_FSTYPES = ("nfs", "nfs4")
 
@@ -104,6 +110,7 @@ class MountStats:
 
     __slots__ = ("device", "mount_point", "fstype", "statvers", "age", "rpc_version", "program", "other",
                  "opts_text", "events_text", "bytes_text", "xprt_lines", "ops_text", "truncated",
+                 "not_kernel_values",
                  "_opts", "_events", "_bytes", "_xprts", "_op_lines", "_ops")
 
     def __init__(self, device, mount_point, fstype, statvers):
@@ -125,6 +132,9 @@ class MountStats:
         self.ops_text = ""
         # Why the block lacks what the kernel always prints (a capture cut short), or None.
         self.truncated = None
+        # Why a counter of the block is no kernel value (above 2^64: numbers.py), or None; such a
+        # counter is read as 0, so no figure is made of it, and the delta is not usable.
+        self.not_kernel_values = None
         self._opts = self._events = self._bytes = self._xprts = self._op_lines = self._ops = None
 
     @property
@@ -234,6 +244,7 @@ class MountStats:
             "ops": dict((name, op_values_as_dict(values)) for name, values in self.ops.items()),
             "other": dict(self.other),
             "truncated": self.truncated,
+            "not_kernel_values": self.not_kernel_values,
         }
 
 
@@ -516,8 +527,55 @@ def _joined_line_chunks(lines_iterator):
 def _parse_block(block, nfs_only):
     mount = _parse_block_lines(block, nfs_only)
     if mount is not None and mount.is_nfs:
+        if has_long_digit_run(block):
+            mount.not_kernel_values = refuse_out_of_range(mount)
         mount.truncated = truncation(mount, "per-op statistics" in block)
     return mount
+
+
+def refuse_out_of_range(mount):
+    """A sentence naming each counter of mount above 2^64 (no kernel value: numbers.py), each set to 0
+    in the text so no figure is made of it, or None. Asked only of a block that holds a run of 20 digits
+    (has_long_digit_run: a mount point may hold one too)."""
+    found = []
+    if mount.age is not None and mount.age > KERNEL_COUNTER_MAX:
+        found.append("age is %s: above 2^64, not a kernel counter" % shown(mount.age))
+        mount.age = 0
+    if has_long_digit_run(mount.events_text):
+        mount.events_text = _zero_out_of_range("events", mount.events_text, EVENT_NAMES, found)
+    if has_long_digit_run(mount.bytes_text):
+        mount.bytes_text = _zero_out_of_range("bytes", mount.bytes_text, BYTE_NAMES, found)
+    if any(has_long_digit_run(line) for line in mount.xprt_lines):
+        mount.xprt_lines = [_zero_out_of_range_in_line(line, None, found) for line in mount.xprt_lines]
+    if has_long_digit_run(mount.ops_text):
+        mount.ops_text = "\n".join(_zero_out_of_range_in_line(line, OP_FIELDS, found) for line in mount.ops_text.split("\n"))
+    return "; ".join(found) or None
+
+
+def _zero_out_of_range_in_line(line, names, found):
+    label, sep, rest = line.partition(":")
+    return label + sep + _zero_out_of_range(label.strip(), rest, names, found) if sep else line
+
+
+def _zero_out_of_range(label, text, names, found):
+    """text (the numbers after LABEL:; of an xprt line, the protocol first, when names is None) with each
+    number above 2^64 made 0, and a sentence naming it (label and field) added to found."""
+    if not has_long_digit_run(text):
+        return text
+    parts = _BLANKS.split(text)
+    index = -1 if names is None else 0
+    for position, part in enumerate(parts):
+        if not part or part.isspace():
+            continue
+        if index < 0:
+            names, index = XPRT_FIELDS.get(part, ()), 0
+            continue
+        if above_kernel_counter(part):
+            field = names[index] if index < len(names) else "field %d" % (index + 1)
+            found.append("%s %s is %s: above 2^64, not a kernel counter" % (label, field, shown(part)))
+            parts[position] = "0"
+        index += 1
+    return "".join(parts)
 
 
 def expected_op_fields(rpc_version):

@@ -16,7 +16,7 @@ is not what its label says (binary garbage) yields what it holds and never stops
 
 from __future__ import annotations
 
-import math
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import NotAKernelValue, kernel_number
 
 # NFSv3 procedures by number (RFC 1813).
 NFS3_PROCS = (
@@ -51,34 +51,43 @@ _NAMED_LINES = {
 _PROC_LINES = {"proc2": None, "proc3": NFS3_PROCS, "proc4": NFS4_PROCS, "proc4ops": NFS4_OPS}
 
 
-def _ints(words):
-    """Leading numbers of a line; the first word that is not one ends the list."""
+def _ints(words, label=None, found=None):
+    """Leading numbers of a line; the first word that is not one ends the list.
+
+    A number no kernel prints (numbers.py: below 0, above 2^64, nan, inf) ends it too, and a
+    sentence naming the line's label and the field's position goes to found (the parse's
+    `not_kernel_values`), so a 400-digit counter is never a figure.
+    """
     values = []
     for word in words:
         try:
-            values.append(int(word))
-        except ValueError:
-            try:
-                number = float(word)
-            except ValueError:
-                break
-            # float() takes "nan" and "inf", which no counter holds (and int() of them raises):
-            # a line of binary garbage must not stop the parse.
-            if not math.isfinite(number):
-                break
-            values.append(number)
+            number = kernel_number(word, "")
+        except NotAKernelValue as error:
+            if found is not None and _is_number(word):
+                found.append("%s field %d%s" % (label, len(values) + 1, str(error)))
+            break
+        values.append(number)
     return values
+
+
+def _is_number(word):
+    try:
+        float(word)
+    except (ValueError, OverflowError):
+        return word.lstrip("+-").isdecimal()
+    return True
 
 
 def parse_nfsd_stats(text):
     """/proc/net/rpc/nfsd text -> dict (io, rpc, net, rc, fh: named; proc3/proc4ops: by op name)."""
     result = {"threads": None, "other": {}}
+    found = []
     for line in text.splitlines():
         words = line.split()
         if not words:
             continue
         label = words[0]
-        values = _ints(words[1:])
+        values = _ints(words[1:], label, found)
         if label in _NAMED_LINES:
             names = _NAMED_LINES[label]
             entry = dict(zip(names, values))
@@ -97,6 +106,8 @@ def parse_nfsd_stats(text):
                 for index, value in enumerate(counters))
         else:
             result["other"][label] = values
+    if found:
+        result["not_kernel_values"] = found
     return result
 
 
@@ -125,6 +136,7 @@ def parse_pool_stats(text):
     """
     columns = []
     pools = []
+    found = []
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped:
@@ -134,19 +146,22 @@ def parse_pool_stats(text):
             continue
         if not columns:
             continue
-        values = _ints(stripped.split())
+        values = _ints(stripped.split(), "pool line %r" % stripped.split()[0][:24], found)
         if len(values) < 2:
             continue
         pool = dict(zip(columns, (int(value) for value in values)))
         pools.append(pool)
-    return {"columns": columns, "pools": pools}
+    result = {"columns": columns, "pools": pools}
+    if found:
+        result["not_kernel_values"] = found
+    return result
 
 
 def parse_single_number(text):
     """Content of /proc/fs/nfsd/threads, max_block_size, min_threads: an int, or None."""
     words = (text or "").split()
     try:
-        return int(words[0])
+        return kernel_number(words[0], "", integer=True)
     except (IndexError, ValueError):
         return None
 

@@ -15,7 +15,7 @@ it contains the queue wait and the RTT; the figure stacks queue, RTT and the rem
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, rates, report_headline
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, markdown_text, rates, report_headline
 
 REPORT_OPS = ("WRITE", "COMMIT")
 # Ops worth a bar in the latency figure beyond WRITE/COMMIT: the metadata ops of a checkpoint.
@@ -618,7 +618,7 @@ def _first_screen_lines(metrics):
     """The diagnosis's first screen (verdict, achieved vs target, links, confidence, actions) as it
     reads in an 80-column terminal: a fenced block keeps its lines and columns in a Markdown viewer."""
     screen = metrics.get("first_screen") or report_headline.first_screen({}, metrics.get("headline") or {})
-    return ["```text"] + screen + ["```", ""]
+    return markdown_text.fence(screen, "text") + [""]
 
 
 def _figure_rows(metrics):
@@ -686,15 +686,15 @@ def _ops_lines(ops):
 
 
 def render_markdown(metrics, before=None, rows=None, figure_note=None):
-    """report.md: first screen, before/after, figures, latency, hosts, restore, capture; titled with the shape written."""
+    """report.md: first screen, before/after, figures, latency, hosts, restore, capture; titled with the shape written.
+    Every string it is given comes from a bundle: escaped once here (markdown_text), the first screen fenced as it is."""
+    screen, (metrics, before, rows) = _first_screen_lines(metrics), markdown_text.escaped([metrics, before, rows])
     shape = " (%s)" % metrics["canary_layout"] if metrics.get("canary_layout") not in (None, metrics.get("label")) else ""
-    lines = ["# Checkpoint validation: %s%s" % (metrics.get("label") or "run", shape), ""] + _first_screen_lines(metrics)
+    lines = ["# Checkpoint validation: %s%s" % (metrics.get("label") or "run", shape), ""] + screen
     if before is not None and rows:
         lines += _comparison_lines(metrics, before, rows)
     summary = metrics.get("network_summary")
-    lines += ["## Figures", ""]
-    if summary:
-        lines += ["%s%s." % (summary[0].upper(), summary[1:]), ""]
+    lines += ["## Figures", ""] + (["%s%s." % (summary[0].upper(), summary[1:]), ""] if summary else [])
     lines += _table(["metric", "value"], _figure_rows(metrics))
     lines += _ops_lines(metrics.get("ops") or {})
     if metrics.get("canary_aggregate"):

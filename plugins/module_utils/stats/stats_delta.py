@@ -68,7 +68,7 @@ _ZERO_OP = (0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 # Capture problems, in the order they are reported. A delta with any of them is not `usable`:
 # its figures do not describe the window between the two samples.
-PROBLEMS = ("truncated", "reset", "new_mount", "negative_time")
+PROBLEMS = ("truncated", "reset", "new_mount", "negative_time", "not_kernel_value")
 
 # A per-op time (queue, RTT, execute: fields 5-7) at or above this is a negative kernel value printed
 # unsigned: the times are signed ktime sums printed with %llu (net/sunrpc/stats.c rpc_print_iostats),
@@ -86,7 +86,9 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
       truncated  a sample lacks lines the kernel always prints (mountstats.truncation()), or the
                  two samples' op lists differ (same kernel, same list: one was cut at a line end);
       new_mount  no before block, or age went backwards (remounted between the samples);
-      reset      a counter went backwards while age rose (remounted, or another mount's block).
+      reset      a counter went backwards while age rose (remounted, or another mount's block);
+      not_kernel_value  a sample holds a counter above 2^64 (mountstats.refuse_out_of_range, numbers.py):
+                 no kernel printed it; the parser read it as 0 and the figures count from the mount.
     For new_mount and reset the figures count from the mount (the after counters alone over its
     age), as nfs-utils does for a remount and pool_stats_delta() for an nfsd restart, so no
     number in a delta is ever below 0. `usable` is false when any problem was found; the
@@ -98,6 +100,12 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
     for sample, mount in (("after", after), ("before", before)):
         if mount is not None and mount.truncated:
             problems.append(("truncated", "%s sample: %s" % (sample, mount.truncated)))
+        if mount is not None and mount.not_kernel_values:
+            problems.append(("not_kernel_value", "%s sample: %s" % (sample, mount.not_kernel_values)))
+    if any(code == "not_kernel_value" for code, _detail in problems):
+        # The parser read the value as 0 (mountstats.refuse_out_of_range): counted from the mount, so
+        # that 0 is no counter going back; the delta is not usable whatever it holds.
+        before, before_sampled = None, False
     if before is None and before_sampled:
         problems.append(("new_mount", "no block for this mount in the before sample (mounted during the window, "
                                       "or the before file is cut short)"))
@@ -124,6 +132,7 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
         "reset": "reset" in codes,
         "new_mount": "new_mount" in codes,
         "negative_time": "negative_time" in codes,
+        "not_kernel_value": "not_kernel_value" in codes,
         "usable": not codes,
         "problems": codes,
         "problem_details": [detail for _code, detail in problems],

@@ -53,12 +53,26 @@ def test_ready_needs_a_drained_node_and_an_empty_squeue():
     (10, 0, {"retries": 10, "delay": 1}), ("20", "5", {"retries": 4, "delay": 5}),
 ])
 def test_poll_rounds_the_bound_up_to_whole_polls(wait, poll, expected):
-    assert slurm_drain.slurm_poll(wait, poll) == expected
+    assert slurm_drain.slurm_poll(wait, poll) == dict(expected, timeout=60)
 
 
-def test_poll_names_both_options_on_a_bad_value():
-    with pytest.raises(AnsibleFilterError, match="client_tuning_slurm_wait_seconds and client_tuning_slurm_poll_seconds"):
+def test_poll_names_the_options_on_a_bad_value():
+    with pytest.raises(AnsibleFilterError, match="client_tuning_slurm_wait_seconds, client_tuning_slurm_poll_seconds and "
+                                                 "client_tuning_slurm_command_seconds must be whole seconds"):
         slurm_drain.slurm_poll("soon", 30)
+
+
+@pytest.mark.parametrize("command", [0, -5])
+def test_a_command_bound_below_one_second_is_refused_as_no_bound(command):
+    with pytest.raises(AnsibleFilterError, match="client_tuning_slurm_command_seconds must be at least 1"):
+        slurm_drain.slurm_poll(100, 30, command)
+    assert slurm_drain.slurm_poll(100, 30, "45")["timeout"] == 45
+
+
+def test_a_timed_out_read_is_an_unknown_node_naming_the_timeout():
+    timed_out = {"failed": True, "msg": "The command action failed to execute in the expected time frame (60) and was terminated"}
+    view = slurm_drain.slurm_node(timed_out, "gpu01", "ours")
+    assert view["known"] is False and view["error"] == "scontrol show node gpu01: " + timed_out["msg"]
 
 
 def test_a_step_refuses_what_is_not_a_command_result():

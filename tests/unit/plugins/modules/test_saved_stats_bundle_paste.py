@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,6 +74,28 @@ def test_nothing_readable_fails_naming_each_file_and_writes_nothing(tmp_path):
     assert "notes.txt: unrecognised file: not a kind recognised by content" in failed["msg"]
     assert "nothing was written" in failed["msg"] and not os.path.exists(dest)
     assert [row["file"] for row in failed["readings"]] == ["empty.txt", "notes.txt"]
+
+
+def test_a_dmesg_time_stamp_beyond_any_float_fails_naming_the_file_and_key_and_writes_nothing(tmp_path):
+    # Every line's time is 400 digits (float() makes it inf): the outage lasts inf - inf seconds.
+    text = re.sub(r"^\[\s*[0-9.]+\]", "[%s.5]" % ("9" * 400), layouts.read("built/dmesg_not_responding.txt"), flags=re.M)
+    src = _paste(tmp_path, {"dmesg": text})
+    dest = str(tmp_path / "out")
+    failed = fail_module(saved_stats_bundle, dict(src=src, dest=dest, partial=True))
+    assert "diagnosis.json would hold a value JSON cannot carry" in failed["msg"] and "nothing written" in failed["msg"]
+    assert re.search(r"\(\S+ is (nan|inf): only finite numbers are used\)", failed["msg"]), failed["msg"]
+    assert not os.path.exists(dest) and [row["file"] for row in failed["readings"]] == ["dmesg"]
+
+
+@pytest.mark.parametrize("option, value", [
+    ("window_seconds", float("inf")), ("checkpoint_bytes", 10 ** 400), ("server_link_gbps", float("inf")), ("window_seconds", -1.0),
+])
+def test_a_target_beyond_any_measure_is_refused_naming_the_option(tmp_path, option, value):
+    src = _paste(tmp_path, {"a": "x\n"})
+    arguments = dict(src=src, dest=str(tmp_path / "out"), checkpoint_bytes=2400000000, window_seconds=300.0)
+    arguments[option] = value
+    failed = fail_module(saved_stats_bundle, arguments)
+    assert failed["msg"].startswith("%s: must be a finite number above 0 and at most 2^63, got " % option) and len(failed["msg"]) < 120
 
 
 def test_without_partial_the_target_is_required_naming_the_option(tmp_path):

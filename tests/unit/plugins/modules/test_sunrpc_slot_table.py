@@ -143,6 +143,28 @@ def test_atomic_write_failure_leaves_the_old_file(tree, monkeypatch):
     assert sorted(os.listdir(str(tree / "etc/modprobe.d"))) == ["ckptio-nfs.conf", "site.conf"]
 
 
+PENDING = "3 NFS mount(s) keep the old slot table until remounted: see mounts_pending_remount"
+
+
+def test_a_write_that_fails_on_a_read_only_etc_changes_nothing_and_promises_no_remount(tree, monkeypatch):
+    # Before: the plan's "until remounted" warning was told before the write, which then failed and changed nothing.
+    def read_only(self, src, dest, unsafe_writes=False, keep_dest_attrs=True):
+        raise OSError(30, "Read-only file system")
+    monkeypatch.setattr(basic.AnsibleModule, "atomic_move", read_only)
+    before = tree_checksums(str(tree))
+    failed = fail_module(module, args(tree, tcp_slot_table_entries=16))
+    assert "Read-only file system" in failed["msg"] and tree_checksums(str(tree)) == before
+    assert not any("until remounted" in warning for warning in failed["warnings"]), failed["warnings"]
+
+
+def test_the_remount_warning_comes_when_the_table_changed_and_in_check_mode(tree):
+    checked = run_module(module, args(tree, tcp_slot_table_entries=16), check_mode=True)
+    assert checked["changed"] is True and PENDING in checked["warnings"]
+    result = run_module(module, args(tree, tcp_slot_table_entries=16))
+    assert result["changed"] is True and PENDING in result["warnings"]
+    assert len(result["mounts_pending_remount"]) == 3
+
+
 def test_sunrpc_not_loadable_in_a_container_persists_and_says_why(tree, monkeypatch):
     # The host kernel here has no sunrpc at all: no /proc/sys/sunrpc, no /sys/module/{sunrpc,nfs}.
     for path in ("proc/sys/sunrpc", "sys/module/sunrpc", "sys/module/nfs"):

@@ -346,3 +346,56 @@ def test_the_target_line_stays_inside_the_write_panel_when_every_option_misses_i
         assert panel.get_xlim()[1] > document["target_bytes_per_second"] / 1e6
     finally:
         pyplot.close(figure)
+
+
+def test_a_rank_that_ends_before_it_starts_is_refused_never_ranked_first():
+    # 4 GiB: host b's rank "ends" 9 s before it starts, which made the span 1 s and the option first.
+    forged = option.option_row("forged", {}, CONTEXT, DIAGNOSIS, [_rank("a", 0, 10.0, 11.0), _rank("b", 0, 20.0, 11.0)],
+                               [_delta(OPEN=8)], {})
+    document = ranking.compare([_row("honest", 2.0), forged])
+    assert [(row["name"], row["rank"]) for row in document["options"]] == [("honest", 1), ("forged", None)]
+    refused = document["options"][1]
+    assert refused["verdict"] == "unmeasured" and refused["judged"]["value"] is None
+    assert refused["throughput"]["ours"]["problem"] == "refused: b rank 0 ends 9 s before it starts (start 20.0, end 11.0)"
+    assert refused["throughput"]["mlperf_published"]["gib_per_second"] is None
+
+
+@pytest.mark.parametrize("ranks, named", [
+    ([_rank("a", 0, 0.0, 1.0, checkpoints=[{"checkpoint": 1, "start": 5.0, "end": 4.0, "bytes": GIB}])], "a rank 0 checkpoint 1 ends 1 s"),
+    ([_rank("a", 0, 0.0, float("inf"))], "a rank 0: start 0.0 / end inf is no time"),
+    ([_rank("a", 0, float("nan"), 1.0)], "a rank 0: start nan / end 1.0 is no time"),
+])
+def test_a_record_that_is_no_span_leaves_both_figures_unmeasured_naming_it(ranks, named):
+    figures = throughput.two_figures(ranks)
+    assert figures["ours"]["bytes_per_second"] is None and figures["mlperf_published"]["bytes_per_second"] is None
+    assert named in figures["ours"]["problem"] and named in figures["mlperf_published"]["problem"]
+
+
+def test_a_drain_restore_or_blocking_time_that_is_no_span_is_refused():
+    spec = {"local_path": "/local/nvme"}
+    canaries = {"a": {"blocking_seconds": -5.0, "drain": {"start": 9.0, "end": 1.0, "fits_interval": True, "rate_limit": 0}}}
+    row = _row("async", 10.0, spec=spec, canaries=canaries)
+    assert row["blocking_seconds"]["value"] is None and "refused: blocking_seconds" in row["blocking_seconds"]["rests_on"]
+    assert row["drain_seconds"]["value"] is None and row["drain_seconds"]["rests_on"].startswith("refused: a rank drain ends 8 s")
+    assert row["judged"]["value"] is None
+    reads = [dict(_rank("a", 0, 0.0, 1.0), read_start=5.0, read_end=2.0, read_bytes=GIB)]
+    restore = option.option_row("r", {}, CONTEXT, DIAGNOSIS, reads, [], {})
+    assert restore["restore"]["value"] is None and restore["restore"]["rests_on"].startswith("refused: a rank 0 ends 3 s")
+    assert restore["restore_published"]["problem"].startswith("refused: a rank 0 ends 3 s")
+
+
+def test_option_names_layers_and_errors_never_add_headings_or_rows_to_compare_md():
+    injected = "x\n## injected\n| a | b |"
+    plain = ranking.render_markdown(ranking.compare([_row("fast", 1.0), _row("slow", 4.0)]))
+    hostile_row = _row(injected, 1.0)
+    hostile_row["limiting_layer"]["value"] = injected
+    failed = option.option_row("bad", {"shape": injected}, CONTEXT, None, [], [], {"a": {"msg": injected}})
+    text = ranking.render_markdown(ranking.compare([hostile_row, _row("slow", 4.0)]))
+    lines = text.split("\n")
+    assert not any(line.startswith("## injected") or line.startswith("| a | b |") for line in lines)
+    assert sum(line.startswith("|") for line in lines) == sum(line.startswith("|") for line in plain.split("\n"))
+    assert [line for line in lines if line.startswith("#")] == ["# Architectures side by side"]
+    assert "| 1 | x ## injected \\| a \\| b \\| |" in text and "- **x ## injected \\| a \\| b \\|**:" in text
+    failed_text = ranking.render_markdown(ranking.compare([_row("fast", 1.0), failed]))
+    assert [line for line in failed_text.split("\n") if line.startswith("#")] == ["# Architectures side by side"]
+    assert "FAILED: a: x ## injected \\| a \\| b \\|" in failed_text

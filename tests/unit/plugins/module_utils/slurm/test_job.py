@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 
 import pytest
@@ -144,3 +145,31 @@ def test_the_runners_arguments_are_the_roles_options_with_this_hosts_barrier_and
     assert args["_ckptio_collect_seconds"] == 300.0
     with pytest.raises(job.JobError):
         job.runner_args({}, "/b", 0, "/t", 1)
+
+
+@pytest.mark.parametrize("item, named", [
+    ("-wgpu99", "-w (--nodelist)"), ("--nodel=gpu99", "--nodelist"), ("-t600", "-t (--time)"), ("-o/etc/motd", "-o (--output)"),
+    ("-D/", "-D (--chdir)"), ("-vJx", "-J (--job-name)"), ("-Ogpu", "-O (--overcommit)"), ("--part=big", "--partition"),
+    ("--no-req", "--no-requeue"), ("--wr=id", "--wrap"), ("--res=x", "--reservation"), ("--ntasks-per=4", "--ntasks-per-node"),
+    ("--n=3", "--nodelist or --nodes or --ntasks-per-node or --ntasks or --no-requeue"), ("-e/tmp/x", "-e (--error)"),
+])
+def test_an_extra_option_the_role_sets_is_refused_in_any_spelling_sbatch_takes(item, named):
+    with pytest.raises(job.JobError, match=r"^canary_validation_slurm_options: %s sets %s, an option set by the role itself$"
+                       % (re.escape(repr(item)), re.escape(named))):
+        job.sbatch_argv(options(extra=[item]))
+
+
+@pytest.mark.parametrize("item, message", [
+    ("--", "ends sbatch's options"), ("--account", "give its value after '='"), ("-A", "give its value attached"),
+    ("-Z", "no sbatch option this role knows"), ("gpu99", "not an option"), ("-", "not an option"),
+])
+def test_an_extra_option_sbatch_would_read_otherwise_is_refused(item, message):
+    with pytest.raises(job.JobError, match=re.escape(message)):
+        job.sbatch_argv(options(extra=[item]))
+
+
+@pytest.mark.parametrize("item", ["--account=ml", "-Aml", "--acc=ml", "-vv", "--exclusive", "--qos=high", "-x/gpu07", "--contig",
+                                  "--exclusive=user", "-k", "--comment=-wgpu99 -t600"])
+def test_other_extra_options_pass_as_they_are(item):
+    argv = job.sbatch_argv(options(extra=[item]))
+    assert item in argv and argv[-1].startswith("--wrap=")

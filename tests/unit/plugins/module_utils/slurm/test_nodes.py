@@ -99,3 +99,23 @@ def test_ready_to_unmount_only_when_drained_with_no_job(text, jobs, ready, why):
 def test_an_unknown_node_is_never_ready():
     assert nodes.ready_to_unmount(nodes.unknown_view("n", "scontrol lists no node n"), []) == (
         False, "Slurm does not know the node: scontrol lists no node n")
+
+
+@pytest.mark.parametrize("reason", [
+    OURS + " [bob@2026-12-02T14:00:00] bad DIMM, do not resume",
+    OURS + " [bob@x]",
+    OURS + " and a bad DIMM",
+    "bad DIMM: " + OURS,
+    OURS + "!",
+    OURS + " Comment=x",
+])
+def test_an_operators_reason_that_quotes_ours_is_not_ours(reason):
+    line = fixture("show-node-drained.txt").replace("Reason=" + OURS + " [root@", "Reason=" + reason + " [alice@")
+    node = only(line)
+    assert node.reason == reason and node.reason_by == "alice"
+    assert not nodes.node_view(node, OURS)["ours"]
+
+
+def test_an_unsigned_reason_is_never_ours():
+    node = only("NodeName=gpu01 State=IDLE+DRAIN Reason=%s\n" % OURS)
+    assert node.reason == OURS and not nodes.node_view(node, OURS)["ours"]

@@ -115,3 +115,30 @@ def test_on_sigterm_the_canary_its_work_directory_and_the_job_directory_go(tmp_p
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_canary_that_runs_past_the_jobs_bound_is_stopped_by_the_runner(tmp_path):
+    directory, data = build(tmp_path)
+    # A barrier nobody releases and a job bound of 2 s: the runner stops the canary itself, without scancel.
+    document = job.runner_args({"path": str(data), "ranks": 2, "bytes_per_rank": 1048576, "allow_local": True,
+                                "barrier_timeout": 120}, str(directory / "barrier"), 0, str(directory / "tmp"), 30, 2)
+    assert document["ANSIBLE_MODULE_ARGS"]["_ckptio_run_seconds"] == 2.0
+    (directory / job.ARGS).write_text(json.dumps(document))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    with open(str(tmp_path / "runner.log"), "w") as log:
+        process = subprocess.Popen([sys.executable, str(directory / job.RUNNER), str(directory / job.ARGS)],
+                                   stdout=log, stderr=subprocess.STDOUT, cwd=str(tmp_path), env=env)
+    try:
+        assert process.wait(timeout=60) == 128 + signal.SIGALRM
+        assert os.listdir(str(data)) == [] and not directory.exists()
+        assert "the canary ran past the job's bound of 2 s: stopping it" in (tmp_path / "runner.log").read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_the_runners_waits_are_on_the_monotonic_clock_and_bounded():
+    # Every `while` of the supervisor ends on a monotonic deadline (a stepped wall clock stretches none).
+    loops = [line.strip() for line in runner.SUPERVISOR.splitlines() if line.strip().startswith("while ")]
+    assert len(loops) == 3 and all("time.monotonic() < deadline" in line for line in loops), loops
+    assert "time.time()" not in runner.SUPERVISOR.replace("time.strftime", "")

@@ -113,3 +113,11 @@ def test_utilisation_over_the_checkpoint_and_a_reset_counter(server):
     after["interfaces"]["lab0"]["statistics"]["rx_bytes"] = 5
     row = host_evidence.link_rows(before, after, ["10.0.0.1"], "server")[0]
     assert row["reset"] is True and row["rx_bytes"] is None and row["utilisation"] is None
+
+
+def test_a_host_sample_line_with_a_number_no_kernel_prints_is_skipped():
+    stat = host_evidence.parse_proc_stat("cpu  1 2 3 4 5 6 7 8\ncpu0 %s 0 0 0 0 0 0 0\ncpu1 1 -2 3 4 5 6 7 8\n" % ("9" * 400))
+    assert stat["cpu"]["user"] == 1 and stat["cpus"] == {}
+    disks = host_evidence.parse_diskstats("8 0 sda 1 0 8 1 %s 0 64 5 0 10 12\n8 1 sdb 1 0 8 1 2 0 64 5 0 10 12\n" % ("9" * 400))
+    assert list(disks) == ["sdb"]
+    assert host_evidence.disk_window("8 0 sda 1 0 8 1 2 0 64 5 0 10 12\n", "8 0 sda 1 0 8 1 %s 0 64 5 0 10 12\n" % ("9" * 400), 10) == []

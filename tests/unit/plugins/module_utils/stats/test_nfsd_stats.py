@@ -83,3 +83,21 @@ def test_garbage_numbers_do_not_stop_the_parse():
     stats = parse_nfsd_stats("io 0 512\nth nan 0\nproc4ops 3 inf 1 2\n\udcff\udcfe: nan\n")
     assert stats["io"]["bytes_written"] == 512 and stats["threads"] is None and stats["proc4ops"] == {}
     assert parse_pool_threads("8 \u00b2 4\n") == [8, 4]
+
+
+def test_a_number_no_kernel_prints_ends_the_line_and_is_named():
+    stats = parse_nfsd_stats("io 5 %s\nrpc 10 -1 0 0 0\nproc4ops 3 1 2 18446744073709551616\nth 8 0 0.000\n" % ("9" * 400))
+    assert stats["io"] == {"bytes_read": 5} and stats["rpc"] == {"calls": 10} and stats["proc4ops"] == {"OP0": 1, "OP1": 2}
+    assert stats["threads"] == 8
+    found = stats["not_kernel_values"]
+    assert len(found) == 3 and found[0].startswith("io field 2 is 9999") and "above 2^64" in found[0]
+    assert found[1] == "rpc field 2 is -1: below 0, not a kernel value" and found[2].startswith("proc4ops field 4 is 18446744073709551616")
+    pool = parse_pool_stats("# pool packets-arrived sockets-enqueued\n0 %s 5\n1 7 7\n" % ("9" * 400))
+    assert pool["pools"] == [{"pool": 1, "packets-arrived": 7, "sockets-enqueued": 7}]
+    assert "above 2^64" in pool["not_kernel_values"][0]
+    assert parse_single_number("9" * 400) is None and parse_single_number("8\n") == 8
+
+
+def test_a_dstate_line_with_a_number_that_is_none_is_skipped():
+    text = "1700000000.100 2 a,b\n1e400 1 a\nnan 1 a\n1700000001.000 %s a\n1700000002.000 -3 a\n1700000003.000 0 -\n" % ("9" * 400)
+    assert [sample["epoch"] for sample in dstate.parse_dstate(text)] == [1700000000.1, 1700000003.0]

@@ -464,3 +464,47 @@ def test_the_title_names_the_shape_the_ranks_wrote_not_the_inventorys_layout():
     # A label that is the shape is not said twice.
     named = report.bundle_metrics(context, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100)), label="torch_dcp")
     assert report.render_markdown(named).startswith("# Checkpoint validation: torch_dcp\n")
+
+
+INJECTED = "x\n## injected\n| a | b |"
+
+
+def _structure(text):
+    """The Markdown structure of a text: its headings and the number of table rows (lines starting with "|")."""
+    lines = text.split("\n")
+    return [line for line in lines if line.startswith("#")], sum(1 for line in lines if line.startswith("|"))
+
+
+def test_values_from_a_bundle_never_add_headings_or_rows_to_report_md():
+    ranks = [{"host": INJECTED, "rank": 0, "start": 10.0, "end": 14.0, "bytes": 100, "error": None}]
+    plain = report.bundle_metrics(CONTEXT, DIAGNOSIS, _run(_delta(100, 10.0, 30.0, 15.0, 50, 100)), ranks, label="baseline")
+    hostile_diagnosis = dict(DIAGNOSIS, limiting_layer=INJECTED, verdict="<!-- " + INJECTED)
+    hostile = report.bundle_metrics(dict(CONTEXT, canary=dict(CONTEXT["canary"], layout="`" * 5 + INJECTED)), hostile_diagnosis,
+                                    _run(_delta(100, 10.0, 30.0, 15.0, 50, 100)), ranks, label=INJECTED)
+    plain_text, text = report.render_markdown(plain), report.render_markdown(hostile)
+    # The first screen is a fenced block (its text is literal there): the rest is what Markdown reads as structure.
+    outside = _outside_fences(text)
+    assert not any(line.startswith("## injected") or line.startswith("| a | b |") for line in outside.split("\n"))
+    (headings, rows), (plain_headings, plain_rows) = _structure(outside), _structure(_outside_fences(plain_text))
+    assert (len(headings), rows) == (len(plain_headings), plain_rows) and headings[1:] == plain_headings[1:]
+    assert "| limiting layer | x ## injected \\| a \\| b \\| |" in text and "&lt;!--" in outside and "<!--" not in outside
+    assert text.startswith("# Checkpoint validation: x ## injected \\| a \\| b \\| (\\`\\`\\`\\`\\`x ## injected")
+
+
+def _outside_fences(text):
+    kept, fence = [], None
+    for line in text.split("\n"):
+        if fence is None and line.startswith("```"):
+            fence = line[:len(line) - len(line.lstrip("`"))]
+        elif fence is not None and line == fence:
+            fence = None
+        elif fence is None:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_the_first_screen_fence_is_longer_than_any_backticks_in_it():
+    metrics = dict(report.bundle_metrics(CONTEXT, DIAGNOSIS, []), first_screen=["``````", "# not a heading"])
+    lines = report.render_markdown(metrics).split("\n")
+    opening = lines.index("```````text")
+    assert lines[opening + 1:opening + 4] == ["``````", "# not a heading", "```````"]

@@ -2,6 +2,7 @@
 nfs-utils' mountstats on the same files."""
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -272,3 +273,52 @@ def test_op_line_torn_in_the_middle_of_the_section_is_truncated():
     delta = mountstats_delta(after, SEED_BEFORE)[0]
     assert delta["truncated"] is True and delta["usable"] is False
     assert delta["problem_details"] == ["after sample: the COMMIT line has 4 counters"]
+
+
+def _with_counter(text, label, index, value):
+    """text with the index-th number of its first `label:` line replaced by value."""
+    lines = text.split("\n")
+    for position, line in enumerate(lines):
+        name, sep, rest = line.partition(":")
+        if sep and name.strip() == label:
+            words = rest.split()
+            words[index] = value
+            lines[position] = "%s: %s" % (name, " ".join(words))
+            return "\n".join(lines)
+    raise AssertionError("no %s line" % label)
+
+
+@pytest.mark.parametrize("sample, label, index, value, named", [
+    ("after", "WRITE", 0, "9" * 400, "WRITE ops is 999999999999999999999999... (400 characters)"),
+    ("after", "WRITE", 6, "18446744073709551616", "WRITE rtt_ms is 18446744073709551616"),
+    ("before", "WRITE", 7, "1" + "0" * 30, "WRITE execute_ms is 100000000000000000000000... (31 characters)"),
+    ("after", "bytes", 4, "9_" * 30 + "9", "bytes serverreadbytes"),
+    ("after", "xprt", 6, "7" * 40, "xprt sends is 7777"),
+    ("after", "age", 0, "9" * 400, "age is 999"),
+])
+def test_a_counter_above_2_64_is_refused_naming_the_field_with_no_traceback(sample, label, index, value, named):
+    files = load_bundle(sample_path(*SEED))["clients"]["nfs2"]
+    texts = {"after": files["mountstats_after"], "before": files["mountstats_before"]}
+    texts[sample] = _with_counter(texts[sample], label, index, value)
+    delta, = mountstats_delta(texts["after"].splitlines(), texts["before"].splitlines())
+    assert delta["usable"] is False and "not_kernel_value" in delta["problems"] and delta["not_kernel_value"] is True
+    assert any(detail.startswith(sample + " sample: ") and named in detail and "above 2^64, not a kernel counter" in detail
+               for detail in delta["problem_details"]), delta["problem_details"]
+    # No figure is made of the value: every number of the delta is a finite one below 2^64.
+    assert all(math.isfinite(number) and abs(number) < 2 ** 64 for number in _numbers(delta))
+
+
+def _numbers(value):
+    if isinstance(value, dict):
+        return [number for item in value.values() for number in _numbers(item)]
+    if isinstance(value, list):
+        return [number for item in value for number in _numbers(item)]
+    return [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+
+
+def test_the_largest_kernel_counter_is_still_a_counter():
+    files = load_bundle(sample_path(*SEED))["clients"]["nfs2"]
+    after = _with_counter(files["mountstats_after"], "READ", 3, "18446744073709551615")
+    before = _with_counter(files["mountstats_before"], "READ", 3, "18446744073709551615")
+    delta, = mountstats_delta(after.splitlines(), before.splitlines())
+    assert delta["usable"] is True and delta["problems"] == []
