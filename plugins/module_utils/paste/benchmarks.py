@@ -33,7 +33,7 @@ _FIO_JOB = re.compile(r"^\s*(read|write)\s*:\s+(?:IOPS=" + _NUM + r"([kM]?), BW=
 _PERCENTILES = re.compile(r"^\s*clat percentiles \((nsec|usec|msec)\)")
 _P99 = re.compile(r"\b99\.00th=\[\s{0,12}(\d{1,15})\]")
 _MDTEST = re.compile(r"^\s*(File creation|File stat|File read|File removal|Directory creation|Directory stat|"
-                     r"Directory removal|Tree creation|Tree removal)\s*:?\s+" + _NUM + r"(?:\s+" + _NUM + r"\s+" +
+                     r"Directory removal|Tree creation|Tree removal)\s*(?::\s*)?" + _NUM + r"(?:\s+" + _NUM + r"\s+" +
                      _NUM + r")?")
 _OPS_PER_SEC = re.compile(_NUM + r" ops/sec")
 _IOR_MAX = re.compile(r"^\s*Max (Write|Read):\s+" + _NUM + r" MiB/sec")
