@@ -402,14 +402,14 @@ def render(catalogue, versions, counts):
              "from ansible_collections.ckptio.nfs.plugins.module_utils.paste import (  # noqa: F401\n"]
     index += ["    %s,\n" % module for module in modules]
     index.append(")\n\nVERSIONS = (\n")
-    index += ["    (%r, %r),\n" % (version, os.path.basename(spec.split("@")[0].rstrip("/")) + spec[len(spec.split("@")[0]):])
+    index += ["    (%r, %r),\n" % (version, "/".join(spec.split("@")[0].rstrip("/").split("/")[-2:]) + spec[len(spec.split("@")[0]):])
               for version, spec in versions]
     index.append(")\nCOUNTS = {\n")
     for version in counts:
         index.append("    %r: {\n" % version)
         index += ["        %r: %r,\n" % (group, dict(sorted(counts[version][group].items()))) for group in sorted(counts[version])]
         index.append("    },\n")
-    index.append("}\nENTRIES = (\n" + "".join("    %s.ENTRIES\n    + " % m for m in modules)[:-7] + "\n)\n")
+    index.append("}\nENTRIES = (\n    " + "\n    + ".join("%s.ENTRIES" % m for m in modules) + "\n)\n")
     files["kernel_messages.py"] = "".join(index)
     return files
 

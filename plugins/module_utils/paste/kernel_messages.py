@@ -19,9 +19,9 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.paste import (  # noqa:
 )
 
 VERSIONS = (
-    ('5.10', 'repo@7cb0d38b8'),
-    ('6.1', 'repo@27a965b7f'),
-    ('6.12', 'repo@2974a9e'),
+    ('5.10', 'atjhamit+linux-v5.10/repo@7cb0d38b8'),
+    ('6.1', 'fEndman+linux-6.1-t113/repo@27a965b7f'),
+    ('6.12', 'shilei-massclouds+linux-6.12/repo@2974a9e'),
 )
 COUNTS = {
     '5.10': {
@@ -45,10 +45,10 @@ COUNTS = {
 }
 ENTRIES = (
     kernel_messages_nfs_1.ENTRIES
-    +     kernel_messages_nfs_2.ENTRIES
-    +     kernel_messages_nfsd_1.ENTRIES
-    +     kernel_messages_nfsd_2.ENTRIES
-    +     kernel_messages_lockd.ENTRIES
-    +     kernel_messages_sunrpc_1.ENTRIES
-    +     kernel_messages_sunrpc_2.ENTRIES
+    + kernel_messages_nfs_2.ENTRIES
+    + kernel_messages_nfsd_1.ENTRIES
+    + kernel_messages_nfsd_2.ENTRIES
+    + kernel_messages_lockd.ENTRIES
+    + kernel_messages_sunrpc_1.ENTRIES
+    + kernel_messages_sunrpc_2.ENTRIES
 )
