@@ -253,14 +253,14 @@ def inner_words(literal):
 
 def read_tree(spec):
     """{path: text} of the four directories' .c and .h files at a source (git directory at a revision, or a tree)."""
-    path, _, rev = spec.partition("@")
+    path, _at, rev = spec.partition("@")
     files = {}
     if os.path.isdir(os.path.join(path, "objects")) or os.path.isdir(os.path.join(path, ".git")):
         listing = subprocess.run(["git", "-C", path, "ls-tree", "-r", rev or "HEAD", "--", *DIRS],
                                  check=True, capture_output=True, text=True).stdout
         blobs = [(line.split()[2], line.split("\t", 1)[1]) for line in listing.splitlines()
                  if line.endswith((".c", ".h"))]
-        batch = subprocess.run(["git", "-C", path, "cat-file", "--batch"], input=("\n".join(b for b, _ in blobs) + "\n").encode(),
+        batch = subprocess.run(["git", "-C", path, "cat-file", "--batch"], input=("\n".join(blob for blob, _name in blobs) + "\n").encode(),
                                check=True, capture_output=True).stdout
         pos = 0
         for _blob, name in blobs:
@@ -327,7 +327,7 @@ def main():
     catalogue = {}
     counts = {}
     for source in options.source:
-        version, _, spec = source.partition("=")
+        version, _equals, spec = source.partition("=")
         versions.append((version, spec))
         sites, skipped = extract(read_tree(spec))
         for text, level, path, line, function, _call in sites:
@@ -370,7 +370,7 @@ def merge(catalogue, annotations):
         if annotation["layer"] not in LAYERS:
             sys.exit("annotation %r: layer %r is not one of %s" % (annotation["format"], annotation["layer"], LAYERS))
         catalogue[by_format[annotation["format"]]].update(layer=annotation["layer"], meaning=annotation["meaning"].strip(),
-                                               fix=annotation["fix"].strip(), hand=True)
+                                                          fix=annotation["fix"].strip(), hand=True)
 
 
 def render(catalogue, versions, counts):
