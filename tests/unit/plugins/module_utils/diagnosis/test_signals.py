@@ -17,7 +17,7 @@ MODULE_UTILS = os.path.join(HERE, *([os.pardir] * 5), "plugins", "module_utils")
 # The files that judge figures: a bundle's layers and a paste's readers.
 JUDGES = ["diagnosis/%s.py" % name for name in (
     "access", "client", "cpu", "metadata_storm", "mount_state", "network", "network_loss", "pace_host", "server", "verdict",
-    "diagnose", "run")] + ["paste/%s.py" % name for name in ("readings", "partial", "thresholds")]
+    "diagnose", "run")] + ["paste/%s.py" % name for name in ("readings", "partial", "thresholds", "training_log", "training_lines")]
 # Module-level numbers in those files that are no threshold: units, formats, sizes of a list shown.
 NOT_THRESHOLDS = {"HEADER_BYTES", "DEFAULT_MTU", "MIB", "NAMED", "WRITE_SIZE_FOR_LITTLE", "LITTLE_RTT_MS",
                   "PRACTICAL_LINK_EFFICIENCY", "PARALLEL_CLIENTS", "CLIENT_CHUNK"}
