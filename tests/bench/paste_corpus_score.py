@@ -19,10 +19,12 @@ itself concluded (not what any tool says). The mapping, kept deliberately simple
   "network" (its network suspects are retransmissions, timeouts and outages), and expected
   "metadata" is right when it names "access_pattern" (its metadata signal is the op mix's metadata
   share, filed under access_pattern);
-- wrong: any other named layer. Expected values the paste path can never name (fault_hang,
-  fault_bug, misconfiguration, training_window, server_cpu from a log, unknown ...) therefore
-  score wrong whenever the path names a layer, and refused when it names none: the score says how
-  often a paste is read as the thread read it, not how the path could be excused.
+- what is named is what the first screen leads with: the first fault the diagnosis lists (by its
+  kind: hang -> fault_hang, bug -> fault_bug, misconfiguration, a storage fault -> server_storage,
+  a broken path -> network), else a training log's checkpoint window judged against a target
+  (training_window), else the suspected limiting layer;
+- wrong: anything else named. Expected "unknown" is therefore wrong whenever anything is named:
+  the score says how often a paste is read as the thread read it, not how the path could be excused.
 
 One line per entry: "NNN_name  kind  expected  -> named (confidence)  RIGHT|WRONG|REFUSED  [why]",
 then "right N, wrong N, refused N of N". No network, no Ansible: only the collection's
@@ -48,6 +50,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_CORPUS = os.path.join(CHECKOUT, "tests", "fixtures", "paste_corpus")
 EQUIVALENT = {"network_loss": {"network"}, "metadata": {"access_pattern"}}
+# A fault's kind (diagnosis.json faults[].kind, paste/more_kinds.py) in the corpus' terms.
+FAULT_KINDS = {"hang": "fault_hang", "bug": "fault_bug", "misconfiguration": "misconfiguration",
+               "server_storage": "server_storage", "path": "network"}
 
 
 def _import_paste():
@@ -80,15 +85,28 @@ def score_entry(readings, partial, folder):
     diagnosis = partial.partial_diagnosis(found)
     if diagnosis is None:
         return source, expected, None, None, "refused", partial.refusal(found)
-    named = diagnosis["limiting_layer"]
-    if named == "none":
+    named = _named(diagnosis)
+    if named is None:
         return source, expected, None, diagnosis["confidence"], "refused", "read as %s; no signal points at a layer" % reading["taken_for"]
     right = named == expected or named in EQUIVALENT.get(expected, ())
     return source, expected, named, diagnosis["confidence"], "right" if right else "wrong", "read as %s" % reading["taken_for"]
 
 
+def _named(diagnosis):
+    """What the first screen leads with, in corpus terms: the first fault (its kind: fault_hang, fault_bug,
+    misconfiguration; a storage fault as server_storage), else a training log's window (training_window), else
+    the suspected limiting layer; None when it names nothing."""
+    for fault in diagnosis.get("faults") or []:
+        kind = FAULT_KINDS.get(fault.get("kind"))
+        if kind:
+            return kind
+    if (diagnosis.get("window") or {}).get("kind") == "training_log" and diagnosis["verdict"] != "no_window":
+        return "training_window"
+    return None if diagnosis["limiting_layer"] == "none" else diagnosis["limiting_layer"]
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS, help="the corpus folder (default: %(default)s)")
     args = parser.parse_args(argv)
     readings, partial = _import_paste()

@@ -109,6 +109,9 @@ def _verdict_text(result, actions):
     if verdict == "tune":
         return "tune: the gap is %s and %s" % (gap, _headroom_clause(result).replace("tuning alone", "tuning " + _layer(
             result["limiting_layer"])))
+    if verdict == "meets_target" and result["achieved_bytes_per_second"] is None:
+        # A pasted training log without checkpoint sizes: its slowest save's time against the window (paste/partial.py).
+        return "meets the target's window"
     if verdict == "meets_target":
         spare = result["achieved_bytes_per_second"] / result["target_bytes_per_second"]
         return "meets the target with %s to spare" % human.factor(spare)
@@ -298,7 +301,11 @@ def first_screen(result):
     head = result["headline"]
     lines = _wrap("Checkpoint diagnosis of %s" % _paths_text(result))
     lines += _wrap(capital(head["verdict_text"]))
-    if result.get("partial"):
+    if result.get("partial") and (result.get("window") or {}).get("kind") == "training_log" and result["verdict"] != "no_window":
+        # A pasted training log's checkpoint saves are a window: the slowest one's time (and rate, with its size).
+        lines += _wrap("Measured in the training log: %s%s" % (result["achieved_source"][len("training log: "):], (
+            "; target %s" % head["target_text"]) if result.get("target_bytes_per_second") else ""))
+    elif result.get("partial"):
         # A paste (module_utils/paste/partial.py): no window, so no throughput at all.
         lines += _wrap("Suspected from what was pasted, no throughput measured%s" % (
             "; target %s" % head["target_text"] if result.get("target_bytes_per_second") else ""))
@@ -312,6 +319,8 @@ def first_screen(result):
     if head.get("suspected_because"):
         # A paste's suspicion leads with the figure it rests on (evidence before verdicts).
         lines += _wrap("  because " + head["suspected_because"])
+    elif result.get("partial") and (result.get("window") or {}).get("kind") == "training_log":
+        pass  # the training log's line above says what the figure rests on
     else:
         lines += _wrap("  measured as " + head["rests_on"])
     lines += _wrap(capital(head["links_text"]))

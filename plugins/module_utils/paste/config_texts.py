@@ -41,7 +41,9 @@ _SYSCTL = re.compile(r"^\s*((?:sunrpc|fs\.nfs)\.[\w.]{1,64})\s*=\s*(\d{1,12})\s*
 _SETRA = re.compile(r"\bblockdev\s+--setra\s+(\d{1,12})\s+(\S{1,200})")
 _ECHO_RA = re.compile(r"\becho\s+(\d{1,12})\s*>\s*(\S{0,200}read_ahead_kb)")
 _RA_ATTR = re.compile(r"ATTRS?\{read_ahead_kb\}\s*=\s*\"(\d{1,12})\"")
-_UDEV_MATCH = re.compile(r"(\w{1,32}(?:\{[^}]{0,64}\})?)\s*(==|!=)\s*\"([^\"]{0,300})\"|\bPROGRAM\s*=")
+# A key starts after a non-word character (the lookbehind fails at once inside a word, so a run of word characters
+# costs one try a character, not 32) and its {attribute} holds no brace.
+_UDEV_MATCH = re.compile(r"(?<![\w{])(\w{1,32}(?:\{[^{}]{0,64}\})?)\s*(==|!=)\s*\"([^\"]{0,300})\"|\bPROGRAM\s*=")
 # The options hold no parenthesis: excluding "(" keeps a run of them linear (tests/.../test_regex_linear.py).
 _EXPORT_CLIENT = re.compile(r"([^\s()]{0,300})\(([^()]{0,1000})\)")
 _THREADS = re.compile(r"^\s*(?:RPCNFSDCOUNT|NFSD_THREADS|RPCNFSDARGS)\s*=\s*\"?(\d{1,6})")

@@ -16,7 +16,7 @@ partial diagnosis sits beside a bundle's in every report.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, rates
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import shape, signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline as diagnosis_headline, markdown as diagnosis_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
@@ -117,12 +117,14 @@ def partial_diagnosis(readings, target=None, mount_point=None):
     commands = capture_next(suspect, target_given)
     evidence = [row for reading in told for row in reading["evidence"]]
     limiting = suspect["layer"] if suspect else "none"
+    target_bps = rates.target_rate(target["checkpoint_bytes"], target["window_seconds"]) if target_given else None
+    saves = training_window(told, target_bps, (target or {}).get("window_seconds") if target_given else None)
     result = {
         "mount_point": mount_point or "the pasted mount(s)",
-        "target_bytes_per_second": rates.target_rate(target["checkpoint_bytes"], target["window_seconds"]) if target_given else None,
-        "achieved_bytes_per_second": None,
-        "achieved_source": PARTIAL_SOURCE,
-        "gap_factor": None,
+        "target_bytes_per_second": target_bps,
+        "achieved_bytes_per_second": saves["achieved"] if saves else None,
+        "achieved_source": saves["source"] if saves else PARTIAL_SOURCE,
+        "gap_factor": saves["gap"] if saves else None,
         "limiting_layer": limiting,
         "contributing": suspect["contributing"] if suspect else [],
         "confidence": suspect["confidence"] if suspect else "low",
@@ -131,15 +133,17 @@ def partial_diagnosis(readings, target=None, mount_point=None):
         "network": {"state": "unmeasured", "summary": "links: unmeasured (a paste holds no interface counters or probe)",
                     "headline": "unmeasured", "probe_share": None, "links": []},
         "cpu": {},
-        "verdict": "no_window",
+        "verdict": saves["verdict"] if saves else "no_window",
         "tuning_headroom_factor": None,
         "tuning_headroom_why": "no window: what tuning buys is not estimated from a paste",
         "evidence": evidence,
         "recommendations": _recommendations(suspect, commands),
-        "capacity": {},
+        # The target as given (its bytes and window: the first screen shows both, a training log's saves are judged on the window).
+        "capacity": {"checkpoint_bytes": float(target["checkpoint_bytes"]), "window_seconds": float(target["window_seconds"])}
+        if target_given else {},
         "summary": _summary(suspect, spoken, unmeasured),
         "start": None,
-        "window": {"kind": "paste", "seconds": None,
+        "window": {"kind": "training_log" if saves else "paste", "seconds": saves["seconds"] if saves else None,
                    "covers": sorted(set("%s: %s" % (reading["file"], reading["window"]) for reading in told if reading["window"]))},
         "capture": None,
         "clients": {},
@@ -153,6 +157,39 @@ def partial_diagnosis(readings, target=None, mount_point=None):
     result["headline"] = _headline(result)
     result["first_screen"] = diagnosis_headline.first_screen(result)
     return shape.checked(result, partial=True)
+
+
+def training_window(readings, target_bps, window_seconds):
+    """What a training log's checkpoint saves measure, or None without one with a duration (issue 44).
+
+    The slowest checkpoint sets the pace (the ranks wait for its last writer): its bytes over its time (the slowest
+    rank's, or last end - first start, as training_log read it) is the achieved rate; without bytes, its time against
+    the target's window still gives a verdict. {"achieved", "seconds", "gap", "verdict", "source", "checkpoint"}."""
+    every = [row for reading in readings for row in ((reading.get("training") or {}).get("checkpoints") or [])]
+    rows = [row for row in every if row.get("seconds")]
+    if not rows and every:
+        # Saves read, none with a duration (Lightning and DeepSpeed print the start only): no window, said as such.
+        return {"achieved": None, "seconds": None, "gap": None, "verdict": "no_window", "checkpoint": None,
+                "source": "training log: %d checkpoint save(s) read (steps %s), none with a duration in the log" % (
+                    len(every), ", ".join(str(row.get("step")) for row in every[:6]))}
+    if not rows:
+        return None
+    rated = [row for row in rows if row.get("bytes_per_second")]
+    slowest = min(rated, key=lambda row: row["bytes_per_second"]) if rated else max(rows, key=lambda row: row["seconds"])
+    where = "step %s" % slowest["step"] if slowest.get("step") is not None else "a checkpoint"
+    pace = slowest.get("slowest") or {}
+    by = " (slowest rank %s%s)" % (pace.get("rank"), " on %s" % pace["host"] if pace.get("host") else "") if pace.get("rank") is not None else ""
+    if rated:
+        achieved = slowest["bytes_per_second"]
+        gap = target_bps / achieved if target_bps and achieved else None
+        verdict = "no_target" if not target_bps else "meets_target" if achieved >= target_bps else "below_target"
+        source = "training log: the slowest checkpoint's bytes over its save time, %s, %.1f s%s" % (where, slowest["seconds"], by)
+    else:
+        achieved, gap = None, (slowest["seconds"] / float(window_seconds)) if window_seconds else None
+        verdict = "no_target" if not window_seconds else "meets_target" if slowest["seconds"] <= float(window_seconds) else "below_target"
+        source = "training log: no checkpoint size in it, the slowest save took %.1f s (%s%s)" % (slowest["seconds"], where, by)
+    return {"achieved": achieved, "seconds": slowest["seconds"], "gap": gap, "verdict": verdict, "source": source,
+            "checkpoint": slowest}
 
 
 def faults(readings):
@@ -219,17 +256,47 @@ def _recommendations(suspect, commands):
 
 
 def _verdict_text(result, suspect):
-    """A fault first (no capacity tuning fixes it), then the suspected layer, never a throughput verdict without a window."""
+    """A fault first (no capacity tuning fixes it), then the training log's window, then the suspected layer; never a
+    throughput verdict without a window."""
     found = result["faults"]
+    window = _window_text(result)
     if found:
         text = "a fault, not a capacity limit: %s - no tuning fixes it; fix: %s" % (found[0]["what"], found[0]["fix"])
         if len(found) > 1:
             text += "; and %d more fault(s): %s" % (len(found) - 1, ", ".join(fault["name"] for fault in found[1:4]))
-        return text
+        return text + ("; " + window if window else "")
+    if window:
+        return window + ("; suspected limit: %s (confidence %s)" % (
+            diagnosis_headline.LAYER_WORDS.get(suspect["layer"], suspect["layer"]), suspect["confidence"]) if suspect else "")
     if suspect:
         return "no verdict on throughput: a paste holds no checkpoint window; suspected limit: %s (confidence %s)" % (
             diagnosis_headline.LAYER_WORDS.get(suspect["layer"], suspect["layer"]), suspect["confidence"])
     return "no verdict on throughput: a paste holds no checkpoint window, and no pasted signal points at a layer"
+
+
+def _window_text(result):
+    """The training log's checkpoint against the target, or None without one."""
+    if result["window"]["kind"] != "training_log":
+        return None
+    achieved, target, gap = result["achieved_bytes_per_second"], result["target_bytes_per_second"], result["gap_factor"]
+    verdict = result["verdict"]
+    if verdict == "no_window":
+        return "no verdict on throughput: %s" % result["achieved_source"][len("training log: "):]
+    if achieved is not None:
+        figure = "the slowest checkpoint wrote %s" % human.rate(achieved)
+    else:
+        figure = "the slowest checkpoint took %s" % human.seconds(result["window"]["seconds"])
+    if achieved is None and verdict in ("meets_target", "below_target"):
+        window = result["capacity"].get("window_seconds")
+        return "%s: %s the target's %s window%s" % (
+            figure, "within" if verdict == "meets_target" else "over", human.seconds(window) if window else "",
+            " (%s; no checkpoint size in the log, so no rate)" % human.factor(gap) if gap and verdict == "below_target" else
+            " (no checkpoint size in the log, so no rate)")
+    if verdict == "meets_target":
+        return "%s: meets the target" % figure
+    if verdict == "below_target":
+        return "%s: %s short of the target" % (figure, human.factor(gap) if gap else "-")
+    return "%s; no target given" % figure
 
 
 def _headline(result):
@@ -237,7 +304,8 @@ def _headline(result):
     suspect = result["partial"]["suspected"]
     head.update({
         "verdict_text": _verdict_text(result, suspect),
-        "achieved_text": "not measured (a paste)",
+        "achieved_text": (human.rate(result["achieved_bytes_per_second"]) if result["achieved_bytes_per_second"] is not None
+                          else "not measured (a paste)"),
         "limiting_text": ("suspected limiting layer: %s" % diagnosis_headline.layer_text(suspect["layer"])
                           if suspect else "no suspected layer"),
         "links_text": "links not measured: a paste holds no interface counters or probe",

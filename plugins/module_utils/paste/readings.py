@@ -16,7 +16,7 @@ partial.py weighs the readings of every file together.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, nfsstat_mounts
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import recognise
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import more_kinds, recognise
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
@@ -60,21 +60,45 @@ _META = frozenset(METADATA_OPS + ("OPEN_NOAT", "OPEN_CONF", "OPEN_DGRD", "OPEN_C
 
 
 def read_file(name, text):
-    """The reading of one file (see the module docstring); never raises on any text."""
+    """The reading of one file (see the module docstring); never raises on any text.
+
+    A statistics kind (recognise.kind_of) is read by its parser; a kernel log and a text of no statistics kind are
+    also read by every reader of more_kinds.py that finds a line of its own in it (kernel messages, training logs,
+    captures, disk and server statistics, benchmarks, configuration), so a journal holding a kernel message, a
+    mount line and a training step is read for all three (issue 44)."""
     cleaned = layout.clean(text)
     kind = recognise.kind_of(cleaned.text)
-    reading = {"file": name, "kind": kind, "taken_for": recognise.KINDS[kind], "can_show": CAN_SHOW[kind], "window": None,
-               "layers": [], "evidence": [], "suspects": [], "notes": [], "repairs": list(cleaned.repairs),
-               "tells_nothing": None, "text": cleaned.text, "faults": []}
+    extra = more_kinds.kinds_in(cleaned.text) if kind in ("unknown", "kernel_log") else []
+    if kind == "kernel_log" and more_kinds.KERNEL_MESSAGES in extra:
+        extra.remove(more_kinds.KERNEL_MESSAGES)
+        extra.append(more_kinds.KERNEL_MESSAGES)
+    if kind == "unknown" and extra:
+        kind = extra[0]
+    taken_for = recognise.KINDS.get(kind) or more_kinds.TAKEN_FOR[kind]
+    reading = {"file": name, "kind": kind, "taken_for": taken_for, "can_show": CAN_SHOW.get(kind) or more_kinds.CAN_SHOW[kind],
+               "window": None, "layers": [], "evidence": [], "suspects": [], "notes": [], "repairs": list(cleaned.repairs),
+               "tells_nothing": None, "text": cleaned.text, "faults": [], "also": [item for item in extra if item != kind],
+               "training": None}
     try:
-        _READERS.get(kind, _nothing)(reading, cleaned.text)
+        _READERS.get(kind, _nothing if kind in ("empty", "unknown") else _no_statistics)(reading, cleaned.text)
+        for other in extra:
+            add_findings(reading, more_kinds.findings(other, cleaned.text, kernel_log_read=reading["kind"] == "kernel_log"))
+        if more_kinds.training_log.KIND in extra:
+            reading["training"] = more_kinds.training_log.window(cleaned.text)
+            reading["window"] = reading["window"] or "the training log's checkpoint saves"
     except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError, OverflowError) as exc:
         # A file that looks like a kind but breaks its format (a table printed twice, junk in a
         # column) is named, never a traceback.
         reading["tells_nothing"] = "recognised as %s, but it cannot be read: %s" % (reading["taken_for"], exc)
+    if reading["also"]:
+        reading["notes"].append("also read in it: %s" % "; ".join(more_kinds.TAKEN_FOR[item] for item in reading["also"]))
     if not reading["evidence"] and not reading["notes"] and not reading["faults"] and reading["tells_nothing"] is None:
         reading["tells_nothing"] = "recognised as %s, but it holds no figure this can read" % reading["taken_for"]
     return reading
+
+
+def _no_statistics(_reading, _text):
+    """A kind of more_kinds.py: its findings are added by read_file."""
 
 
 def unread(name, kind, reason):
@@ -84,10 +108,21 @@ def unread(name, kind, reason):
             "faults": []}
 
 
-def _nothing(reading, _text):
+def _nothing(reading, text):
     reading["tells_nothing"] = {"empty": "the file is empty", "unknown": (
         "not a kind recognised by content: /proc/self/mountstats (whole, one mount or its opts:/xprt: lines), "
-        "nfsiostat, the mountstats command, nfsstat -c/-s, /proc/net/rpc/nfsd, pool_stats or a kernel log")}[reading["kind"]]
+        "nfsiostat, the mountstats command, nfsstat -c/-s, /proc/net/rpc/nfsd, pool_stats, a kernel log or NFS kernel "
+        "message, a training log, a packet capture, disk or server statistics, a benchmark's output, mount options or "
+        "configuration%s" % _nfs_lines_skipped(text))}[reading["kind"]]
+
+
+def _nfs_lines_skipped(text):
+    """What was skipped: the lines that name NFS or RPC although no reader took them (issue 44: say why, per file)."""
+    lines = [line.strip() for line in text.split("\n")[:100000] if "nfs" in line.lower()[:4096] or "rpc" in line.lower()[:4096]]
+    if not lines:
+        return ""
+    return "; %d line(s) name NFS or RPC but none is a message, figure or setting read here (first: %s)" % (
+        len(lines), lines[0][:160])
 
 
 def _row(reading, layer, signal, value, threshold, crossed, explanation):
@@ -125,7 +160,7 @@ def add_fault(reading, fault, rests_on):
             if len(known["rests_on"]) < 3:
                 known["rests_on"].append("%s: %s" % (reading["file"], rests_on))
             return
-    reading["faults"].append(dict(fault, rests_on=["%s: %s" % (reading["file"], rests_on)]))
+    reading["faults"].append(dict(fault, kind=more_kinds.fault_kind(fault), rests_on=["%s: %s" % (reading["file"], rests_on)]))
 
 
 def _speaks_for(reading, *layers):

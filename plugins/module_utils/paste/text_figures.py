@@ -50,7 +50,7 @@ def is_time(word):
 
 
 def finding(layer, signal, value, explanation, line, threshold=None, crossed=False, weight=0, fault=None):
-    """One finding, the shape of /tmp/ck/paste_iface.md (docs/capture-bundle.md "What a paste can show")."""
+    """One finding, the shape readings.add_findings maps to evidence rows, suspects and faults."""
     return {"layer": layer, "fault": fault, "signal": signal, "value": value,
             "threshold": threshold, "crossed": bool(crossed), "weight": weight, "explanation": explanation, "line": line}
 
