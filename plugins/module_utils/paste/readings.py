@@ -555,6 +555,11 @@ def _read_kernel_log(reading, text):
             direct = layer != "client_rpc_slots" or "slot" in what
             _suspect(reading, layer, 2 if direct else 1, "%d task(s) blocked more than %s waiting on %s" % (
                 len(tasks), human.seconds(longest), what), alternatives=() if direct else ("server_storage", "network"))
+        else:
+            # A stack that waits on nothing a capacity layer explains (an exported file system's lock, a callback)
+            # is a hang: the stack is the evidence, and no slot, thread or link setting frees it (issue 44).
+            add_fault(reading, _hang_fault(tasks), "%s blocked more than %s (%s)" % (
+                ", ".join(names[:4]), human.seconds(longest), what))
     _read_outages(reading, log)
     for key, what in (("rpc_timeouts", "RPC timeouts"), ("state_messages", "NFSv4 state manager / lease messages"),
                       ("stale_handles", "stale file handles")):
@@ -563,6 +568,22 @@ def _read_kernel_log(reading, text):
     if log["rpc_timeouts"]:
         _speaks_for(reading, "network")
         _suspect(reading, "network", 1, "%d RPC timeout message(s)" % len(log["rpc_timeouts"]), alternatives=("server_cpu",))
+
+
+def _hang_fault(tasks):
+    """The fault of tasks blocked where no capacity layer explains it: where their stacks wait, and who is blocked."""
+    frames = [frame for task in tasks for frame in task["frames"][:6] if not frame.startswith(("schedule", "__schedule", "io_schedule"))]
+    server = any(task["task"].startswith(("nfsd", "lockd")) for task in tasks)
+    where = ", ".join(dict.fromkeys(frames[:4])) or "frames not printed"
+    return {"name": "hung_task_%s" % ("nfsd" if server else "client"), "kind": "hang",
+            "what": "%s blocked in %s: %s" % (
+                "nfsd threads" if server else "tasks", where,
+                "the server's exported file system or its locks stopped answering, and every request behind them waits"
+                if server else "they wait on something no slot, thread or link setting frees"),
+            "fix": "read the stack's innermost frames (%s): a bug of that file system or driver (its tracker and the kernel's "
+                   "stable releases), or a lock held by another stuck task; a reboot of the %s only clears it" % (
+                       where, "server" if server else "client"),
+            "source": "kernel/hung_task.c check_hung_task (the report); the frames name the code that waits"}
 
 
 def _read_outages(reading, log):
