@@ -67,7 +67,8 @@ def diagnose_run(run):
     cpu = cpu_layers(evidence, run["client_evidence"], run["servers"], run["checkpoint_seconds"])
     reconnects = reconnect_evidence(evidence, run["clients"], since_mount(run["context"]))
     slots = client_rpc_slots_layer(evidence, run["clients"], figures, send)
-    mounts = mount_state.assess(evidence, run["clients"], run["checkpoint_seconds"])
+    lossy_clients = [row["host"] for row in net["loss"]["hosts"] if row.get("lossy") and row["side"] == "client"]
+    mounts = mount_state.assess(evidence, run["clients"], run["checkpoint_seconds"], lossy_clients)
     threads = server_threads_layer(evidence, run["servers"])
     storage = server_storage_layer(evidence, run, figures, send, net, cpu, threads)
     access = access_pattern_layer(evidence, run, figures, send)
