@@ -74,8 +74,8 @@ def test_without_partial_the_special_files_fail_the_module_naming_each(tmp_path,
     os.remove(str(folder / "iostat.txt"))
     for name in ("before", "after"):
         (folder / ("ms_%s" % name)).write_text(_read(os.path.join(SEED, "clients/nfs2/mountstats_%s.txt" % name)), encoding="utf-8")
-    failed = _never_blocks(fail_module, saved_stats_bundle, dict(src=str(folder), dest=str(tmp_path / "out"),
-                                                                  checkpoint_bytes=1, window_seconds=1))
+    arguments = dict(src=str(folder), dest=str(tmp_path / "out"), checkpoint_bytes=1, window_seconds=1)
+    failed = _never_blocks(fail_module, saved_stats_bundle, arguments)
     assert "pipe: refused: is a FIFO, not a regular file" in failed["msg"]
     assert "zero: refused: is a symbolic link (to /dev/zero)" in failed["msg"]
     assert not os.path.exists(str(tmp_path / "out"))
