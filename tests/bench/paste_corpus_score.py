@@ -88,7 +88,7 @@ def score_entry(readings, partial, folder):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS, help="the corpus folder (default: %(default)s)")
     args = parser.parse_args(argv)
     readings, partial = _import_paste()

@@ -135,8 +135,8 @@ def _host_scope_text(result, where, gap):
     target = result.get("target_bytes_per_second")
     if without:
         text += "; ending with the other hosts, the checkpoint would run at %s%s" % (
-            human.rate(without), " (%s)" % ("meets the target" if target and without >= target else
-                                             "still %s short" % human.factor(target / without)) if target else "")
+            human.rate(without), " (%s)" % ("meets the target" if target and without >= target
+                                            else "still %s short" % human.factor(target / without)) if target else "")
     return text
 
 

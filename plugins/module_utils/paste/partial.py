@@ -261,7 +261,7 @@ def render_markdown(result):
                 _cell(fault["name"]), _cell(fault["what"]), _cell(fault["fix"]), _cell(fault.get("source") or "-"),
                 "; ".join(_cell(item) for item in fault["rests_on"][:3])))
     lines += ["", "## What the paste holds", "",
-             "| file | taken for | can show | covers | signals | tells nothing because |", "|---|---|---|---|---|---|"]
+              "| file | taken for | can show | covers | signals | tells nothing because |", "|---|---|---|---|---|---|"]
     for row in result["partial"]["files"]:
         lines.append("| %s | %s | %s | %s | %s | %s |" % tuple(_cell(value) for value in (
             row["file"], row["taken_for"] + (" (repaired: %s)" % ", ".join(row["repairs"]) if row["repairs"] else ""),

@@ -86,7 +86,7 @@ def _bundle_crossed(queue, rtt):
 def _paste_crossed(queue, rtt):
     reading = {"file": "f", "kind": "nfsiostat", "taken_for": "t", "evidence": [], "suspects": [], "layers": [], "notes": []}
     readings.read_op(reading, "/mnt", "WRITE", {"ops": 100, "avg_rtt_ms": rtt, "avg_exe_ms": queue + rtt,
-                                                  "avg_queue_ms": queue, "retrans": None, "ops_count": 100})
+                                                "avg_queue_ms": queue, "retrans": None, "ops_count": 100})
     return reading["evidence"][0]["crossed"]
 
 
@@ -114,7 +114,7 @@ def test_a_paste_with_lost_requests_does_not_suspect_the_storage_for_its_slow_rt
     reading = {"file": "nfsiostat.txt", "kind": "nfsiostat", "taken_for": "nfsiostat", "evidence": [], "suspects": [],
                "layers": [], "notes": [], "tells_nothing": None, "window": None, "can_show": "-", "repairs": []}
     readings.read_op(reading, "/mnt", "WRITE", {"ops": 1000, "avg_rtt_ms": 400.0, "avg_exe_ms": 402.0, "avg_queue_ms": 2.0,
-                                                  "retrans": 50, "ops_count": 1000})
+                                                "retrans": 50, "ops_count": 1000})
     suspect = partial.suspected([reading])
     assert suspect["layer"] == "network"
     assert "server_storage" not in suspect["contributing"]
