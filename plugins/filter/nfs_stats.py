@@ -14,6 +14,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import che
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import checkpoint_capacity as _capacity
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta as _mountstats_delta
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta as _nfsd_delta
@@ -72,7 +73,8 @@ def nfs_diagnosis(bundle):
     try:
         # The same schema as a bundle read from disk (stats/bundle_values.py): no NaN, no words for numbers.
         return diagnose(check_values(bundle))
-    except BundleError as exc:
+    except (BundleError, WorkerDied) as exc:
+        # WorkerDied: a forked reader killed (the OOM killer) or stuck, named with its chunk (host/parallel_map.py).
         raise AnsibleFilterError("nfs_diagnosis: %s" % exc)
 
 

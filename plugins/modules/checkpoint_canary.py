@@ -167,6 +167,8 @@ options:
       - One checkpoint directory per path shared by the job's hosts, C(ckptio-canary-job-<job_id>), files named by global rank;
         made by the first host, never removed here (the caller removes it once every host is done; roles/canary_validation does).
       - Not with V(shared_file); V(torch_dcp), V(megatron) need O(job_ranks) (rank 0 waits for every rank's done marker); omitted, this host's own.
+      - V(torch_dcp), V(megatron) need O(barrier_dir) or O(start_at) - a marker carries the run's go (C(go_controller), else O(start_at)),
+        only this run's count; another run's are ignored and named (RV(ranks)' C(other_run_markers), a warning).
     type: str
     version_added: 0.5.0
   job_ranks: {description: "Ranks of the whole job (hosts x O(ranks)) with O(job_id); 0 means not given.", type: int, default: 0, version_added: 0.5.0}
@@ -233,6 +235,7 @@ ranks:
     - With O(restore=true) also C(read_start), C(read_end) (epochs), C(read_bytes), C(read_error) (null on success),
       C(verify_errors) (at most 8 bad blocks, each C({file, offset, problem})), C(verify_error_count) (all of them) and,
       with O(recovery_rank_shift), C(read_from_rank) (the global rank whose files it read).
+    - A job's rank 0 - C(other_run_markers), the done markers of other runs it ignored, each C({file, run}) (run null when none).
   returned: when the ranks ran
   type: list
   elements: dict
@@ -300,7 +303,8 @@ start_at: {description: "The start epoch the ranks waited for (the go time on th
 barrier:
   description:
     - With O(barrier_dir) - C(ready_at) (when the canary was prepared), C(signal) (C(go) or C(abort)), C(go_at),
-      C(go_late_seconds) (how long after go the go file was read; 0 when it came in time), C(abort) (the reason).
+      C(go_late_seconds) (how long after go the go file was read; 0 when it came in time), C(abort) (the reason),
+      C(go_controller) (go on the controller's clock, null when the go file had none).
     - With O(restore=true) also C(read) - the read barrier's record, C(written_at) (when C(written.json) was
       written) and C(signal), C(go_at), C(go_late_seconds), C(abort) as above for C(read_go.json).
   returned: when O(barrier_dir) is set and the canary got that far

@@ -172,6 +172,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run as diagnosis_run
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
 
@@ -202,6 +203,10 @@ def bundle_metrics(path, label, warnings, output_dir=None):
         run = diagnosis_run.read_run(loaded)
         if diagnosis is None:
             diagnosis = diagnose.diagnose_run(run)
+    except WorkerDied as exc:
+        # A forked reader killed (the OOM killer) or stuck, named with its chunk (host/parallel_map.py): the
+        # bundle was not read, so there is no report of it - a failure naming both, never a traceback (issue 45).
+        raise ValueError("bundle %s: %s" % (path, exc)) from exc
     except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
         if diagnosis is None:
             warnings.append("no diagnosis for %s: %s" % (path, exc))

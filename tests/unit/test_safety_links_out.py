@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 import pytest
 
@@ -144,7 +145,7 @@ def _job_with_a_link(tmp_path, name):
 @pytest.mark.parametrize("name", ["checkpoint", ".ckptio-barrier"])
 def test_a_link_planted_in_a_job_directory_is_refused_and_nothing_is_written_through_it(tmp_path, name):
     target, job, outside = _job_with_a_link(tmp_path, name)
-    args = _args(target, ranks=2, shape="torch_dcp", job_id="j1", job_ranks=2, timeout=10)
+    args = _args(target, ranks=2, shape="torch_dcp", job_id="j1", job_ranks=2, timeout=10, start_at=time.time())
     result = fail_module(checkpoint_canary, args)
     assert os.listdir(str(outside)) == [], "the ranks wrote through the link into %s" % outside
     errors = " ".join(r["error"] or "" for r in result["ranks"])

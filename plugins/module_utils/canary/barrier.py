@@ -170,6 +170,15 @@ def parse_signal(go_text, abort_text, run_id=None, now=None, timeout=None):
     return "go", go_at
 
 
+def go_controller_of(go_text):
+    """The go on the controller's clock a go file holds (go_document's go_controller), None when absent or not finite:
+    the one time every host of a run shares (a job's done markers carry it, canary/shapes.run_token)."""
+    try:
+        return _finite(json.loads(go_text).get("go_controller"), "go_controller")
+    except (ValueError, AttributeError, TypeError, RecursionError):
+        return None
+
+
 def go_margin(fanout_seconds):
     """Seconds from now to go: GO_MARGIN_FACTOR x the measured fan-out, at least GO_MARGIN_MIN_SECONDS."""
     fanout = max(0.0, _finite(fanout_seconds, "fanout_seconds"))

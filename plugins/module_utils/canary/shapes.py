@@ -36,8 +36,12 @@ at most AWAIT_SHARE of timeout, then fails naming the missing global ranks. The 
 canary's own metadata (a MKDIR and a CREATE a rank, and rank 0's polls), shown in the plan as
 `mark` and `await`, not counted in metadata_ops_per_rank. In a job every host's rank 0 makes
 Megatron's directory (the first one makes it; the others' mkdir finds it): the barrier after it
-would be a collective across hosts too. A marker left by an earlier run of the same job_id fails
-that rank (O_EXCL), naming it, so a stale marker never releases the coordinator.
+would be a collective across hosts too. A marker is `<global rank>@<run>`, run the controller's go
+time every host of one run shares (run_token: go.json's go_controller with barrier_dir, start_at
+without; a coordinator's job needs one of them): only this run's markers count, those another run of
+the same job_id left (or a bare `<global rank>`) are ignored and named (sort_markers), so rank 0 never
+writes the metadata for ranks that did not run this time (issue 45). O_EXCL still fails a rank whose
+marker of this run is already there: two hosts given the same first_rank.
 With recovery_rank_shift the read-back is MLPerf's (DLIO's load_checkpoint with recovery_rank_shift):
 global rank g reads the files global rank (g + shift) mod job_ranks wrote - with the shift a whole
 host's ranks, a host the reader's client never cached them on (MLPerf's rules: write, clear the
@@ -219,6 +223,9 @@ def job_errors(params, name):
                           " are per host)" % (" or ".join(JOB_SHAPES), name))
         if name in COORDINATOR_SHAPES and not job_ranks:
             errors.append("job_id with shape=%s needs job_ranks (the job's rank 0 waits for every rank's done marker)" % name)
+        if name in COORDINATOR_SHAPES and params.get("start_at") is None and params.get("barrier_dir") is None:
+            errors.append("job_id with shape=%s needs barrier_dir or start_at: the done markers carry the go time the"
+                          " job's hosts share, so a marker another run left is never counted" % name)
         if name in COORDINATOR_SHAPES and params.get("local_path"):
             errors.append("job_id with shape=%s cannot be combined with local_path (the job's barrier is on NFS, the"
                           " burst buffer's files are not)" % name)
@@ -282,6 +289,51 @@ def _job_barrier(params, global_rank):
         return []
     ops = [Op("mark", "%s/%d" % (BARRIER_DIR, global_rank))]
     return ops + ([Op("await", BARRIER_DIR, params["job_ranks"])] if global_rank == 0 else [])
+
+
+def run_token(params, go_at, go_controller=None):
+    """The run of a job's done markers: the go on the controller's clock, the one time every host of the run
+    shares (go.json's go_controller; start_at without barrier_dir). A go without go_controller (written by
+    hand) falls back to this host's go_at: hosts on other clocks then do not share it, and rank 0 fails
+    naming their markers rather than count a marker it cannot place."""
+    if params.get("barrier_dir") is None and params.get("start_at") is not None:
+        return "%.6f" % params["start_at"]
+    return "%.6f" % (go_at if go_controller is None else go_controller)
+
+
+def marker_name(name, run):
+    """The file of a mark op (BARRIER_DIR/<global rank>) in run `run`."""
+    return "%s@%s" % (name, run)
+
+
+def sort_markers(names, run, job_ranks):
+    """(the global ranks, as text, whose marker of this run is among names; the other markers, each
+    {file, run} - run None for a bare name - in name order). Names that are no marker are ignored."""
+    present, others = set(), []
+    for name in sorted(names):
+        rank, _at, other = name.partition("@")
+        if not rank.isdigit() or int(rank) >= job_ranks:
+            continue
+        if other == run:
+            present.add(rank)
+        else:
+            others.append({"file": "%s/%s" % (BARRIER_DIR, name), "run": other or None})
+    return present, others
+
+
+def missing_message(missing, job_ranks, seconds, run, others):
+    """Rank 0's failure when markers of this run are missing, naming the other runs' markers it ignored."""
+    message = ("no done marker from global ranks %s (job_ranks=%d) within %.1f s of the start (%s x timeout);"
+               " this run's go is %s" % (", ".join(sorted(missing, key=int)), job_ranks, seconds, AWAIT_SHARE, run))
+    if others:
+        message += "; markers of other runs ignored: %s" % describe_markers(others)
+    return message
+
+
+def describe_markers(others, limit=8):
+    """The first `limit` markers of other runs, each `file (run R)` or `file (no run)`, and how many more."""
+    shown = ["%s (%s)" % (item["file"], "run %s" % item["run"] if item["run"] else "no run") for item in others[:limit]]
+    return ", ".join(shown) + (" and %d more" % (len(others) - limit) if len(others) > limit else "")
 
 
 def _torch_dcp(params, rank, global_rank):

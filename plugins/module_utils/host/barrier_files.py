@@ -118,7 +118,8 @@ def _announce_and_wait(module, directory, announce, go_name, timeout, what):
         kind, value = barrier.parse_signal(go_text, abort_text, document["run_id"], time.time(), timeout)
         if kind == "go":
             late = time.time() - value
-            info.update(signal="go", go_at=value, go_late_seconds=round(max(0.0, late), 6))
+            info.update(signal="go", go_at=value, go_late_seconds=round(max(0.0, late), 6),
+                        go_controller=barrier.go_controller_of(go_text))
             if late > barrier.LATE_GO_SECONDS:
                 module.warn("%s arrived %.2f s after the go time: this host starts late "
                             "(the report's start spread shows by how much)" % (what, late))

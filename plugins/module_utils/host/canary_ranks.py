@@ -228,13 +228,15 @@ def rank_body(dir_fds, rank_plan, params, barrier=None):
     dir_fd = dir_fds[rank_plan.get("path_index", 0)]
 
     def body(go_read, write_end):
-        start_at = processes.receive_go(go_read, close=not params.get("restore"))
+        # The go line carries the run of a job's done markers (canary/shapes.run_token), known only at go.
+        start_at, run = processes.receive_go_run(go_read, close=not params.get("restore"))
         if start_at is None:
             return
+        run_params = dict(params, run_token=run)
         if params.get("restore"):
-            write_then_restore(dir_fds, rank_plan, params, start_at, go_read, write_end, barrier)
+            write_then_restore(dir_fds, rank_plan, run_params, start_at, go_read, write_end, barrier)
         else:
-            result = write_rank(dir_fd, rank_plan, params, start_at, barrier, job_fd=dir_fds[0])
+            result = write_rank(dir_fd, rank_plan, run_params, start_at, barrier, job_fd=dir_fds[0])
             os.write(write_end, json.dumps(result).encode())
     return body
 

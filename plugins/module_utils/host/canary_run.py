@@ -19,6 +19,7 @@ import time
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_ranks
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
@@ -142,13 +143,14 @@ class Run:
                 row["wchan"] = wchan or row["wchan"]
         return rows
 
-    def write_phase(self, go_at, children_before):
+    def write_phase(self, go_at, children_before, run=None):
         """Release the ranks at go and monitor them; the harness's own CPU over the ranks' run.
 
         With restore=true a rank is done writing at its first line (its pipe stays open for the read).
+        run: the run of a job's done markers (shapes.run_token), sent to the ranks with go.
         """
         restoring = bool(self.params["restore"])
-        processes.send_go([rank.child for rank in self.ranks], go_at, last=not restoring)
+        processes.send_go([rank.child for rank in self.ranks], go_at, last=not restoring, run=run)
         own_before = resource.getrusage(resource.RUSAGE_SELF)
         phase = self.monitor(max(go_at, time.time()) + self.params["timeout"], go_at, first_line=restoring)
         own_after = resource.getrusage(resource.RUSAGE_SELF)
@@ -272,7 +274,8 @@ def run_phases(module, places, shape_plan, plan, start_at, servers, host, result
             result["barrier"] = signal_info
         if go_at is not None:
             result["start_at"] = go_at
-            written = supervised.write_phase(go_at, children_before)
+            run = shapes.run_token(params, go_at, (signal_info or {}).get("go_controller"))
+            written = supervised.write_phase(go_at, children_before, run)
             if params["restore"]:
                 read = supervised.read_phase(places.path(), written, result.get("barrier", {}))
             if places.local is not None:
@@ -301,6 +304,10 @@ def settle(module, places, supervised, written, read, drained, result):
     for pid, _start in supervised.rank_ids():
         processes.reap(pid)
     outcome.fill(result, params, written, read, module._diff)
+    for rank in written.results:
+        if rank.get("other_run_markers"):
+            module.warn("job_id %s: done markers of other runs in %s ignored (only this run's count): %s"
+                        % (params["job_id"], result["workdir"], shapes.describe_markers(rank["other_run_markers"])))
     outcome.fill_placement(result, params, [workdir.real for workdir in places.nfs], written, drained)
     return outcome.failure(result, params["timeout"], written, read) or outcome.drain_failure(drained, params["timeout"])
 

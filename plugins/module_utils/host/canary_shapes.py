@@ -192,42 +192,45 @@ def _metadata(dir_fd, op):
                 os.rename(source, target, src_dir_fd=source_fd, dst_dir_fd=target_fd)
 
 
-def mark_done(job_fd, op):
-    """This rank's done marker in the job's directory (canary/shapes.py, "A job"); one of an earlier run fails it."""
+def mark_done(job_fd, op, run):
+    """This rank's done marker of run `run` in the job's directory (canary/shapes.py, "A job"): a marker of
+    another run has another name; one of this run already there (a second host with this rank) fails it."""
     _mkdir_p(job_fd, op["name"].rsplit("/", 1)[0])
+    name = shapes.marker_name(op["name"], run)
     try:
-        os.close(open_below(job_fd, op["name"], os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        os.close(open_below(job_fd, name, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     except FileExistsError:
-        raise OSError(errno.EEXIST, "a done marker of an earlier run of this job_id is there (remove the job's directory)")
+        raise OSError(errno.EEXIST, "a done marker of this run (%s) is already there: another host of the job has this"
+                      " rank (its first_rank)" % name)
 
 
-def await_job(job_fd, op, start_at, seconds):
-    """The job's rank 0: wait until op["length"] ranks have left their marker in op["name"] (reopened each poll, so
-    NFS revalidates it), at most seconds from start_at; then OSError naming the global ranks still missing."""
+def await_job(job_fd, op, start_at, seconds, run):
+    """The job's rank 0: wait until op["length"] ranks have left their marker of run `run` in op["name"] (reopened
+    each poll, so NFS revalidates it), at most seconds from start_at. Returns (the global ranks still missing,
+    the markers of other runs it ignored: shapes.sort_markers)."""
     deadline = start_at + seconds
     expected = set(str(rank) for rank in range(op["length"]))
     while True:
         try:
             fd = _enter(job_fd, op["name"], op["name"])
             try:
-                missing = expected - set(os.listdir(fd))
+                present, others = shapes.sort_markers(os.listdir(fd), run, op["length"])
             finally:
                 os.close(fd)
         except FileNotFoundError:
-            missing = expected
+            present, others = set(), []
+        missing = expected - present
         if not missing or time.time() >= deadline:
-            break
+            return missing, others
         time.sleep(shapes.AWAIT_POLL_SECONDS)
-    if missing:
-        raise OSError(errno.ETIMEDOUT, "no done marker from global ranks %s (job_ranks=%d) within %.1f s of the start"
-                      " (%s x timeout)" % (", ".join(sorted(missing, key=int)), op["length"], seconds, shapes.AWAIT_SHARE))
 
 
 def run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer, job_fd=None):
     """One rank of a shape: its ops in order; its result with one record a checkpoint (MLPerf).
 
     start and end of the result are the first begin and the last end; after an error the rank
-    only passes its remaining barriers. job_fd: the first path's work directory (a job's markers).
+    only passes its remaining barriers. job_fd: the first path's work directory (a job's markers,
+    of run params["run_token"]); rank 0's other_run_markers names the other runs' markers it ignored.
     """
     view = memoryview(buffer)
     delay = start_at - time.time()
@@ -254,9 +257,15 @@ def run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer, job_fd=None):
             elif kind == "write":
                 _write_small(dir_fd, op, view)
             elif kind == "mark":
-                mark_done(dir_fd if job_fd is None else job_fd, op)
+                mark_done(dir_fd if job_fd is None else job_fd, op, params["run_token"])
             elif kind == "await":
-                await_job(dir_fd if job_fd is None else job_fd, op, start_at, shapes.AWAIT_SHARE * params["timeout"])
+                seconds = shapes.AWAIT_SHARE * params["timeout"]
+                missing, others = await_job(dir_fd if job_fd is None else job_fd, op, start_at, seconds, params["run_token"])
+                if others:
+                    result["other_run_markers"] = others
+                if missing:
+                    raise OSError(errno.ETIMEDOUT, shapes.missing_message(missing, op["length"], seconds,
+                                                                          params["run_token"], others))
             else:
                 _metadata(dir_fd, op)
         except OSError as exc:

@@ -172,12 +172,13 @@ def fork_child(body, lib, close_fds=()):
     return Child(pid, task_state(pid)[2], output_read, go_write)
 
 
-def send_go(children, go_at, last=True):
+def send_go(children, go_at, last=True, run=None):
     """Release every child: write go (None = abort) into each go pipe, and close it when last.
 
     A child can take two go lines (the canary's read phase): the first is sent with last=False.
+    run: a word sent after go on the line (a job's run token, canary/shapes.run_token), for receive_go_run.
     """
-    message = b"abort\n" if go_at is None else (repr(float(go_at)) + "\n").encode()
+    message = b"abort\n" if go_at is None else (repr(float(go_at)) + ("" if run is None else " " + run) + "\n").encode()
     for child in children:
         if child.go_fd is None:
             continue
@@ -198,6 +199,11 @@ def receive_go(go_fd, close=True):
     pipes, so an EOF would never come while any later child lives. Read a byte at a time, so
     nothing of a second line is taken with the first; close=False keeps the pipe open for it.
     """
+    return receive_go_run(go_fd, close)[0]
+
+
+def receive_go_run(go_fd, close=True):
+    """(go epoch or None, the run word send_go sent after it or None): receive_go's line, both words."""
     data = b""
     while not data.endswith(b"\n"):
         chunk = os.read(go_fd, 1)
@@ -206,10 +212,11 @@ def receive_go(go_fd, close=True):
         data += chunk
     if close:
         os.close(go_fd)
+    words = data.decode(errors="replace").split()
     try:
-        return float(data.decode())
-    except ValueError:
-        return None
+        return float(words[0]), (words[1] if len(words) > 1 else None)
+    except (ValueError, IndexError):
+        return None, None
 
 
 def readable(fds, timeout):
