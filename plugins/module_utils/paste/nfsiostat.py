@@ -71,11 +71,13 @@ def parse(text):
             if current is None:
                 current = _new_report(reports, None, None)
             op, index = _op(tokens, index + 1)
-            if op is not None:
+            if op is not None and op.get("negative"):
+                current.setdefault("refused", []).append("%s %s: not read" % (token[:-1], ", ".join(op["negative"])))
+            elif op is not None:
                 current["ops"][token[:-1]] = op
         else:
             index += 1
-    return [report for report in reports if report["ops"] or report["ops_per_second"] is not None]
+    return [report for report in reports if report["ops"] or report["ops_per_second"] is not None or report.get("refused")]
 
 
 def _new_report(reports, export, mount_point):
@@ -106,11 +108,18 @@ def _op(tokens, index):
         columns.append(" ".join(column))
         index += len(column)
     figures = dict((key, None) for key in _KEYS.values())
+    negative = []
     for column in columns:
         value, index = _value(tokens, index, column in _COUNTED)
         if value is None:
             return None, index
+        if value < 0:
+            # nfsiostat prints rates, sizes, counts and averages of non-negative kernel sums: a negative one is no
+            # nfsiostat figure (an edited paste, a broken counter), and its op is not read (issue 45).
+            negative.append("%s is %s" % (column, tokens[index - 1] if value == float(tokens[index - 1]) else value))
         figures[_KEYS[column]] = value
+    if negative:
+        figures["negative"] = negative
     return figures, index
 
 

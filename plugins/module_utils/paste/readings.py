@@ -243,6 +243,9 @@ def _read_nfsiostat(reading, text):
     if repeated:
         reading["notes"].append("%d reports of %d mount(s): each mount's last is read (a run's first is the since-mount "
                                 "average)" % (len(reports), len(last)))
+    for report in reports:
+        reading["notes"] += ["%s: %s (a negative figure is no nfsiostat output)" % (report["mount_point"] or "the mount", refused)
+                             for refused in report.get("refused") or []]
     for report in last.values():
         for name, op in sorted(report["ops"].items()):
             figures = dict(op, ops=op["ops_per_second"], ops_count=op["ops_per_second"])

@@ -34,3 +34,13 @@ def test_the_same_fault_in_two_files_is_named_once():
     first, second = _reading(), _reading("mount.txt")
     result = partial.partial_diagnosis([first, second])
     assert len(result["faults"]) == 1 and len(result["faults"][0]["rests_on"]) == 2
+
+
+def test_an_nfsiostat_row_with_a_negative_time_is_not_read_and_named():
+    # issue 45: nfsiostat rows with negative RTT/exe were used as they were (a queue of exe - RTT < 0 read as 0).
+    text = ("192.168.1.1:/export mounted on /mnt:\n\n   ops/s       rpc bklog\n   10.0    0.000\n\n"
+            "write:            ops/s            kB/s           kB/op         retrans         avg RTT (ms)    avg exe (ms)\n"
+            "                 5.000         500.000         100.000        0 (0.0%)        -12.000          3.000\n")
+    reading = readings.read_file("nfsiostat.txt", text)
+    assert not [row for row in reading["evidence"] if "WRITE" in row["signal"]]
+    assert any("write avg RTT (ms) is -12.000: not read" in note for note in reading["notes"]), reading["notes"]
