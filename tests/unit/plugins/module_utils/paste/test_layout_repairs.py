@@ -26,7 +26,7 @@ def test_a_line_over_the_cap_is_cut_and_the_repair_counts_it():
     text = "[ 1.000000] nfs: server srv not responding, still trying\n" + "x" * 5000 + "\n" + "y" * 4097 + "\r\n"
     cleaned = layout.clean(text)
     assert "2 lines longer than 4096 characters cut to 4096" in cleaned.repairs
-    assert [len(line) for line in cleaned.text.split("\n")] == [len(text.split("\n")[0]), 4096, 4096, 0]
+    assert [len(line) for line in cleaned.text.split("\n")] == [len(text.split("\n", maxsplit=1)[0]), 4096, 4096, 0]
     # A line of exactly the cap is no repair.
     assert layout.clean("z" * 4096 + "\n") == layout.Cleaned("z" * 4096 + "\n", [])
     assert "1 line longer than 4096 characters cut to 4096" in readings.read_file("f", "a" * 4097 + "\n")["repairs"]
