@@ -176,8 +176,9 @@ diagnosis:
       type: dict
     excluded_clients:
       description: Clients left out of every figure because their capture is not usable, each C({host, mount_point,
-        device, problems, problem_details}); C(problems) holds C(truncated), C(reset), C(new_mount) and/or
-        C(negative_time) (a per-op time the kernel printed from a negative value).
+        device, problems, problem_details}); C(problems) holds C(truncated), C(reset), C(new_mount),
+        C(negative_time) (a per-op time the kernel printed from a negative value) and/or C(not_kernel_value) (a counter
+        above 2^64, which no kernel prints).
       type: list
       elements: dict
     restore:

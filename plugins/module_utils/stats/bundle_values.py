@@ -171,7 +171,7 @@ FIGURES_DELTA = mapping(
     device=STR, mount_point=STR, fstype=STR, nfs_version=STR, nconnect=NUM, wsize=NUM, rsize=NUM, proto=STR,
     opts=mapping_of(ANYTHING), interval_seconds=NUM, bytes=NUMBERS, write_bytes=NUM, read_bytes=NUM, write_mb_per_second=NUM,
     read_mb_per_second=NUM, rpc=FIGURES_RPC, ops=mapping_of(FIGURES_OP), truncated=ANYTHING, reset=FLAG, new_mount=FLAG,
-    negative_time=FLAG, not_kernel_value=FLAG, usable=FLAG, problems=STRINGS, problem_details=STRINGS)
+    negative_time=FLAG, usable=FLAG, problems=STRINGS, problem_details=STRINGS)
 FIGURES_DSTATE = mapping(samples=NUM, samples_with_dstate=NUM, max_count=NUM, longest_run=NUM, wchan_counts=NUMBERS,
                          group_counts=NUMBERS)
 FIGURES_LINK = mapping(

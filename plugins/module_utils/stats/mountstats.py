@@ -226,8 +226,9 @@ class MountStats:
         return totals_from_columns(self.xprt_columns())
 
     def as_dict(self):
-        """Everything, JSON-ready, with field names (what the module returns)."""
-        return {
+        """Everything, JSON-ready, with field names (what the module returns); `not_kernel_values` only when a counter
+        was refused."""
+        view = {
             "device": self.device,
             "mount_point": self.mount_point,
             "fstype": self.fstype,
@@ -244,8 +245,10 @@ class MountStats:
             "ops": dict((name, op_values_as_dict(values)) for name, values in self.ops.items()),
             "other": dict(self.other),
             "truncated": self.truncated,
-            "not_kernel_values": self.not_kernel_values,
         }
+        if self.not_kernel_values:
+            view["not_kernel_values"] = self.not_kernel_values
+        return view
 
 
 def parse_op_values(text):

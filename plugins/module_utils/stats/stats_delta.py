@@ -127,12 +127,13 @@ def mount_delta(after, before=None, interval_seconds=None, before_sampled=None):
                                                            before.age, after.age)))
         delta, _went_back, _torn, _negative = _window_delta(after, None, None)
     codes = [code for code in PROBLEMS if any(found == code for found, _detail in problems)]
+    # not_kernel_value has no flag of its own (the flags are the figures' format, diagnosis/host_figures.FORMAT): it is
+    # in `problems` and `problem_details`, and the delta is not `usable`.
     delta.update({
         "truncated": "truncated" in codes,
         "reset": "reset" in codes,
         "new_mount": "new_mount" in codes,
         "negative_time": "negative_time" in codes,
-        "not_kernel_value": "not_kernel_value" in codes,
         "usable": not codes,
         "problems": codes,
         "problem_details": [detail for _code, detail in problems],
