@@ -39,8 +39,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values imp
 # would give another row for the same files: figures written by an older writer are then not used.
 # 2: the xprt delta holds reopen_connects (transports the before sample showed closed opening once), the
 # delta negative_time (a per-op time printed from a negative kernel value).
-# 3: the delta not_kernel_value (a sample holds a counter above 2^64: stats/numbers.py, issue 45).
-FORMAT = 3
+FORMAT = 2
 
 # The files a client's row comes from: every client file but probe.json (read after the figures are
 # written) and capture.json (a real job's window, which the row does not read).
