@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build the catalogue of NFS kernel messages from the kernel's own source (issue 44).

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Score the paste path (ckptio.nfs.paste / saved_stats_bundle partial=true) on the paste corpus (issue 44).
 
 For every entry folder NNN_name/ of the corpus (default tests/fixtures/paste_corpus) this reads
