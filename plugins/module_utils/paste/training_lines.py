@@ -21,6 +21,7 @@ to 4096 characters before any matching, so each match is linear in the cut line.
 from __future__ import annotations
 
 import datetime
+import posixpath
 import re
 
 _NUM = r"(\d{1,15}(?:\.\d{1,20})?)"
@@ -262,7 +263,7 @@ def _deepspeed(line):
     if found:
         path = found.group("path")
         return {"kind": "written", "op": "save", "framework": "deepspeed", "path": path, "step": _tag_step(path),
-                "tag": path.rsplit("/", 2)[-2] if path.count("/") >= 2 else None, "bytes": int(found.group(1)),
+                "tag": posixpath.basename(posixpath.dirname(path)) or None, "bytes": int(found.group(1)),
                 "seconds": _number(found.group(2)), "rank": _shard_rank(path, line)}
     found = _DS_LOAD.search(line)
     if found:
