@@ -4,12 +4,14 @@
 """One line of a training log: the checkpoint event it reports, if any. Pure.
 
 event(line, number) returns None or a dict:
-    {"kind": "start" | "end" | "done" | "timer" | "timeout" | "missing" | "size" | "step",
+    {"kind": "start" | "end" | "done" | "timer" | "timeout" | "missing" | "size" | "step" | "file" | "written" | "profile",
      "op": "save" | "load" | None, "framework", "rank", "host", "step", "tag", "time" (epoch seconds of the
      line's own time stamp, UTC assumed), "seconds", "bytes", "bytes_per_second", "path", "line", ...}
 "start"/"end" are paired by training_log.py; "done" carries its own duration; "timer" is Megatron's
 (min, max) across ranks; "timeout" an NCCL watchdog timeout; "missing" ranks a barrier names; "size" a
-checkpoint's size; "step" the training step a progress line shows (for a save line that prints none).
+checkpoint's size; "step" the training step a progress line shows (for a save line that prints none); "file" a
+file DeepSpeed starts writing; "written" one file a DeepSpeed save wrote (its bytes and write seconds); "profile"
+Lightning's SimpleProfiler row for save_checkpoint (the mean of "calls" saves).
 
 The wording of each line is the framework's own (the source is named beside each pattern). Every pattern
 is anchored on a literal, its numbers bounded (a 60,000-digit figure matches nothing), and a line is cut
@@ -19,11 +21,14 @@ to 4096 characters before any matching, so each match is linear in the cut line.
 from __future__ import annotations
 
 import datetime
+import posixpath
 import re
 
 _NUM = r"(\d{1,15}(?:\.\d{1,20})?)"
 _STEP = r"(\d{1,12})"
 _PATH = r"(\S{1,1024})"
+# A Python float's repr: 0.0021131038665771484, 4.5e-05, 1e-05.
+_FLOAT = r"(\d{1,15}(?:\.\d{1,20})?(?:e[-+]\d{1,3})?)"
 
 # torchtitan torchtitan/components/checkpoint.py (CheckpointManager.save/load): "Saving the checkpoint (or
 # staging if async is enabled)." then "Finished saving the checkpoint (or staging if async is enabled)in
@@ -73,6 +78,13 @@ _DLIO_SIZE = re.compile(r"\bTotal checkpoint size: " + _NUM + r" GB\b")
 _LIGHTNING_SAVE = re.compile(r"\bEpoch " + _STEP + r", global step " + _STEP + r": .{1,300}? saving model to '(?P<path>[^']{1,1024})'")
 _LIGHTNING_LOAD = re.compile(r"Restoring states from the checkpoint path at " + _PATH)
 _LIGHTNING_LOADED = re.compile(r"Restored all states from the checkpoint at " + _PATH)
+# Trainer(profiler="simple"): trainer.py save_checkpoint() runs in self.profiler.profile("save_checkpoint") and
+# profilers/simple.py SimpleProfiler.summary() prints, extended (the default), the row
+# f"{sep}|  {action:<{max_key}s}\t|  {mean:<15}\t|  {num_calls:<15}\t|  {total:<15}\t|  {per:<15}\t|"
+# ("|  save_checkpoint  \t|  0.068505  \t|  3  \t|  0.20552  \t|  5.8763  \t|"), figures f"{x:.5}" (6.3e-05
+# possible); not extended: "|  save_checkpoint\t|  MEAN\t|  TOTAL\t|".
+_LIGHTNING_PROFILE = re.compile(r"^\|\s{1,4}save_checkpoint\s{0,4096}\|\s{1,4}" + _FLOAT + r"\s{0,64}\|\s{1,4}"
+                                + r"(?:(\d{1,12})\s{0,64}\|\s{1,4})?" + _FLOAT + r"\s{0,64}\|")
 # DeepSpeed deepspeed/runtime/engine.py _save_checkpoint: log_dist("Saving model checkpoint: PATH", ranks=[0]);
 # runtime/checkpoint_engine/torch_checkpoint_engine.py: "[Torch] Checkpoint TAG is about to be saved!" (0.19;
 # "is begin to save!" before deepspeedai/DeepSpeed#3019), "[Torch] Checkpoint TAG is ready now!" (commented
@@ -82,6 +94,13 @@ _DS_SAVING = re.compile(r"Saving model checkpoint: " + _PATH)
 _DS_READY = re.compile(r"\[Torch\] Checkpoint (?P<tag>\S{1,256}) is ready now!")
 _DS_ZERO = re.compile(r"\b(?:bf16_)?zero checkpoint saved " + _PATH)
 _DS_LOAD = re.compile(r"\[Torch\] (?P<edge>Begin|End) Load checkpoint from " + _PATH)
+# With the config's checkpoint writer ("checkpoint": {"writer": {..., "show_statistics": true}}, 0.17+),
+# model_checkpointing/writer_factory.py release_writer() -> deepspeed/io/base_file_writer.py _dump_state()
+# prints per file: print(f'stats = {self._stats}'), i.e. "stats = {'close': 1, 'fileno': 0, 'flush': 1,
+# 'write': 39, 'bytes': 4471721, 'write_secs': 0.0009, 'write_GB/s': 4.5, 'path': '/ck/global_step10/f.pt'}"
+# (FastFileWriter adds its aio keys between 'write_GB/s' and 'path'); a float repr may print 4.5e-05.
+_DS_STATS = re.compile(r"\bstats = \{'close': \d{1,9}, [^{}]{0,200}?'bytes': (\d{1,18}), 'write_secs': " + _FLOAT
+                       + r",[^{}]{0,600}?'path': '(?P<path>[^']{1,1024})'")
 # metaseq/fairseq checkpoint_utils.py save_checkpoint: "Saved checkpoint PATH (epoch 1 @ 250 updates, score
 # 8.201) (writing took 1.222882273956202 seconds)" (facebookresearch/metaseq#497).
 _FAIRSEQ_SAVED = re.compile(r"Saved checkpoint " + _PATH + r" \(epoch \d{1,9} @ " + _STEP + r" updates[^)]{0,200}\)"
@@ -107,7 +126,7 @@ _STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,
 
 # Literal pieces one of which every event line holds: a cheap first test before the patterns run.
 MARKS = ("checkpoint", "Checkpoint", "Watchdog caught", "monitoredBarrier", "saving model to", "save-checkpoint",
-         "load-checkpoint", "iteration", "step:")
+         "load-checkpoint", "iteration", "step:", "'write_secs'")
 
 
 def cut(line):
@@ -220,6 +239,12 @@ def _lightning(line):
     if found:
         kind = "end" if found.re is _LIGHTNING_LOADED else "start"
         return {"kind": kind, "op": "load", "framework": "lightning", "path": found.group(1)}
+    found = _LIGHTNING_PROFILE.search(line)
+    if found:
+        mean, total = _number(found.group(1)), _number(found.group(3))
+        calls = int(found.group(2)) if found.group(2) else (int(round(total / mean)) if mean else 0)
+        return {"kind": "profile", "op": "save", "framework": "lightning", "seconds": mean, "calls": calls,
+                "total_seconds": total}
     return None
 
 
@@ -234,6 +259,12 @@ def _deepspeed(line):
         path = found.group(1)
         return {"kind": "file", "op": "save", "framework": "deepspeed", "path": path, "step": _tag_step(path),
                 "rank": _shard_rank(path, line)}
+    found = _DS_STATS.search(line)
+    if found:
+        path = found.group("path")
+        return {"kind": "written", "op": "save", "framework": "deepspeed", "path": path, "step": _tag_step(path),
+                "tag": posixpath.basename(posixpath.dirname(path)) or None, "bytes": int(found.group(1)),
+                "seconds": _number(found.group(2)), "rank": _shard_rank(path, line)}
     found = _DS_LOAD.search(line)
     if found:
         return {"kind": "start" if found.group("edge") == "Begin" else "end", "op": "load", "framework": "deepspeed",

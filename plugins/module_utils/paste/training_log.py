@@ -30,7 +30,7 @@ _RECOGNISE = ("Watchdog caught collective operation timeout", "failed to pass mo
               "checkpoint at iteration", "saved checkpoint", "loaded checkpoint", "save-checkpoint", "load-checkpoint",
               "Checkpoint save for step", "async checkpoint save", "Global Checkpoint", "saving checkpoint",
               "loading checkpoint", "saving model to '", "Restor", "[Torch] ", "Saving model checkpoint", "checkpoint saved",
-              "(writing took")
+              "(writing took", "'write_secs'", "|  save_checkpoint")
 COLLECTIVE_TIMEOUT = {
     "name": "collective_timeout",
     "what": "ranks waited in a collective for a rank that did not arrive - e.g. a writer stuck in NFS I/O (D state)",
@@ -66,11 +66,17 @@ def window(text):
               if found]
     if not any(found["kind"] not in ("step", "size") for found in events):
         return None
-    state = {"save": [], "load": [], "timeouts": [], "open": [], "step": None, "bytes": None, "notes": []}
+    state = {"save": [], "load": [], "timeouts": [], "open": [], "step": None, "bytes": None, "notes": [],
+             "profile": None}
     for found in events:
         _take(state, found)
+    _profiled(state)
     saves = [_public(record) for record in state["save"]]
     checkpoints = [_checkpoint(group) for group in _groups(saves)]
+    if state["profile"]:
+        for row in checkpoints:
+            if row["framework"] == "lightning" and row["seconds"] is not None and row["rule"] == "the save's own":
+                row["rule"] = "the mean of %d saves (Lightning's SimpleProfiler)" % state["profile"]["calls"]
     return {"saves": saves, "loads": [_public(record) for record in state["load"]], "timeouts": state["timeouts"],
             "checkpoints": checkpoints, "notes": _notes(state, saves, checkpoints)}
 
@@ -101,6 +107,10 @@ def _take(state, found):
         _timer(state, found)
     elif kind == "file":
         _file(state, found)
+    elif kind == "written":
+        _written(state, found)
+    elif kind == "profile":
+        state["profile"] = found
     else:
         _save_line(state, found)
 
@@ -202,6 +212,50 @@ def _file(state, found):
     _save_line(state, found)
 
 
+def _written(state, found):
+    """DeepSpeed's show_statistics line for one file: its bytes and write seconds added to its checkpoint's save.
+
+    The files of one save (the tag's directory) are summed: a checkpoint's seconds are its files' write() seconds
+    added up - the write time if one writer wrote them in turn, more than the wall time if ranks wrote at once.
+    """
+    for record in reversed(state["save"]):
+        if record["framework"] != "deepspeed":
+            continue
+        if record["_tag"] == found["tag"] or (record["step"] is not None and record["step"] == found["step"]):
+            break
+    else:
+        record = None
+    if record is None or record.get("_files") is None and record["finished"] is True:
+        record = _record(state, found)
+        record.update(seconds=None, path=found["path"])
+        state["save"].append(record)
+    if record.get("_files") is None:
+        record.update(_files=0, seconds=0.0, bytes=0, finished=True, _tag=found["tag"], rank=None)
+    record["_files"] += 1
+    record["seconds"] += found["seconds"]
+    record["bytes"] += found["bytes"]
+    record["_events"].append(found)
+    if record["path"] is None:
+        record["path"] = found["path"]
+
+
+def _profiled(state):
+    """Lightning's SimpleProfiler prints the mean save_checkpoint time of its calls, not each save's: given to each
+    ModelCheckpoint save the log shows (or one save when it shows none), said to be a mean in the notes."""
+    profile = state["profile"]
+    if profile is None or not profile["seconds"]:
+        return
+    saves = [record for record in state["save"] if record["framework"] == "lightning" and record["seconds"] is None]
+    if not saves:
+        record = _record(state, profile)
+        record.update(finished=True)
+        state["save"].append(record)
+        return
+    for record in saves:
+        record["seconds"] = profile["seconds"]
+        record["_events"].append(profile)
+
+
 def _public(record):
     return {key: record[key] for key in _SAVE_FIELDS}
 
@@ -275,6 +329,17 @@ def _notes(state, saves, checkpoints):
     if saves and not any(row["seconds"] is not None for row in checkpoints):
         notes.append("no save durations in the log (Lightning's ModelCheckpoint and DeepSpeed 0.19 print a save's start "
                      "only; NeMo's async finalize lines its end only)")
+    if any(record.get("_files") for record in state["save"]):
+        notes.append("DeepSpeed's writer show_statistics: a checkpoint's time here is the sum of its files' write() "
+                     "seconds (serialisation not included; ranks writing at once overlap, so the wall time is less), "
+                     "its bytes the sum of the files' bytes")
+    if state["profile"]:
+        profile = state["profile"]
+        shown = sum(1 for save in saves if save["framework"] == "lightning")
+        notes.append("Lightning's SimpleProfiler prints the mean save_checkpoint time of %d call(s), %.6g s (total %.6g s), "
+                     "not each save's: the slowest save may be longer than this mean%s" % (
+                         profile["calls"], profile["seconds"], profile["total_seconds"],
+                         "" if shown == profile["calls"] else "; the log shows %d save(s)" % shown))
     if "dlio" in frameworks:
         notes.append("DLIO prints sizes and rates in GB: read as 10^9 bytes")
     if any(event.get("staging") for save in state["save"] for event in save["_events"]):

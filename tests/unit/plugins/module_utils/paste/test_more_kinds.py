@@ -42,6 +42,27 @@ def test_a_training_log_of_durations_only_is_judged_on_the_window():
     assert "over the target's 30 s window" in result["first_screen"][1]
 
 
+def test_a_deepspeed_log_with_writer_statistics_is_a_window_with_a_throughput_and_a_verdict():
+    # show_statistics: each checkpoint 13417956 B; the slower (step 10) wrote in 0.0063 s of write() calls.
+    _reading, result = _paste(os.path.join(KINDS, "training_log", "deepspeed_produced_cpu_writer_statistics.txt"),
+                              target={"checkpoint_bytes": 13417956, "window_seconds": 1})
+    assert result["verdict"] == "meets_target" and result["window"]["kind"] == "training_log"
+    assert abs(result["achieved_bytes_per_second"] - 13417956 / 0.006314277648925781) < 1e3
+    _reading, result = _paste(os.path.join(KINDS, "training_log", "deepspeed_produced_cpu_writer_statistics.txt"),
+                              target={"checkpoint_bytes": 1e12, "window_seconds": 1})
+    assert result["verdict"] == "below_target"
+
+
+def test_a_lightning_log_with_the_simple_profiler_is_judged_on_its_mean_save_time():
+    # Trainer(profiler="simple"): save_checkpoint mean 0.068505 s over 3 calls, no size.
+    path = os.path.join(KINDS, "training_log", "lightning_produced_cpu_simple_profiler.txt")
+    _reading, result = _paste(path, target={"checkpoint_bytes": 16782105, "window_seconds": 1})
+    assert result["verdict"] == "meets_target" and result["achieved_bytes_per_second"] is None
+    assert result["window"]["seconds"] == 0.068505
+    _reading, result = _paste(path, target={"checkpoint_bytes": 16782105, "window_seconds": 0.05})
+    assert result["verdict"] == "below_target"
+
+
 def test_a_collective_timeout_is_a_fault_named_first():
     _reading, result = _paste(os.path.join(KINDS, "training_log", "nccl_torchtune_2093_save_timeout.txt"))
     assert [fault["name"] for fault in result["faults"]][:1] == ["collective_timeout"]

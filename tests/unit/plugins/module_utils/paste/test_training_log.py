@@ -147,6 +147,59 @@ def test_lightning_produced_model_checkpoint_lines_at_global_steps_4_8_12():
         (4, "epoch=0-step=4.ckpt", 26), (8, "epoch=1-step=8.ckpt", 27), (12, "epoch=2-step=12.ckpt", 28)]
 
 
+def test_deepspeed_writer_statistics_give_each_checkpoint_its_files_bytes_and_write_seconds():
+    # "checkpoint": {"writer": {"type": "python", "show_statistics": true, ...}}: one "stats = {...}" line per file
+    # written (4 a checkpoint: the model file by both ranks, one ZeRO shard each); a checkpoint is the sum of its files.
+    text = _kind("deepspeed_produced_cpu_writer_statistics")
+    assert training_log.recognise(text)
+    seen = training_log.window(text)
+    assert [(save["step"], save["finished"], save["bytes"], save["line"]) for save in seen["saves"]] == [
+        (10, True, 2 * 4471721 + 2237225 + 2237289, 175), (20, True, 2 * 4471721 + 2237289 + 2237225, 182)]
+    assert abs(seen["saves"][0]["seconds"] - (0.000919342041015625 + 0.0021131038665771484 + 0.0005326271057128906
+                                              + 0.002749204635620117)) < 1e-12
+    assert abs(seen["saves"][1]["seconds"] - (0.0009822845458984375 + 0.0009009838104248047 + 0.0005817413330078125
+                                              + 0.0004856586456298828)) < 1e-12
+    assert seen["saves"][0]["path"].endswith("dsckpt2/global_step10/mp_rank_00_model_states.pt")
+    rows = seen["checkpoints"]
+    assert [(row["step"], row["bytes"], row["saves"]) for row in rows] == [(10, 13417956, 1), (20, 13417956, 1)]
+    assert abs(rows[0]["bytes_per_second"] - 13417956 / seen["saves"][0]["seconds"]) < 1e-3
+    assert any("show_statistics" in note for note in seen["notes"])
+
+
+def test_lightning_simple_profiler_mean_save_time_is_each_checkpoints_time_and_said_to_be_a_mean():
+    # Trainer(profiler="simple"): "|  save_checkpoint ... |  0.068505 |  3 |  0.20552 |  5.8763 |" (line 42).
+    text = _kind("lightning_produced_cpu_simple_profiler")
+    seen = training_log.window(text)
+    assert [(save["step"], save["seconds"], save["finished"], save["line"]) for save in seen["saves"]] == [
+        (4, 0.068505, None, 26), (8, 0.068505, None, 27), (12, 0.068505, None, 28)]
+    assert [(row["step"], row["seconds"], row["bytes"]) for row in seen["checkpoints"]] == [
+        (4, 0.068505, None), (8, 0.068505, None), (12, 0.068505, None)]
+    assert all(row["rule"].startswith("the mean of 3 saves") for row in seen["checkpoints"])
+    assert any("SimpleProfiler" in note and "mean" in note for note in seen["notes"])
+    assert not [finding for finding in training_log.read(text) if finding["signal"] != "checkpoint save time"]
+
+
+def test_a_simple_profiler_row_alone_is_one_checkpoint_row_of_its_mean():
+    text = "|  save_checkpoint   \t|  1.5   \t|  4   \t|  6.0   \t|  12.0   \t|\n"
+    assert training_log.recognise(text)
+    seen = training_log.window(text)
+    assert [(row["seconds"], row["rule"][:18]) for row in seen["checkpoints"]] == [(1.5, "the mean of 4 save")]
+    # the non-extended table (Action | Mean duration | Total time) prints no calls: the count is total / mean
+    seen = training_log.window("|  save_checkpoint\t|  2.0\t|  6.0\t|\n")
+    assert [(row["seconds"], row["rule"][:18]) for row in seen["checkpoints"]] == [(2.0, "the mean of 3 save")]
+
+
+def test_deepspeed_statistics_in_exponent_notation_and_a_custom_tag_are_read():
+    text = ("stats = {'close': 1, 'fileno': 0, 'flush': 1, 'write': 3, 'bytes': 1000, 'write_secs': 4.5e-05, "
+            "'write_GB/s': 0.02, 'path': '/ck/best/mp_rank_00_model_states.pt'}\n"
+            "stats = {'close': 1, 'fileno': 0, 'flush': 1, 'write': 3, 'bytes': 500, 'write_secs': 5e-05, "
+            "'write_GB/s': 0.01, 'path': '/ck/best/zero_pp_rank_1_mp_rank_00_optim_states.pt'}\n"
+            "stats = {'close': 1, 'fileno': 0, 'flush': 1, 'write': 3, 'bytes': 700, 'write_secs': 1.0, "
+            "'write_GB/s': 0.0, 'path': '/ck/next/mp_rank_00_model_states.pt'}\n")
+    rows = training_log.window(text)["checkpoints"]
+    assert [(row["bytes"], round(row["seconds"], 9)) for row in rows] == [(1500, 9.5e-05), (700, 1.0)]
+
+
 def test_ranks_of_one_step_make_one_checkpoint_named_by_its_slowest_rank_and_summed_bytes():
     text = "\n".join((
         "[rank0]:[titan] 2025-06-16 23:40:42,000 - root - INFO - step:  5  loss:  1.4989",
