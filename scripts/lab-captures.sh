@@ -14,6 +14,9 @@
 #   shaped_link     tuned, each client's lab link shaped to 24 Mbit/s (tc tbf, egress)
 #   loss_2pct       tuned, netem loss 2 % on each client's lab egress (issue 26: a lossy path)
 #   loss_5pct       tuned, netem loss 5 % on each client's lab egress
+#   loss_2pct_one   tuned, netem loss 2 % on nfs3's lab egress only, nfs2 clean (issue 43: the
+#                   loss on one client, one diagnosis for both)
+#   loss_5pct_one   tuned, netem loss 5 % on nfs3's lab egress only, nfs2 clean
 #   one_shaped      tuned, only nfs3's lab link shaped to 16 Mbit/s: one host sets the pace
 #   small_files     tuned, file per rank, 256 files x 4 KiB per rank: a metadata storm
 #   old_mount       tuned, then nfs3 remounted as before the tuning (nconnect=1, 64 KiB, a
@@ -63,6 +66,7 @@ notes() {
     echo "client mount (nfs2): $(lab nfs2 grep ' /mnt/nfs ' /proc/mounts)"
     echo "server threads: $(lab nfs1 cat /proc/fs/nfsd/threads)"
     echo "client qdisc (nfs2 lab0): $(lab nfs2 tc qdisc show dev lab0 | tr '\n' ' ')"
+    echo "client qdisc (nfs3 lab0): $(lab nfs3 tc qdisc show dev lab0 | tr '\n' ' ')"
     echo "server export fs: $(lab nfs1 findmnt -no SOURCE,FSTYPE,OPTIONS -T /srv/nfs)"
     echo "verdict when made: $(grep -m1 -o '"[a-z_]*: achieved [^"]*"' "$out/$name.log" || echo '(see the log)')"
   } > "$out/$name/NOTES.txt"
@@ -131,6 +135,13 @@ for scenario in "${scenarios[@]}"; do
       validate "$scenario"
       notes "$scenario" "tuned; tc qdisc replace dev lab0 root netem loss $rate on nfs2 and nfs3"
       for client in nfs2 nfs3; do lab "$client" tc qdisc del dev lab0 root; done ;;
+    loss_2pct_one|loss_5pct_one)
+      rate=${scenario#loss_}; rate=${rate%pct_one}%
+      tuned
+      lab nfs3 tc qdisc replace dev lab0 root netem loss "$rate"
+      validate "$scenario"
+      notes "$scenario" "tuned; tc qdisc replace dev lab0 root netem loss $rate on nfs3 only (nfs2's lab0 keeps its default qdisc)"
+      lab nfs3 tc qdisc del dev lab0 root ;;
     one_shaped)
       tuned
       lab nfs3 tc qdisc replace dev lab0 root tbf rate "$ONE_SHAPED_RATE" burst 32kb latency 400ms

@@ -20,8 +20,10 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 CAPTURES = sorted(os.path.dirname(path) for path in glob.glob(sample_path("..", "captures", "*", "context.yml")))
 # What the figures of every fixture capture's clients hash to, by FORMAT. A change of client_row's figures
 # (or of what it calls) changes it: raise host_figures.FORMAT (older figures are then recomputed) and pin it.
+# A new fixture capture changes it too: then FORMAT stays, and the pin moves only if the older captures still
+# hash to the old pin (issue 43's v43_* captures: without them, 0ab75d3f...).
 PINNED = {1: "1dac9d4649502bd2e086ff8ba9d7a5b44133ecf30c8de7886a389d7cf58a7375",
-          2: "0ab75d3f526ed03fde00508f5d9e98acb12ba4cf02a3f1a58844e58a5c61c616"}
+          2: "66eec27a1b991bcfde3951a42b97adeae5b8729baec29c9f8467787bddd348d0"}
 
 
 def _client_files(directory):
