@@ -15,6 +15,7 @@ from __future__ import annotations
 import textwrap
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host
 
 # CONTRACT 3 allows 25 lines; diagnosis.md puts the screen in a text block, whose two fences count too.
 SCREEN_LINES = 23
@@ -50,6 +51,22 @@ def pace_text(result):
     """The pace-setting host(s) in one sentence (pace_host.py), or None when the ranks ended together or were not timed."""
     pace = result.get("pace") or {}
     return pace.get("text") if pace.get("pace") else None
+
+
+# The differences of a pace-setting host the first screen names (diagnosis.md and pace.text name them all).
+SCREEN_DIFFERENCES = 2
+
+
+def _pace_screen_text(result):
+    """pace_text with at most SCREEN_DIFFERENCES differences a host, so the sentence ends on the screen (issue 43:
+    five differences of one host pushed the actions off it and cut the sentence)."""
+    pace = result["pace"]
+    if len(_wrap(capital(pace["text"]))) <= 3 or all(len(item.get("differences") or []) <= SCREEN_DIFFERENCES for item in pace["pace"]):
+        return pace["text"]
+    short = dict(pace, pace=[dict(item, differences=item["differences"][:SCREEN_DIFFERENCES] + (
+        ["%d more in diagnosis.md" % (len(item["differences"]) - SCREEN_DIFFERENCES)]
+        if len(item["differences"]) > SCREEN_DIFFERENCES else [])) for item in pace["pace"]])
+    return pace_host.screen_text(short)
 
 
 def headline(result, figures=None):
@@ -326,7 +343,7 @@ def first_screen(result):
     lines += _wrap(capital(head["links_text"]))
     lines += _wrap(capital(head["limiting_text"]))
     if pace_text(result):
-        lines += _wrap(capital(pace_text(result)))[:3]
+        lines += _wrap(capital(_pace_screen_text(result)))[:3]
     if head.get("snapshot_text"):
         lines += _wrap(capital(head["snapshot_text"]))
     lines += _wrap("Confidence: %s - %s" % (head["confidence"], head["confidence_reason"]))

@@ -132,6 +132,11 @@ def assess(ranks, facts):
             "text": _text(pace, len(lagging), len(seconds), median)}
 
 
+def screen_text(pace):
+    """The pace sentence of an assess() result whose hosts' differences were shortened (headline.first_screen)."""
+    return _text(pace["pace"], pace["lagging"], pace["hosts"], pace["median_seconds"])
+
+
 def _text(pace, lagging, hosts, median):
     if not pace:
         return "pace: the %d hosts' ranks ended together (none %d %% after the median host's %.1f s)" % (

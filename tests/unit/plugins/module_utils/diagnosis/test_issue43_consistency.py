@@ -110,3 +110,27 @@ def test_every_fixture_names_a_layer_with_its_own_crossed_signal_and_says_why_no
     text = render_markdown(result)
     for layer, why in ruled_out.items():
         assert why in text
+
+
+# Issue 43's own lab captures (scripts/lab-captures.sh, 6.1; NOTES.txt in each has the physical state measured from the
+# bundle's own counters): the layer the state explains, never storage or CPU for a lossy path, one host's path that host's.
+V43_LOSS = ["v43_loss_2pct", "v43_loss_5pct", "v43_loss_2pct_one", "v43_loss_5pct_one"]
+
+
+@pytest.mark.parametrize("name", V43_LOSS)
+@pytest.mark.parametrize("stripped", [False, True], ids=["counters", "no_counters"])
+def test_issue43_loss_captures_name_the_lossy_path_never_storage_or_cpu(name, stripped, tmp_path):
+    bundle = without_tcp_counters(name, tmp_path) if stripped else load_bundle(os.path.join(CAPTURES, name))
+    result = diagnose(bundle)
+    assert result["limiting_layer"] == "network" and result["network"]["state"] == "lossy", result["summary"]
+    assert result["verdict"] == "tune"
+    named = [result["limiting_layer"]] + result["contributing"]
+    assert "server_storage" not in named and "server_cpu" not in named, named
+
+
+@pytest.mark.parametrize("name", ["v43_loss_2pct_one", "v43_loss_5pct_one"])
+def test_issue43_loss_on_one_client_is_that_clients_path(name):
+    result = diagnose(load_bundle(os.path.join(CAPTURES, name)))
+    assert result["scope"]["kind"] == "host" and result["scope"]["hosts"] == ["nfs3"]
+    assert result["network"]["loss"]["lossy_hosts"] == ["nfs3"]
+    assert "nfs3" in result["first_screen"][1] and "Re-architect" not in "\n".join(result["first_screen"])
