@@ -126,9 +126,6 @@ def _verdict_text(result, actions):
     if verdict == "tune":
         return "tune: the gap is %s and %s" % (gap, _headroom_clause(result).replace("tuning alone", "tuning " + _layer(
             result["limiting_layer"])))
-    if verdict == "meets_target" and result["achieved_bytes_per_second"] is None:
-        # A pasted training log without checkpoint sizes: its slowest save's time against the window (paste/partial.py).
-        return "meets the target's window"
     if verdict == "meets_target":
         spare = result["achieved_bytes_per_second"] / result["target_bytes_per_second"]
         return "meets the target with %s to spare" % human.factor(spare)

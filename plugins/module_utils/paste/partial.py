@@ -118,7 +118,7 @@ def partial_diagnosis(readings, target=None, mount_point=None):
     evidence = [row for reading in told for row in reading["evidence"]]
     limiting = suspect["layer"] if suspect else "none"
     target_bps = rates.target_rate(target["checkpoint_bytes"], target["window_seconds"]) if target_given else None
-    saves = training_window(told, target_bps, (target or {}).get("window_seconds") if target_given else None)
+    saves = training_window(told, target_bps, target["checkpoint_bytes"] if target_given else None)
     result = {
         "mount_point": mount_point or "the pasted mount(s)",
         "target_bytes_per_second": target_bps,
@@ -159,12 +159,14 @@ def partial_diagnosis(readings, target=None, mount_point=None):
     return shape.checked(result, partial=True)
 
 
-def training_window(readings, target_bps, window_seconds):
+def training_window(readings, target_bps, checkpoint_bytes=None):
     """What a training log's checkpoint saves measure, or None without one with a duration (issue 44).
 
     The slowest checkpoint sets the pace (the ranks wait for its last writer): its bytes over its time (the slowest
-    rank's, or last end - first start, as training_log read it) is the achieved rate; without bytes, its time against
-    the target's window still gives a verdict. {"achieved", "seconds", "gap", "verdict", "source", "checkpoint"}."""
+    rank's, or last end - first start, as training_log read it) is the achieved rate. A log that prints no size (most
+    do not: torchtitan, Megatron-LM, Lightning) is read with the checkpoint's size the target gives: that size over
+    the slowest save's time, said as such (the rate meets the target exactly when the save ends within the target's
+    window); without a target, the time is the figure. {"achieved", "seconds", "gap", "verdict", "source", "checkpoint"}."""
     every = [row for reading in readings for row in ((reading.get("training") or {}).get("checkpoints") or [])]
     rows = [row for row in every if row.get("seconds")]
     if not rows and every:
@@ -184,9 +186,15 @@ def training_window(readings, target_bps, window_seconds):
         gap = target_bps / achieved if target_bps and achieved else None
         verdict = "no_target" if not target_bps else "meets_target" if achieved >= target_bps else "below_target"
         source = "training log: the slowest checkpoint's bytes over its save time, %s, %.1f s%s" % (where, slowest["seconds"], by)
+    elif checkpoint_bytes:
+        achieved = float(checkpoint_bytes) / slowest["seconds"]
+        gap = target_bps / achieved if target_bps else None
+        verdict = "meets_target" if achieved >= target_bps else "below_target"
+        source = ("training log: the checkpoint's size as the target gives it (%s; the log prints none) over the slowest "
+                  "save's time, %s, %.1f s%s" % (human.size(checkpoint_bytes), where, slowest["seconds"], by))
     else:
-        achieved, gap = None, (slowest["seconds"] / float(window_seconds)) if window_seconds else None
-        verdict = "no_target" if not window_seconds else "meets_target" if slowest["seconds"] <= float(window_seconds) else "below_target"
+        # No size in the log and no target: the slowest save's time is the figure (a target gives both size and window).
+        achieved, gap, verdict = None, None, "no_target"
         source = "training log: no checkpoint size in it, the slowest save took %.1f s (%s%s)" % (slowest["seconds"], where, by)
     return {"achieved": achieved, "seconds": slowest["seconds"], "gap": gap, "verdict": verdict, "source": source,
             "checkpoint": slowest}
@@ -286,12 +294,6 @@ def _window_text(result):
         figure = "the slowest checkpoint wrote %s" % human.rate(achieved)
     else:
         figure = "the slowest checkpoint took %s" % human.seconds(result["window"]["seconds"])
-    if achieved is None and verdict in ("meets_target", "below_target"):
-        window = result["capacity"].get("window_seconds")
-        return "%s: %s the target's %s window%s" % (
-            figure, "within" if verdict == "meets_target" else "over", human.seconds(window) if window else "",
-            " (%s; no checkpoint size in the log, so no rate)" % human.factor(gap) if gap and verdict == "below_target" else
-            " (no checkpoint size in the log, so no rate)")
     if verdict == "meets_target":
         return "%s: meets the target" % figure
     if verdict == "below_target":
