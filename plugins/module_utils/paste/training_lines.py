@@ -57,7 +57,11 @@ _PROGRESS = re.compile(r"\biteration\s{1,16}" + _STEP + r"\s{0,16}/\s{0,16}\d{1,
 # "Checkpoint save for step N started", "Scheduled async checkpoint save for PATH",
 # "Async checkpoint save for step N (PATH) finalized successfully.", and (NeMo 2, dist_ckpt_io)
 # "Global Checkpoint Save : Rank: 0 : Iteration: 50 : Start time: 1744408121.151s : Save duration: 4.389s"
-# (NeMo 2 recipe READMEs; without "Iteration" in 25.02).
+# (NeMo 2 recipe READMEs; without "Iteration" in 25.02). Printed by nemo/lightning/io/pl.py
+# MegatronCheckpointIO.save_checkpoint: " : ".join of "Global Checkpoint Save", f"Rank: {rank}", f"Iteration:
+# {iteration}" (when known), f"Start time: {start_time:.3f}s", f"Save duration: {end_time - start_time:.3f}s" around
+# dist_checkpointing.save() (with async save, the blocking part only); start_time is time.time(), epoch seconds,
+# not the local time of the "[NeMo I ...]" stamp (training_log.py places the save on the stamps' clock).
 _NEMO_SAVE = re.compile(r"Checkpoint save for step " + _STEP + r" started")
 _NEMO_SCHEDULED = re.compile(r"Scheduled async checkpoint save for " + _PATH)
 _NEMO_FINALIZED = re.compile(r"Async checkpoint save for step " + _STEP + r" \(" + _PATH + r"\) finalized successfully")

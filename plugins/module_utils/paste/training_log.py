@@ -129,22 +129,26 @@ def _record(state, found):
 def _save_line(state, found):
     kind, target = found["kind"], state[found["op"]]
     if kind == "start":
+        if found["framework"] == "nemo" and found["path"] is not None:
+            _drop_lightning_twin(state, target, found["path"])
         record = _record(state, found)
         record.update(started_at=found["time"], seconds=None, finished=None if found.get("no_end") else False)
         state["open"].append(record)
         target.append(record)
         return
     if kind == "done":
+        # NeMo's "Start time" is time.time() (epoch seconds) but its line stamps are the host's local time: a save
+        # is placed on the stamps' clock (it ends when its line prints) so that it spans with the other lines'
+        # saves; the printed start is used only on a line without a stamp.
         record = _record(state, found)
         started = found.get("started_at")
-        ended = started + found["seconds"] if started is not None else found["time"]
-        record.update(started_at=started if started is not None else _minus(ended, found["seconds"]), ended_at=ended,
-                      finished=True)
+        ended = found["time"] if found["time"] is not None or started is None else started + found["seconds"]
+        record.update(started_at=_minus(ended, found["seconds"]), ended_at=ended, finished=True)
         target.append(record)
         return
     record = _match(state["open"], found)
     if record is None:
-        if target and found["path"] is not None and target[-1]["path"] == found["path"] and target[-1]["finished"]:
+        if _printed_twice(target, found):
             return  # NeMo prints a finished async save twice (Megatron's finalize line, then its own): one save
         record = _record(state, found)
         record.update(started_at=_minus(found["time"], found["seconds"]))
@@ -169,16 +173,39 @@ def _finish(record, found):
     record["finished"] = True
 
 
+def _printed_twice(target, found):
+    """An end line that repeats the latest save of its path, already finished: NeMo's "Async checkpoint save for
+    step N+1 (P) finalized" after Megatron's "Successfully saved checkpoint from iteration N to P" (its step is the
+    next one: global_step has moved on). Other saves may finish between the two lines (a top-k and a -last copy)."""
+    if found["path"] is None:
+        return False
+    twin = next((record for record in reversed(target) if record["path"] == found["path"]), None)
+    if twin is None or not twin["finished"]:
+        return False
+    return twin["step"] is None or found["step"] is None or 0 <= found["step"] - twin["step"] <= 1
+
+
+def _drop_lightning_twin(state, target, path):
+    """NeMo's ModelCheckpoint is Lightning's: Lightning's verbose "saving model to 'P'" line before NeMo's own save
+    of P is the same save, not a second one (it prints no end and no time)."""
+    for record in [record for record in target if record["framework"] == "lightning" and record["path"] == path
+                   and record["ended_at"] is None]:
+        target.remove(record)
+        if record in state["open"]:
+            state["open"].remove(record)
+
+
 def _minus(moment, seconds):
     return moment - seconds if moment is not None and seconds is not None else None
 
 
 def _match(open_records, found):
-    """The latest open start this end closes: same op, framework, rank; same step and tag where both print one."""
+    """The latest open start this end closes: same op, framework, rank; same step, tag and path where both print one
+    (NeMo's top-k and -last saves of one step are in flight together and finish in either order)."""
     for record in reversed(open_records):
         if (record["_op"], record["framework"], record["rank"]) != (found["op"], found["framework"], found["rank"]):
             continue
-        if _differ(record["_tag"], found["tag"]) or _differ(record["step"], found["step"]):
+        if _differ(record["_tag"], found["tag"]) or _differ(record["step"], found["step"]) or _differ(record["path"], found["path"]):
             continue
         return record
     return None

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import training_log
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import partial, readings, training_log
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures")
 KINDS = os.path.join(FIXTURES, "paste_kinds", "training_log")
@@ -129,6 +129,39 @@ def test_nemo_bionemo_async_saves_are_counted_once_each_and_the_last_copy_apart(
         (49, False, 7), (49, True, 9), (74, False, 11), (74, True, 13), (99, False, 15), (99, True, 17)]
     assert all(save["seconds"] is None and save["finished"] for save in seen["saves"])
     assert [row["step"] for row in seen["checkpoints"]] == [49, 49, 74, 74, 99, 99]
+
+
+def test_nemo_evo2_fine_tune_saves_keep_their_printed_durations_and_one_clock():
+    # A BioNeMo Evo2 fine-tune (NeMo 2, --ckpt-async-save, 2 GPUs): "Global Checkpoint Save : ... : Save duration: D s"
+    # per save (the blocking part, nemo/lightning/io/pl.py), then the async write from "Scheduled async checkpoint
+    # save for P" to "Successfully saved checkpoint from iteration N to P". The printed "Start time" is time.time()
+    # (epoch seconds) while the line stamps are the host's local time (UTC-7 here): a checkpoint's span is taken on
+    # the stamps' clock alone, never 7 h wide. Two saves of step 99 interleave (.ckpt, -last.ckpt): each end closes
+    # the start of its own path, and Lightning's "saving model to" line of that same .ckpt is not a third save.
+    text = _kind("nemo_evo2_finetune_saves")
+    assert training_log.recognise(text)
+    seen = training_log.window(text)
+    assert [(save["framework"], save["rank"], save["step"], save["seconds"], save["finished"], save["line"])
+            for save in seen["saves"]] == [
+        ("nemo", 0, 49, 23.107, True, 4), ("nemo", None, 49, 14.0, True, 5),
+        ("nemo", 0, 99, 1.718, True, 98), ("nemo", None, 99, 22.0, True, 99),
+        ("nemo", 0, 99, 1.136, True, 100), ("nemo", None, 99, 21.0, True, 101)]
+    assert [save["path"].rsplit("/", 1)[1] for save in seen["saves"] if save["path"]] == [
+        "evo2--val_loss=0.0000-epoch=0-consumed_samples=200.0-last.ckpt",
+        "evo2--val_loss=1.6191-epoch=0-consumed_samples=400.0.ckpt",
+        "evo2--val_loss=1.6191-epoch=0-consumed_samples=400.0-last.ckpt"]
+    rows = [(row["step"], row["seconds"], row["rule"], row["slowest"]["seconds"], row["line"]) for row in seen["checkpoints"]]
+    # 16:52:43 - 23.107 s to 16:53:08; 16:53:19 - 1.718 s to 16:53:41; 16:53:20 - 1.136 s to 16:53:42
+    assert rows == [(49, 48.107, "last end - first start", 23.107, 4), (99, 23.718, "last end - first start", 22.0, 98),
+                    (99, 23.136, "last end - first start", 21.0, 100)]
+    assert [finding["value"] for finding in training_log.read(text)] == [48.107, 23.718, 23.136]
+    reading = readings.read_file("nemo_evo2_finetune_saves.txt", text)
+    assert reading["kind"] == "training_log" and reading["tells_nothing"] is None
+    met = partial.partial_diagnosis([reading], target={"checkpoint_bytes": 2.2e9, "window_seconds": 120})
+    assert (met["verdict"], met["window"]["kind"], met["achieved_bytes_per_second"]) == ("meets_target", "training_log", None)
+    assert "the slowest save took 48.1 s (step 49" in met["achieved_source"]
+    short = partial.partial_diagnosis([reading], target={"checkpoint_bytes": 2.2e9, "window_seconds": 10})
+    assert short["verdict"] == "below_target" and abs(short["gap_factor"] - 4.8107) < 1e-9
 
 
 def test_deepspeed_produced_saves_at_steps_10_and_20_with_no_end_printed():
