@@ -158,8 +158,10 @@ def test_nemo_evo2_fine_tune_saves_keep_their_printed_durations_and_one_clock():
     reading = readings.read_file("nemo_evo2_finetune_saves.txt", text)
     assert reading["kind"] == "training_log" and reading["tells_nothing"] is None
     met = partial.partial_diagnosis([reading], target={"checkpoint_bytes": 2.2e9, "window_seconds": 120})
-    assert (met["verdict"], met["window"]["kind"], met["achieved_bytes_per_second"]) == ("meets_target", "training_log", None)
-    assert "the slowest save took 48.1 s (step 49" in met["achieved_source"]
+    assert (met["verdict"], met["window"]["kind"]) == ("meets_target", "training_log")
+    # NeMo prints no size: the target's 2.2 GB over the slowest save's 48.107 s is the rate, said as such.
+    assert abs(met["achieved_bytes_per_second"] - 2.2e9 / 48.107) < 1
+    assert "the checkpoint's size as the target gives it" in met["achieved_source"] and "step 49, 48.1 s" in met["achieved_source"]
     short = partial.partial_diagnosis([reading], target={"checkpoint_bytes": 2.2e9, "window_seconds": 10})
     assert short["verdict"] == "below_target" and abs(short["gap_factor"] - 4.8107) < 1e-9
 
