@@ -60,23 +60,28 @@ def _hosts(directory, problems):
     return sorted(hosts)
 
 
-def _read(path, inside=None, problems=None):
+def _read(path, problems=None):
     """A bundle file's text through the one bounded reader (atomic_file.read_input: never through a
-    link, regular files only, at most INPUT_LIMIT; with inside, no directory between inside and the
-    file may be a link either); None when missing or unreadable. A link is listed in problems (when
-    given) and read as missing; BundleError naming the file and why otherwise (a link where no
-    problems list is kept, a FIFO, over the cap)."""
+    link, regular files only, at most INPUT_LIMIT); None when missing or unreadable. A link is listed
+    in problems (when given) and read as missing; BundleError naming the file and why otherwise (a
+    link where no problems list is kept, a FIFO, over the cap)."""
     try:
-        return atomic_file.read_input(path, inside=inside)
+        return atomic_file.read_input(path)
     except atomic_file.FileRefused as exc:
-        if problems is not None and exc.errno == errno.ELOOP:
-            message = LINK_PROBLEM % exc.filename
-            if message not in problems:
-                problems.append(message)
-            return None
-        raise BundleError(str(exc))
+        _refused(exc, problems)
+        return None
     except OSError:
         return None
+
+
+def _refused(exc, problems):
+    """A link refused by the reader is listed in problems (once); anything else, or a link where no problems
+    list is kept, is a BundleError naming the file and why."""
+    if problems is None or exc.errno != errno.ELOOP:
+        raise BundleError(str(exc))
+    message = LINK_PROBLEM % exc.filename
+    if message not in problems:
+        problems.append(message)
 
 
 def _read_texts(directory, names, inside=None, problems=None):
@@ -92,14 +97,10 @@ def _read_texts(directory, names, inside=None, problems=None):
         try:
             atomic_file.check_inside(os.path.join(directory, "-"), inside)
         except atomic_file.FileRefused as exc:
-            if problems is not None and exc.errno == errno.ELOOP:
-                message = LINK_PROBLEM % exc.filename
-                if message not in problems:
-                    problems.append(message)
-                return texts
-            raise BundleError(str(exc))
+            _refused(exc, problems)
+            return texts
     for key, name in names.items():
-        text = _read(os.path.join(directory, name), None, problems)
+        text = _read(os.path.join(directory, name), problems)
         if text is not None:
             texts[key] = text
     return texts
