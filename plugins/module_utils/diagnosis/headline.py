@@ -61,7 +61,7 @@ def _pace_screen_text(result):
     """pace_text with at most SCREEN_DIFFERENCES differences a host, so the sentence ends on the screen (issue 43:
     five differences of one host pushed the actions off it and cut the sentence)."""
     pace = result["pace"]
-    if len(_wrap(capital(pace["text"]))) <= 3 or all(len(item.get("differences") or []) <= SCREEN_DIFFERENCES for item in pace["pace"]):
+    if len(_wrap(capital(pace["text"]))) <= 3:
         return pace["text"]
     short = dict(pace, pace=[dict(item, differences=item["differences"][:SCREEN_DIFFERENCES] + (
         ["%d more in diagnosis.md" % (len(item["differences"]) - SCREEN_DIFFERENCES)]

@@ -69,7 +69,7 @@ def _storage_ruled_out(net, disk_busy, disk_host):
     if net.get("lossy"):
         return "the path is lossy (%s): its retransmits explain the inflated RTT and the slow COMMITs" % (
             ", ".join(net["loss"]["lossy_hosts"][:5]))
-    if disk_busy is not None and signals.DISK_IDLE.crossed(disk_busy) and not signals.DISK_BUSY.crossed(disk_busy):
+    if signals.DISK_IDLE.crossed(disk_busy):
         return "its busiest disk%s was %s busy during the checkpoint (< %s): the storage had room" % (
             " (on %s)" % disk_host if disk_host else "", human.share(disk_busy), human.share(signals.DISK_IDLE.threshold))
     return None

@@ -43,13 +43,27 @@ def _remount_headroom(found):
     slowest of them loses against the other hosts' median end; without canary ranks, that host's
     WRITEs no longer waiting for a slot (exe / (exe - queue)), at most MAX_TUNING_GAIN."""
     missed = found["mounts"]["missed"]
-    pace = [item for item in found["pace"]["pace"] if item["host"] in missed]
-    if pace and found["pace"]["median_seconds"]:
-        return pace[0]["seconds"] / found["pace"]["median_seconds"], "remounting %s: it ends with the other hosts (%.1f s -> %.1f s)" % (
-            pace[0]["host"], pace[0]["seconds"], found["pace"]["median_seconds"])
+    paced = _pace_headroom(found, missed, "remounting")
+    if paced:
+        return paced
     host = max(missed, key=lambda name: found["mounts"]["hosts"][name]["headroom"])
     return min(MAX_TUNING_GAIN, found["mounts"]["hosts"][host]["headroom"]), \
         "remounting %s: its WRITEs no longer waiting for a slot (exe / (exe - queue), at most %.0fx)" % (host, MAX_TUNING_GAIN)
+
+
+def _slowest_paced(found, hosts):
+    """The slowest of hosts among those that set the pace (pace_host lists them slowest first), or None."""
+    return next((item for item in found["pace"]["pace"] if item["host"] in hosts), None)
+
+
+def _pace_headroom(found, hosts, doing):
+    """(factor, why) of fixing the slowest of hosts that set the pace: the aggregate gains what it loses against the
+    other hosts' median end; None when none of them set it or the ends were not measured."""
+    slowest, median = _slowest_paced(found, hosts), found["pace"]["median_seconds"]
+    if slowest is None or not median:
+        return None
+    return slowest["seconds"] / median, "%s %s: it ends with the other hosts (%.1f s -> %.1f s)" % (
+        doing, slowest["host"], slowest["seconds"], median)
 
 
 def _faulty_hosts(found, limiting):
@@ -75,7 +89,7 @@ def _faulty_hosts(found, limiting):
     return [], True
 
 
-def scope(found, limiting, run):
+def scope(found, limiting, run, met=False):
     """Whether the limit is one host's (repair or tune that host) or the whole cluster's, with what the cluster
     would reach without that host: {"kind": host|cluster, "hosts", "why", "without_bytes_per_second"}.
 
@@ -84,32 +98,26 @@ def scope(found, limiting, run):
     hosts to be a minority of the clients and, where the ranks' ends were measured, to be the hosts that set
     the pace; then the checkpoint ends when the other hosts do (the median host's end, pace_host.py).
     """
+    if met:
+        return {"kind": "cluster", "hosts": [], "without_bytes_per_second": None, "why": "the target is met"}
     hosts, cluster = _faulty_hosts(found, limiting)
     clients = len(run["clients"])
     pace = found["pace"]
     pace_hosts = [item["host"] for item in pace["pace"]]
     if cluster or not hosts or len(hosts) * 2 > clients or (pace["measured"] and not set(hosts) <= set(pace_hosts)):
         return {"kind": "cluster", "hosts": [], "without_bytes_per_second": None,
-                "why": "the limit is not confined to a minority of the hosts: every client's path or the server is at it"
-                if limiting not in ("none",) else "the target is met"}
-    slowest = max((item for item in pace["pace"] if item["host"] in hosts), key=lambda item: item["seconds"], default=None)
-    without = None
-    if slowest and pace.get("median_seconds") and run["achieved"]:
-        without = run["achieved"] * slowest["seconds"] / pace["median_seconds"]
+                "why": "the limit is not confined to a minority of the hosts: every client's path or the server is at it"}
+    paced = _pace_headroom(found, hosts, "repairing")
+    without = run["achieved"] * paced[0] if paced and run["achieved"] else None
     return {"kind": "host", "hosts": hosts, "without_bytes_per_second": without,
             "why": "only %s: %s" % (", ".join(hosts), pace["text"] if pace_hosts else "the other hosts' figures are clear")}
 
 
 def _host_headroom(where, found):
-    """(factor, why) of repairing the hosts that set the pace: the aggregate gains what the slowest of them
-    loses against the other hosts' median end."""
-    pace = [item for item in found["pace"]["pace"] if item["host"] in where["hosts"]]
-    if pace and found["pace"]["median_seconds"]:
-        slowest = max(pace, key=lambda item: item["seconds"])
-        return slowest["seconds"] / found["pace"]["median_seconds"], "repairing %s: it ends with the other hosts (%.1f s -> %.1f s)" % (
-            slowest["host"], slowest["seconds"], found["pace"]["median_seconds"])
-    return MAX_TUNING_GAIN, "repairing %s brings it to the other hosts' figures (at most %.0fx)" % (
-        ", ".join(where["hosts"]), MAX_TUNING_GAIN)
+    """(factor, why) of repairing the hosts that set the pace (_pace_headroom), at most MAX_TUNING_GAIN unmeasured."""
+    return _pace_headroom(found, where["hosts"], "repairing") or (
+        MAX_TUNING_GAIN, "repairing %s brings it to the other hosts' figures (at most %.0fx)" % (
+            ", ".join(where["hosts"]), MAX_TUNING_GAIN))
 
 
 def _rank_layers(found):
@@ -210,8 +218,7 @@ def decide(run, figures, found):
     headroom, headroom_why = _tuning_headroom(limiting, found["slots"].tiny_cap, write, run["capacity"], run["achieved"],
                                               found["threads"].no_idle, run["servers"], net)
     gap = run["gap"]
-    where = scope(found, limiting, run) if not met else {"kind": "cluster", "hosts": [], "without_bytes_per_second": None,
-                                                         "why": "the target is met"}
+    where = scope(found, limiting, run, met)
     if since_mount(run["context"]):
         verdict = "no_window"
     elif not run["target_bps"]:

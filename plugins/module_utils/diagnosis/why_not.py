@@ -49,20 +49,21 @@ def _busiest(found, side):
     return max(hosts) if hosts else (None, None)
 
 
-def _server_cpu(found, _figures):
-    busy, host = _busiest(found, "server")
+def _cpu(found, side, whose):
+    """The busiest host of a side against the CPU signal; whose: "the server's", "the clients'"."""
+    busy, host = _busiest(found, side)
     if busy is None:
-        return "not the server's CPUs: their counters were unusable (reset or missing)"
-    return "not the server's CPUs: the busiest server, %s, was %s busy (< %s)" % (
-        host, human.share(busy), human.share(signals.CPU_BUSY.threshold))
+        return "not %s CPUs: their counters were unusable (reset or missing)" % whose
+    return "not %s CPUs: the busiest %s, %s, was %s busy (< %s)" % (
+        whose, side, host, human.share(busy), human.share(signals.CPU_BUSY.threshold))
+
+
+def _server_cpu(found, _figures):
+    return _cpu(found, "server", "the server's")
 
 
 def _client_cpu(found, _figures):
-    busy, host = _busiest(found, "client")
-    if busy is None:
-        return "not the clients' CPUs: their counters were unusable (reset or missing)"
-    return "not the clients' CPUs: the busiest client, %s, was %s busy (< %s)" % (
-        host, human.share(busy), human.share(signals.CPU_BUSY.threshold))
+    return _cpu(found, "client", "the clients'")
 
 
 def _slots(found, figures):
