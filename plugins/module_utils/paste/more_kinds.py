@@ -52,30 +52,38 @@ _READ_BY_KERNEL_LOG = ("not responding", " OK")
 MAX_HITS = 200
 
 
-def kinds_in(text, skip_kernel=False):
-    """The kinds of this module that recognise some line of the text, in READERS' order, kernel messages last."""
-    found = [module.KIND for module in READERS if module.recognise(text)]
-    if not skip_kernel and (kernel_catalogue.find_messages(text).hits or kernel_catalogue.find_stack_frames(text).hits):
-        found.append(KERNEL_MESSAGES)
-    return found
+class TextReading:
+    """One text read by this module's readers, each scan done once: the kinds that recognise a line of it (the
+    catalogue's messages and hung tasks found then are kept for the findings), the findings of each kind, and
+    the training log's window (kept for partial.training_window)."""
+
+    def __init__(self, text):
+        self.text = text
+        self.kinds = [module.KIND for module in READERS if module.recognise(text)]
+        self.messages = kernel_catalogue.find_messages(text)
+        self.tasks = kernel_catalogue.find_stack_frames(text)
+        if self.messages.hits or self.tasks.hits:
+            self.kinds.append(KERNEL_MESSAGES)
+        self.training = None
+
+    def findings(self, kind, kernel_log_read=False):
+        """The findings of one kind (see readings.add_findings for their shape)."""
+        if kind == KERNEL_MESSAGES:
+            return kernel_findings(self.messages, self.tasks, kernel_log_read)
+        if kind == training_log.KIND:
+            self.training = training_log.window(self.text)
+            return training_log.findings_of(self.training)
+        return next(module for module in READERS if module.KIND == kind).read(self.text)
 
 
-def findings(kind, text, kernel_log_read=False):
-    """The findings of one kind on the text (see readings.add_findings for their shape)."""
-    if kind == KERNEL_MESSAGES:
-        return kernel_findings(text, kernel_log_read)
-    module = next(module for module in READERS if module.KIND == kind)
-    return module.read(text)
-
-
-def kernel_findings(text, kernel_log_read=False):
+def kernel_findings(messages, tasks, kernel_log_read=False):
     """Each catalogued message once (its first line, how many times) and each hung task's wait, as findings.
 
     A hand-annotated message that speaks for a layer points at it (weight 2: the kernel says so, e.g. "nfsd: too
     many open connections, consider increasing the number of nfsd threads"); one that names a hang, a bug or a
     misconfiguration is a fault with the annotation's fix; an unannotated message is a figure only (weight 0).
-    kernel_log_read: the kernel_log reader already read this text's outages and hung tasks."""
-    messages = kernel_catalogue.find_messages(text)
+    messages, tasks: kernel_catalogue's find_messages and find_stack_frames of the text; kernel_log_read: the
+    kernel_log reader already read this text's outages and hung tasks."""
     seen = {}
     for hit in messages.hits[:MAX_HITS * 10]:
         if kernel_log_read and any(mark in hit.message.format for mark in _READ_BY_KERNEL_LOG):
@@ -84,7 +92,7 @@ def kernel_findings(text, kernel_log_read=False):
         entry[1] += 1
     out = [_message_finding(hit, count) for hit, count in list(seen.values())[:MAX_HITS]]
     if not kernel_log_read:
-        out += [finding for finding in (_task_finding(task) for task in kernel_catalogue.find_stack_frames(text).hits) if finding]
+        out += [finding for finding in (_task_finding(task) for task in tasks.hits) if finding]
     if messages.truncated:
         out.append(_plain("kernel messages read", None, "only the first %d MiB of the text were read" % (
             kernel_catalogue.MAX_TEXT // (1024 * 1024)), 1))

@@ -138,7 +138,7 @@ def partial_diagnosis(readings, target=None, mount_point=None):
         "tuning_headroom_why": "no window: what tuning buys is not estimated from a paste",
         "evidence": evidence,
         "recommendations": _recommendations(suspect, commands),
-        # The target as given (its bytes and window: the first screen shows both, a training log's saves are judged on the window).
+        # The target as given: the first screen shows its bytes and window; a training log without sizes is read with its bytes.
         "capacity": {"checkpoint_bytes": float(target["checkpoint_bytes"]), "window_seconds": float(target["window_seconds"])}
         if target_given else {},
         "summary": _summary(suspect, spoken, unmeasured),

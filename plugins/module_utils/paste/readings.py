@@ -68,10 +68,8 @@ def read_file(name, text):
     mount line and a training step is read for all three (issue 44)."""
     cleaned = layout.clean(text)
     kind = recognise.kind_of(cleaned.text)
-    extra = more_kinds.kinds_in(cleaned.text) if kind in ("unknown", "kernel_log") else []
-    if kind == "kernel_log" and more_kinds.KERNEL_MESSAGES in extra:
-        extra.remove(more_kinds.KERNEL_MESSAGES)
-        extra.append(more_kinds.KERNEL_MESSAGES)
+    found = more_kinds.TextReading(cleaned.text) if kind in ("unknown", "kernel_log") else None
+    extra = found.kinds if found else []
     if kind == "unknown" and extra:
         kind = extra[0]
     taken_for = recognise.KINDS.get(kind) or more_kinds.TAKEN_FOR[kind]
@@ -82,9 +80,9 @@ def read_file(name, text):
     try:
         _READERS.get(kind, _nothing if kind in ("empty", "unknown") else _no_statistics)(reading, cleaned.text)
         for other in extra:
-            add_findings(reading, more_kinds.findings(other, cleaned.text, kernel_log_read=reading["kind"] == "kernel_log"))
+            add_findings(reading, found.findings(other, kernel_log_read=reading["kind"] == "kernel_log"))
         if more_kinds.training_log.KIND in extra:
-            reading["training"] = more_kinds.training_log.window(cleaned.text)
+            reading["training"] = found.training
             reading["window"] = reading["window"] or "the training log's checkpoint saves"
     except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError, OverflowError) as exc:
         # A file that looks like a kind but breaks its format (a table printed twice, junk in a

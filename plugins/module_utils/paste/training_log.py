@@ -83,7 +83,11 @@ def window(text):
 
 def read(text):
     """Findings: one per checkpoint (weight 0), one per save never finished, one fault per collective timeout."""
-    seen = window(text)
+    return findings_of(window(text))
+
+
+def findings_of(seen):
+    """read()'s findings from a window() already worked out (None: none)."""
     if seen is None:
         return []
     findings = [_checkpoint_finding(row) for row in seen["checkpoints"]]
