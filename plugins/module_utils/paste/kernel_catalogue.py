@@ -246,6 +246,23 @@ def _hung_task(number, line):
     return HungTask(number, task, int(pid), int(seconds), [], None)
 
 
+# What marks a kernel line as NFS's own: the module a stack frame is in, or the subsystem prefix of a message
+# (dprintk's "RPC:", "NFS:", "NFSD:" lines under rpcdebug; printk's "nfs:", "nfsd:", "lockd:", "svc:").
+NFS_MODULES = ("[nfs]", "[nfsd]", "[nfsv3]", "[nfsv4]", "[sunrpc]", "[lockd]", "[rpcsec_gss_krb5]", "[auth_rpcgss]",
+               "[nfs_acl]", "[grace]")
+NFS_PREFIXES = ("RPC:", "NFS:", "NFSD:", "NFS4:", "nfs:", "nfsd:", "nfs4:", "lockd:", "svc:", "rpc-srv/", "xs_")
+
+
+def nfs_kernel_lines(text):
+    """(line number, line) of each line of the text that is an NFS kernel line: a stack frame in an NFS or sunrpc
+    module, or a message with an NFS subsystem's prefix, whatever the catalogue or the hang reports make of it."""
+    if not isinstance(text, str):
+        return []
+    lines, _truncated = _lines(text)
+    return [(number, line) for number, line in lines
+            if line.rstrip().endswith(NFS_MODULES) or _body(line).startswith(NFS_PREFIXES)]
+
+
 def find_stack_frames(text):
     """Found(hits, truncated): a HungTask(line, task, pid, seconds, frames, waits_on) per report.
 

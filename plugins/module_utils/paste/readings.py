@@ -90,9 +90,25 @@ def read_file(name, text):
         reading["tells_nothing"] = "recognised as %s, but it cannot be read: %s" % (reading["taken_for"], exc)
     if reading["also"]:
         reading["notes"].append("also read in it: %s" % "; ".join(more_kinds.TAKEN_FOR[item] for item in reading["also"]))
+    if not reading["evidence"] and not reading["notes"] and not reading["faults"]:
+        _nfs_kernel_lines_read(reading, cleaned.text)
     if not reading["evidence"] and not reading["notes"] and not reading["faults"] and reading["tells_nothing"] is None:
         reading["tells_nothing"] = "recognised as %s, but it holds no figure this can read" % reading["taken_for"]
     return reading
+
+
+def _nfs_kernel_lines_read(reading, text):
+    """A text that holds NFS kernel lines is never refused (issue 44): what nothing else read of it is said as such -
+    how many, which, and that no catalogued message or hang report explains them - so its partial diagnosis still
+    lists the captures that would tell more. Why it could not be read otherwise is kept beside."""
+    lines = more_kinds.kernel_catalogue.nfs_kernel_lines(text)
+    if not lines:
+        return
+    why = reading["tells_nothing"] if reading["kind"] not in ("unknown", "empty") else None
+    reading["notes"].append("%d NFS kernel line(s) (stack frames in NFS or sunrpc modules, NFS or RPC messages) that no "
+                            "catalogued message or hang report explains: read, no figure in them%s; first, line %d: %s" % (
+                                len(lines), " (%s)" % why if why else "", lines[0][0], lines[0][1].strip()[:160]))
+    reading["tells_nothing"] = None
 
 
 def _no_statistics(_reading, _text):

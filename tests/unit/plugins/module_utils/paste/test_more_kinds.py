@@ -90,3 +90,16 @@ def test_a_text_without_any_reader_says_what_it_skipped():
 def _paste_text(text):
     reading = readings.read_file("note.txt", text)
     return reading, partial.partial_diagnosis([reading])
+
+
+def test_a_text_that_holds_an_nfs_kernel_line_is_never_refused():
+    # Real pastes whose NFS kernel lines no catalogue entry or hang report explains: rpcdebug's "RPC:" lines
+    # (nfs-ganesha#549, #906), an nfsd stack without its hung-task header (openzfs#4648), /proc/PID/stack frames in
+    # [nfsv4] (nfs-ganesha#1327). They were refused ("holds no figure"); they are read, said as such, and the
+    # partial diagnosis lists the captures that would tell more.
+    for entry in ("039_ganesha_549_client_xprt_pending", "043_zfs_4648_nfsd_deadlock_zfs_vget",
+                  "052_ganesha_1327_dstate_open_stateid_stack", "058_ganesha_906_rpcdebug_send_epipe"):
+        reading, result = _paste(os.path.join(CORPUS, entry, "paste.txt"))
+        assert reading["tells_nothing"] is None, (entry, reading["tells_nothing"])
+        assert any("NFS kernel line(s)" in note for note in reading["notes"]), (entry, reading["notes"])
+        assert result is not None and result["partial"]["capture_next"]
