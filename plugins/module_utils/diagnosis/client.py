@@ -14,6 +14,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import
     connects_since_mount_unexplained,
 )
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_table
 
 
 # Requests waiting for a transport slot, per send (v3/v4.0). Lab: 680-935 with 2 slots.
@@ -34,10 +35,17 @@ TINY_SLOT_CAP = signals.TINY_SLOT_CAP.threshold
 
 @dataclasses.dataclass(frozen=True)
 class SlotsFinding:
-    """client_rpc_slots: whether slots limit, the slot cap read from sunrpc.txt, whether it is tiny."""
+    """client_rpc_slots: whether slots limit, the slot cap read from sunrpc.txt, whether it is tiny; table: the slot
+    table seen fill (slot_table.SlotTableFinding), None without the sampler's files."""
     limit: bool
     cap: object
     tiny_cap: bool
+    table: object = None
+
+    @property
+    def ruled_out(self):
+        """The table was seen far from full, or full with the reply wait dominating: not the client's slots."""
+        return self.table is not None and (self.table.clear or self.table.reply_dominates)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +114,12 @@ def client_rpc_slots_layer(evidence, clients, figures, send):
                          "requests waited for an NFSv4.1 session slot, not for the transport")
     else:
         slots_limit = (backlogged or at_cap) and queue_dominates and not send_backed_up
-    return SlotsFinding(slots_limit, slot_cap, tiny_cap)
+    table = slot_table.assess(evidence, clients, figures["sessions"], send_backed_up)
+    if table is not None:
+        # Seen, not inferred: a table full most of the window is the slots' (unless the reply wait or the send side
+        # explains the wait); one far from full, or full while WRITEs wait for the reply, is not.
+        slots_limit = (slots_limit or table.points_at_slots) and not (table.clear or table.reply_dominates)
+    return SlotsFinding(slots_limit, slot_cap, tiny_cap, table)
 
 
 def _slot_caps(clients, evidence, sessions, session_grant):

@@ -9,6 +9,7 @@ the reader and the writer of a client's figures (diagnosis/host_figures.py) shar
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
@@ -77,6 +78,10 @@ def _client_view(host, files, mount_point, mount_points=None):
     dstate = summarize_dstate(parse_dstate(files.get("dstate"))) if files.get("dstate") else None
     view = {"host": host, "delta": _kept_delta(nfs_paths.merge_deltas(path_deltas)), "sunrpc": _sunrpc_settings(files.get("sunrpc")),
             "dstate": dstate}
+    # Only with the slot table's files (issue 47): a row without them is the row it always was.
+    slot_table = slot_samples.summarize(files, path_deltas[-1]["mount_point"], files["mountstats_after"])
+    if slot_table is not None:
+        view["slot_table"] = slot_table
     if len(path_deltas) > 1:
         view["paths"] = [{"mount_point": delta["mount_point"], "delta": delta} for delta in path_deltas]
     return view, None

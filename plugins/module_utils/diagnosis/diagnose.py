@@ -90,6 +90,9 @@ def diagnose_run(run):
     recommendations = recommend(decision.limiting, decision.contributing, decision.verdict, facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
     result["why_not"] = why_not(found, figures, decision)
+    if slots.table is not None:
+        # Only with the slot table's files (issue 47): a bundle without them keeps its diagnosis.json.
+        result["slot_table"] = slots.table.as_result()
     # A bundle's own faults (a hung mount, a known bug) are not read yet: its kernel log is not part of it.
     result["faults"] = []
     result["pace"] = found["pace"]

@@ -74,7 +74,7 @@ def headline(result, figures=None):
     links = _links(result)
     actions = _first_actions(result)
     level, reason = _confidence(result)
-    return {
+    head = {
         "verdict": result["verdict"],
         "verdict_text": _verdict_text(result, actions),
         "achieved_text": human.rate(result["achieved_bytes_per_second"]),
@@ -89,6 +89,10 @@ def headline(result, figures=None):
         "limiting_text": _limiting_text(result),
         "snapshot_text": _snapshot_text(result, figures) if result["verdict"] == "no_window" else None,
     }
+    if result.get("slot_table"):
+        # The slot table seen fill, in the seed's words (diagnosis/slot_table.py); absent without its files.
+        head["slot_table_text"] = result["slot_table"]["text"]
+    return head
 
 
 def _layer(layer, glossed=False):
@@ -339,6 +343,8 @@ def first_screen(result):
         lines += _wrap("  measured as " + head["rests_on"])
     lines += _wrap(capital(head["links_text"]))
     lines += _wrap(capital(head["limiting_text"]))
+    if head.get("slot_table_text"):
+        lines += _wrap(capital(head["slot_table_text"]))[:3]
     if pace_text(result):
         lines += _wrap(capital(_pace_screen_text(result)))[:3]
     if head.get("snapshot_text"):

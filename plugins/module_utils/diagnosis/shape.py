@@ -22,8 +22,8 @@ COMMON = (
 )
 # A measured bundle's own keys: the mounts' state, the pace-setting host, the scope of the verdict, why not the others.
 BUNDLE = ("mounts", "pace", "scope", "why_not")
-# Only with several NFS paths (diagnosis/paths.py).
-BUNDLE_OPTIONAL = ("paths",)
+# Only with several NFS paths (diagnosis/paths.py); only with the slot table's files (diagnosis/slot_table.py).
+BUNDLE_OPTIONAL = ("paths", "slot_table")
 # A paste's own key: what each file was taken for, the suspicion and what to capture next.
 PASTE = ("partial",)
 

@@ -70,6 +70,32 @@ TINY_IN_FLIGHT = _signal(
     "tiny_in_flight", "requests in flight on average (Little's law over the window) that a tiny session gives", "requests",
     4.0, "client_rpc_slots", "lab: 1.5-1.9 with 2 session slots", comparison="<=")
 
+# The slot table seen directly (issue 47): the host sampler's sysfs xprt_info and debugfs tasks, the
+# rpc_stats_latency tracepoint (diagnosis/slot_samples.py, slot_table.py).
+SLOT_TABLE_FULL_SHARE = _signal(
+    "slot_table_full_share", "samples with the mount's slot table full: every transport slot taken or a task in "
+    "xprt_backlog (sysfs xprt_info num_reqs >= max_num_slots, backlog_q_len > 0), or an RPC waiting on the "
+    "'ForeChannel Slot table' (debugfs tasks)", "share", 0.5, "client_rpc_slots",
+    "'full most of the window' (issue 47): a table full in most samples holds requests back for most of the "
+    "checkpoint; net/sunrpc/xprt.c xprt_add_backlog, fs/nfs/nfs4session.c nfs41_setup_sequence sleep on these queues")
+SLOT_TABLE_CLEAR_SHARE = _signal(
+    "slot_table_clear_share", "samples with the slot table full below which client slots are ruled out", "share", 0.1,
+    "client_rpc_slots", "a table full in fewer than one sample in ten left a free slot for nearly every request: "
+    "raising the cap cannot put more requests in flight", comparison="<")
+SESSION_SLOT_WAITERS = _signal(
+    "session_slot_waiters", "RPCs waiting for an NFSv4.1 session slot per sample (debugfs tasks on 'ForeChannel Slot "
+    "table')", "requests", 1.0, "client_rpc_slots",
+    "fs/nfs/nfs4session.c: a task sleeps there only when every slot the server granted is taken; one waiting on "
+    "average means the session was full whenever it was looked at")
+REPLY_WAIT_SHARE = _signal(
+    "reply_wait_share", "a WRITE's time waiting for the server's reply (rpc_stats_latency rtt / execute, or WRITE tasks "
+    "sampled on xprt_pending)", "share", 0.5, "server_storage",
+    "net/sunrpc/stats.c rpc_count_iostats_metrics: rtt runs from transmission to the reply; a full table whose "
+    "requests spend most of their time there is held by the server, not by the cap")
+SLOT_SAMPLES_MIN = _signal(
+    "slot_samples_min", "samples of the slot table below which its full share says nothing", "samples", 5, "window",
+    "a window sampled fewer than five times can miss a table that fills and drains between samples")
+
 # ---------------------------------------------------------------- network
 LINK_FULL_SHARE = _signal(
     "link_full_share", "bytes on the NFS interfaces over nominal speed x time", "share", 0.7, "network",

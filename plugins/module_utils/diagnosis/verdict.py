@@ -205,6 +205,9 @@ def decide(run, figures, found):
         limiting = "client_rpc_slots" if write["avg_queue_ms"] > write["avg_rtt_ms"] else "server_storage"
         if limiting == "server_storage" and found["storage"].ruled_out:
             limiting = "none"
+        elif limiting == "client_rpc_slots" and found["slots"].ruled_out:
+            # The slot table was seen far from full (or held by the server's replies): issue 47.
+            limiting = "none"
         contributing = []
     net, cpu = found["net"], found["cpu"]
     confidence, confidence_reasons = _confidence(limiting, bool(candidates), net, cpu, run["servers"],

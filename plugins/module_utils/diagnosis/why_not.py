@@ -11,6 +11,7 @@ Pure: reads the layers' findings (diagnose.py's `found`) and the figures the lay
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_table
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 
@@ -67,6 +68,9 @@ def _client_cpu(found, _figures):
 
 
 def _slots(found, figures):
+    seen = slot_table.why_not_text(found["slots"].table)
+    if seen:
+        return seen
     write = figures["write"]
     if not write["ops"]:
         return "not the client's RPC slots: no WRITE in the window"

@@ -36,6 +36,9 @@ CLIENT_FILES = {
     "canary": "canary.json", "probe": "probe.json",
     # a capture of a real checkpoint (no canary): this client's clock, window ends and sampler (capture.py)
     "capture": "capture.json",
+    # the slot table seen fill during the window (issue 47, diagnosis/slot_samples.py): sysfs xprt_info and
+    # debugfs tasks samples, the sunrpc:rpc_stats_latency tracepoint's lines; bundles before it have none
+    "sunrpc_xprt": "sunrpc_xprt.txt", "rpc_tasks": "rpc_tasks.txt", "rpc_latency": "rpc_latency.txt",
 }
 SERVER_FILES = {
     "nfsd_before": "nfsd_before.txt", "nfsd_after": "nfsd_after.txt",

@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+# Copyright: ckptio.nfs contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The slot table seen fill (issue 47): direct evidence for or against client RPC slots. Pure.
+
+mountstats lets the diagnosis infer the slots (requests in flight by Little's law, queue time against RTT);
+the host sampler's sysfs xprt_info and debugfs tasks samples show the table itself, and the sunrpc
+rpc_stats_latency tracepoint each RPC's backlog, RTT and execute time. Each client's files are summed up where
+they are read (diagnosis/slot_samples.py, kept in the client's row as `slot_table`); this module reads those
+summaries against diagnosis/signals.py:
+- full in most samples (SLOT_TABLE_FULL_SHARE), or RPCs waiting for a session slot (SESSION_SLOT_WAITERS): direct
+  evidence for client RPC slots - unless a WRITE spends most of its time waiting for the reply
+  (REPLY_WAIT_SHARE): then the server holds the slots, and a larger table would only queue there;
+- full in fewer than SLOT_TABLE_CLEAR_SHARE of the samples, with no session-slot waits: client slots are ruled out.
+A bundle without the files gives no finding (None) and changes nothing; one that holds some of them says what
+was not seen, client by client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.slot_samples import FILES, SHOWS
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+
+
+@dataclasses.dataclass(frozen=True)
+class HostSlots:
+    """One client's mount: samples and those with the table full, the slots in use at the peak against the cap
+    (kind "session" or "transport", cap_source: where the cap comes from), the backlog and session-slot waiters,
+    the WRITE's reply share (and what it was measured with), how the files were mapped to the mount."""
+    host: str
+    samples: int
+    full_samples: int
+    kind: str
+    peak_in_use: object
+    cap: object
+    cap_source: str
+    max_backlog: object
+    mean_waiters: object
+    max_waiters: object
+    reply_share: object
+    reply_source: object
+    mapping: tuple
+
+    @property
+    def full_share(self):
+        return self.full_samples / self.samples if self.samples else None
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotTableFinding:
+    """The bundle's slot table: every client's HostSlots, the samples summed, whether the table was full most of the
+    window (full), far from full (clear), RPCs waited for a session slot (session_waits), the reply wait dominated
+    (reply_dominates); text: the first screen's sentence; not_seen: (host, file, why) of the files not seen."""
+    hosts: tuple
+    samples: int
+    full_samples: int
+    full: bool
+    clear: bool
+    session_waits: bool
+    reply_dominates: bool
+    text: str
+    not_seen: tuple
+    send_backed_up: bool = False
+
+    @property
+    def full_share(self):
+        return self.full_samples / self.samples if self.samples else None
+
+    @property
+    def points_at_slots(self):
+        """Direct evidence for client RPC slots: full (or session-slot waits), neither the reply wait dominating nor
+        the send side backed up (then the slots are held by requests waiting on the server or the network)."""
+        return (self.full or self.session_waits) and not self.reply_dominates and not self.send_backed_up
+
+    def as_result(self):
+        """diagnosis.json `slot_table`."""
+        return {"samples": self.samples, "full_samples": self.full_samples, "full_share": _rounded(self.full_share),
+                "full": self.full, "clear": self.clear, "session_waits": self.session_waits,
+                "reply_dominates": self.reply_dominates, "text": self.text,
+                "hosts": [dict(dataclasses.asdict(host), full_share=_rounded(host.full_share),
+                               mapping=list(host.mapping)) for host in self.hosts],
+                "not_seen": [{"host": host, "file": name, "why": why} for host, name, why in self.not_seen]}
+
+
+def _rounded(value):
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def assess(evidence, clients, sessions, send_backed_up=False):
+    """SlotTableFinding of the clients' slot_table summaries with their evidence rows, or None when no client has one;
+    send_backed_up: the send side's finding (network.send_side_evidence), which holds slots too."""
+    summaries = [(client["host"], client.get("slot_table")) for client in clients if client.get("slot_table")]
+    if not summaries:
+        return None
+    hosts = tuple(host for host in (_host(name, summary, sessions, client_settings(clients, name))
+                                    for name, summary in summaries) if host is not None)
+    not_seen = tuple((name, FILES[key], why) for name, summary in summaries for key, why in sorted(summary["not_seen"].items()))
+    samples = sum(host.samples for host in hosts)
+    full_samples = sum(host.full_samples for host in hosts)
+    enough = signals.SLOT_SAMPLES_MIN.crossed(samples)
+    share = full_samples / samples if samples else None
+    full = enough and signals.SLOT_TABLE_FULL_SHARE.crossed(share)
+    waits = any(signals.SESSION_SLOT_WAITERS.crossed(host.mean_waiters) for host in hosts)
+    reply = any(signals.REPLY_WAIT_SHARE.crossed(host.reply_share) for host in hosts if host.full_share and
+                signals.SLOT_TABLE_FULL_SHARE.crossed(host.full_share))
+    clear = enough and signals.SLOT_TABLE_CLEAR_SHARE.crossed(share) and not waits
+    finding = SlotTableFinding(hosts, samples, full_samples, full, clear, waits, reply, "", not_seen, send_backed_up)
+    finding = dataclasses.replace(finding, text=_text(finding))
+    _add_evidence(evidence, finding)
+    return finding
+
+
+def client_settings(clients, host):
+    return next((client.get("sunrpc") or {} for client in clients if client["host"] == host), {})
+
+
+def _host(name, summary, sessions, settings):
+    full = summary.get("full")
+    if not full:
+        return None
+    xprt, tasks, latency = summary.get("transport") or {}, summary.get("session") or {}, summary.get("latency") or {}
+    session = bool(sessions and tasks)
+    if session:
+        kind, peak, cap, cap_source = "session", tasks.get("peak_in_use"), latency.get("session_slots"), "the server's grant"
+        if cap is None:
+            cap, cap_source = _int(settings.get("max_session_slots")), "nfs max_session_slots (requested)"
+    else:
+        kind, peak, cap, cap_source = "transport", xprt.get("peak_in_use"), xprt.get("cap"), "xprt_info max_num_slots"
+    reply, source = _reply(latency, tasks)
+    mapping = tuple("%s: %s" % (part, block["how"]) for part, block in (("xprt_info", xprt), ("tasks", tasks),
+                                                                         ("latency", latency)) if block.get("how"))
+    return HostSlots(name, full["samples"], full["full"], kind, peak, cap, cap_source, xprt.get("max_backlog"),
+                     tasks.get("mean_waiters"), tasks.get("max_waiters"), reply, source, mapping)
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _reply(latency, tasks):
+    """(share of a WRITE's time waiting for the reply, how measured): the tracepoint's rtt / execute first, else the
+    share of sampled WRITE tasks on xprt_pending; (None, None) when neither."""
+    split = latency.get("write_split")
+    if split:
+        return split["reply"], "rpc_stats_latency rtt / execute over %d WRITEs" % split["writes"]
+    split = tasks.get("write_split")
+    if split:
+        return split["reply"], "WRITE tasks sampled on xprt_pending (%d observations)" % split["observations"]
+    return None, None
+
+
+def _slots_words(host):
+    if host.peak_in_use is None:
+        return "%s slots: in use unmeasured" % host.kind
+    if host.cap is None:
+        return "peak %s %s slots in use, cap unknown" % (human.number(host.peak_in_use), host.kind)
+    return "%s of %s %s slots" % (human.number(host.peak_in_use), human.number(host.cap), host.kind)
+
+
+def _text(finding):
+    """The first screen's sentence, in the seed's words: 'slot table full in 87 % of samples (160 of 160 session slots)'."""
+    if not finding.hosts:
+        return "slot table not seen: %s" % "; ".join("%s %s" % (name, why) for name, _file, why in finding.not_seen[:2])
+    worst = max(finding.hosts, key=lambda host: (host.full_share or 0.0, host.host))
+    text = "slot table full in %s of samples (%s%s)" % (
+        human.share(finding.full_share), _slots_words(worst), "" if len(finding.hosts) == 1 else ", on %s" % worst.host)
+    if finding.session_waits:
+        text += "; up to %s RPCs waited for a session slot" % human.number(worst.max_waiters)
+    if finding.reply_dominates:
+        text += ", but WRITEs waited %s of their time for the reply: the server holds the slots" % human.share(
+            max(host.reply_share for host in finding.hosts if host.reply_share is not None))
+    elif finding.points_at_slots:
+        text += ": direct evidence for client RPC slots"
+    elif (finding.full or finding.session_waits) and finding.send_backed_up:
+        text += ", but requests also waited to be sent: not the slots alone"
+    elif finding.clear:
+        text = "slot table far from full: " + text[len("slot table "):] + "; client slots ruled out"
+    elif not signals.SLOT_SAMPLES_MIN.crossed(finding.samples):
+        text += "; too few samples to tell (< %s)" % human.number(signals.SLOT_SAMPLES_MIN.threshold)
+    return text
+
+
+def _add_evidence(evidence, finding):
+    """One row of the table's fill, one of session-slot waits, one of the reply wait, one of what was not seen."""
+    details = "; ".join(_host_detail(host) for host in finding.hosts[:8])
+    if finding.hosts:
+        evidence.add("client_rpc_slots", "slot table full (share of samples: sysfs xprt_info, debugfs tasks)", finding.full_share,
+                     "%s %s (%s)" % (signals.SLOT_TABLE_FULL_SHARE.comparison, human.share(signals.SLOT_TABLE_FULL_SHARE.threshold),
+                                     signals.SLOT_TABLE_FULL_SHARE.name),
+                     finding.full and finding.points_at_slots, "%d of %d samples full%s; %s" % (
+                         finding.full_samples, finding.samples, _held_by(finding), details))
+    waiting = [host for host in finding.hosts if host.mean_waiters is not None]
+    if waiting:
+        worst = max(waiting, key=lambda host: host.mean_waiters)
+        evidence.add("client_rpc_slots", "RPCs waiting for a session slot per sample (debugfs 'ForeChannel Slot table')",
+                     worst.mean_waiters, ">= %s (%s)" % (human.number(signals.SESSION_SLOT_WAITERS.threshold),
+                                                         signals.SESSION_SLOT_WAITERS.name),
+                     finding.session_waits and finding.points_at_slots,
+                     "%s: up to %s waiting" % (worst.host, human.number(worst.max_waiters)))
+    replying = [host for host in finding.hosts if host.reply_share is not None]
+    if replying:
+        worst = max(replying, key=lambda host: host.reply_share)
+        evidence.add(None, "WRITE time waiting for the server's reply (with the table full)", worst.reply_share,
+                     ">= %s (%s)" % (human.share(signals.REPLY_WAIT_SHARE.threshold), signals.REPLY_WAIT_SHARE.name),
+                     finding.reply_dominates, "%s: %s" % (worst.host, worst.reply_source))
+    for host, name, why in finding.not_seen:
+        evidence.add(None, "%s not seen on %s" % (name, host), None, "-", False, "%s; it would show %s" % (
+            why, SHOWS[_key(name)]))
+
+
+def _held_by(finding):
+    """Why a full table is not counted as the slots' (the row is then not crossed)."""
+    if finding.full and finding.reply_dominates:
+        return " (not counted: the WRITEs waited mostly for the server's reply)"
+    if finding.full and finding.send_backed_up:
+        return " (not counted: requests also waited to be sent)"
+    return ""
+
+
+def _key(name):
+    return next(key for key, file_name in FILES.items() if file_name == name)
+
+
+def _host_detail(host):
+    return "%s %d/%d full, %s, backlog up to %s" % (host.host, host.full_samples, host.samples, _slots_words(host),
+                                                    human.number(host.max_backlog))
+
+
+def why_not_text(finding):
+    """The why-not line of client slots when the table was seen far from full, else None."""
+    if finding is None or not finding.clear:
+        return None
+    return "not the client's RPC slots: %s" % finding.text
