@@ -92,6 +92,10 @@ REPLY_WAIT_SHARE = _signal(
     "sampled on xprt_pending)", "share", 0.5, "server_storage",
     "net/sunrpc/stats.c rpc_count_iostats_metrics: rtt runs from transmission to the reply; a full table whose "
     "requests spend most of their time there is held by the server, not by the cap")
+SEND_WAIT_SHARE = _signal(
+    "send_wait_share", "RPCs holding a slot that wait to be sent (debugfs tasks on xprt_sending) over those holding one",
+    "share", 0.5, "network", "net/sunrpc/xprt.c xprt_request_enqueue_transmit: a request on xprt_sending has its slot and "
+    "waits for the socket; most of them there means the transport, not the table, holds the slots")
 SLOT_SAMPLES_MIN = _signal(
     "slot_samples_min", "samples of the slot table below which its full share says nothing", "samples", 5, "window",
     "a window sampled fewer than five times can miss a table that fills and drains between samples")

@@ -42,11 +42,11 @@ NOT_QUEUED = "none"
 WAITS_FOR = {SESSION_SLOT_QUEUE: "an NFSv4.1 session slot", TRANSPORT_SLOT_QUEUE: "a transport slot",
              SENDING_QUEUE: "its turn to send", PENDING_QUEUE: "the server's reply", "xprt_binding": "the server's port",
              "delayq": "a delayed retry", NOT_QUEUED: "nothing (running)"}
-# One task line of either form; a symbol is a word, optionally followed by " [module]".
-_SYMBOL = r"\S{1,128}(?: \[\w{1,64}\])?"
-_TASK = re.compile(r"^\s*(?:\[[\s\d.]{1,20}\]\s*)?(\d{1,10})\s+([0-9a-f]{4,8})\s+(-?\d{1,10})\s+(\S{1,18})\s+(\S{1,18})\s+"
-                   r"(-?\d{1,20})\s+(" + _SYMBOL + r")\s+([a-z0-9_]{1,32}?)v(\d{1,3})\s+(\S{1,32})\s+a:(" + _SYMBOL +
-                   r")\s+q:(.{1,64}?)\s*$")
+# A task line is split at " a:" and " q:" (the queue name holds blanks, the symbols " [module]"), its first six
+# words checked: pid, flags (hex), status, client id and xid (0x... in debugfs, hashed pointers in the log), timeout.
+_HEAD = re.compile(r"^(\d{1,10}) ([0-9a-f]{4,8}) (-?\d{1,10}) (\S{1,18}) (\S{1,18}) (-?\d{1,20})$")
+_PROGRAM = re.compile(r"^([a-z0-9_]{1,32})v(\d{1,3})$")
+_LOG_PREFIX = re.compile(r"^\s*\[[\s\d.]{1,20}\]")
 _TRAILER = re.compile(r"^clnt\[(\S{1,80})\] RPC tasks\[(\d{1,10})\]\s*$")
 _INFO = re.compile(r"^(netid|addr|port|state|netns|saddr):\s+(\S{1,80})\s*$")
 
@@ -94,12 +94,20 @@ def _hex(word):
 
 def parse_task_line(line):
     """Task of one tasks line (either form), or None."""
-    match = _TASK.match(line)
-    if not match:
+    head, sep, queue = line.partition(" q:")
+    if not sep:
         return None
-    pid, flags, status, client, xid, _timeout, _ops, program, version, procedure, action, queue = match.groups()
-    return Task(int(pid), flags, int(status), _hex(client), _hex(xid) or 0, program, int(version), procedure, action,
-                queue.strip())
+    head, sep, action = head.rpartition(" a:")
+    words = _LOG_PREFIX.sub("", head).split()
+    if not sep or len(words) < 9:
+        return None
+    fields = _HEAD.match(" ".join(words[:6]))
+    program = _PROGRAM.match(words[-2])
+    if not fields or not program:
+        return None
+    pid, flags, status, client, xid, _timeout = fields.groups()
+    return Task(int(pid), flags, int(status), _hex(client), _hex(xid) or 0, program.group(1), int(program.group(2)),
+                words[-1], action.strip(), queue.strip()[:64])
 
 
 def parse_tasks(text):

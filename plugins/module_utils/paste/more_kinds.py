@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import (
     benchmarks, config_texts, disk_stats, kernel_catalogue, net_capture, server_stats, training_log)
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import sunrpc_slots
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
 
-READERS = (training_log, net_capture, disk_stats, server_stats, benchmarks, config_texts)
+READERS = (training_log, net_capture, disk_stats, server_stats, benchmarks, config_texts, sunrpc_slots)
 KERNEL_MESSAGES = "kernel_messages"
 TAKEN_FOR = {KERNEL_MESSAGES: "NFS kernel messages (the catalogue of the kernel's own printk formats)"}
 TAKEN_FOR.update((module.KIND, module.TAKEN_FOR) for module in READERS)

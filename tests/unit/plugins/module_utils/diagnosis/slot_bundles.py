@@ -10,10 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path  # noqa: F401 (the tests take it from here)
 
-HEALTHY = sample_path("..", "captures", "healthy")
-CLIENTS = ("nfs2", "nfs3")
 # rpc_sysfs_xprt_info_show's format (6.1/6.12), one value a field.
 XPRT_INFO = ("last_used=4295012345\ncur_cong=0\ncong_win=256\nmax_num_slots={cap}\nmin_num_slots=2\nnum_reqs={reqs}\n"
              "binding_q_len=0\nsending_q_len=0\npending_q_len={pending}\nbacklog_q_len={backlog}\nmain_xprt={main}\n"
@@ -67,11 +65,11 @@ def latency_text(writes, backlog_us, rtt_us, slots=160):
     return "".join(out)
 
 
-def bundle(tmp_path, files):
-    """A copy of healthy with files ({name: text}) added to each client; its path."""
+def bundle(tmp_path, files, base="healthy"):
+    """A copy of a fixture capture (healthy unless base says) with files ({name: text}) added to each client; its path."""
     path = os.path.join(str(tmp_path), "slots")
-    shutil.copytree(HEALTHY, path)
-    for client in CLIENTS:
+    shutil.copytree(sample_path("..", "captures", base), path)
+    for client in sorted(os.listdir(os.path.join(path, "clients"))):
         for name, text in files.items():
             with open(os.path.join(path, "clients", client, name), "w") as handle:
                 handle.write(text)

@@ -29,7 +29,11 @@ from ansible_collections.ckptio.nfs.plugins.module_utils import paste
 REACHED = ("ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats",
            "ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats",
            "ansible_collections.ckptio.nfs.plugins.module_utils.stats.kernels",
-           "ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo")
+           "ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo",
+           # the slot table's kernel texts (paste/sunrpc_slots.py reads them through these parsers)
+           "ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.sunrpc_xprt",
+           "ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.rpc_tasks",
+           "ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.rpc_latency")
 LENGTH = 30000
 # A linear pattern searches 30,000 characters in about 1 ms here; a quadratic one in seconds.
 LIMIT_SECONDS = 0.25

@@ -1,0 +1,117 @@
+"""Issue 47: the slot table seen fill, on synthetic bundles built from fixture captures (slot_bundles.py)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import SCREEN_COLUMNS, SCREEN_LINES
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
+from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.diagnosis import slot_bundles
+
+
+def _row(result, prefix):
+    return next(row for row in result["evidence"] if row["signal"].startswith(prefix))
+
+
+def _why_not(result, layer):
+    return dict((row["layer"], row["why"]) for row in result["why_not"]).get(layer)
+
+
+def test_a_full_session_is_said_in_the_seeds_words_and_names_client_slots(tmp_path):
+    # small_files: the send side did not back up, so a full table is the slots' own
+    result = diagnose(load_bundle(slot_bundles.bundle(tmp_path, slot_bundles.full_session(), "small_files")))
+    table = result["slot_table"]
+    assert (table["samples"], table["full_samples"], table["full"], table["session_waits"]) == (40, 36, True, True)
+    assert table["text"].startswith("slot table full in 90 % of samples (160 of 160 session slots")
+    assert "direct evidence for client RPC slots" in table["text"]
+    assert "client_rpc_slots" in [result["limiting_layer"]] + result["contributing"]
+    assert _row(result, "slot table full")["crossed"] and _row(result, "RPCs waiting for a session slot")["crossed"]
+    screen = result["first_screen"]
+    assert any(line.startswith("Slot table full in 90 % of samples (160 of 160 session slots") for line in screen)
+    assert len(screen) <= SCREEN_LINES and all(len(line) <= SCREEN_COLUMNS for line in screen)
+    host = table["hosts"][0]
+    assert (host["kind"], host["peak_in_use"], host["cap"], host["cap_source"]) == ("session", 160, 160, "the server's grant")
+    assert host["max_waiters"] == 30 and host["reply_share"] < 0.1
+
+
+def test_a_full_table_with_the_reply_wait_dominating_points_at_the_server(tmp_path):
+    result = diagnose(load_bundle(slot_bundles.bundle(tmp_path, slot_bundles.full_but_replies(), "small_files")))
+    table = result["slot_table"]
+    assert table["full"] and table["reply_dominates"] and "the server holds the slots" in table["text"]
+    assert "client_rpc_slots" not in [result["limiting_layer"]] + result["contributing"]
+    assert not _row(result, "slot table full")["crossed"] and _row(result, "WRITE time waiting")["crossed"]
+    assert "not counted: the WRITEs waited mostly for the server's reply" in _row(result, "slot table full")["explanation"]
+
+
+def test_a_table_far_from_full_rules_client_slots_out_where_mountstats_counted_them(tmp_path):
+    # lab_figures names client slots as contributing from mountstats alone (queue time against RTT)
+    before = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", "lab_figures")))
+    assert "client_rpc_slots" in before["contributing"]
+    result = diagnose(load_bundle(slot_bundles.bundle(tmp_path, slot_bundles.far_from_full(), "lab_figures")))
+    assert result["slot_table"]["clear"] and "client_rpc_slots" not in [result["limiting_layer"]] + result["contributing"]
+    why = _why_not(result, "client_rpc_slots")
+    assert why.startswith("not the client's RPC slots: slot table far from full: full in 0 % of samples (12 of 160 session slots")
+    assert why in render_markdown(result)
+
+
+def test_the_files_not_seen_are_named_client_by_client(tmp_path):
+    files = slot_bundles.full_session()
+    files["rpc_tasks.txt"] = "# not seen: /sys/kernel/debug is not mounted (ckptio_mount_debugfs false)\n"
+    del files["rpc_latency.txt"]
+    result = diagnose(load_bundle(slot_bundles.bundle(tmp_path, files, "small_files")))
+    missing = dict(((row["host"], row["file"]), row["why"]) for row in result["slot_table"]["not_seen"])
+    assert missing[("nfs2", "rpc_tasks.txt")] == "not seen: /sys/kernel/debug is not mounted (ckptio_mount_debugfs false)"
+    assert missing[("nfs3", "rpc_latency.txt")] == "no rpc_latency.txt in the bundle"
+    row = _row(result, "rpc_tasks.txt not seen on nfs2")
+    assert not row["crossed"] and "RPCs waiting for a session slot" in row["explanation"]
+    # the transports alone: 40 in use of 4 x 65536, never full
+    assert result["slot_table"]["clear"] and result["slot_table"]["hosts"][0]["kind"] == "transport"
+
+
+def test_a_bundle_read_streamed_or_whole_gives_one_diagnosis(tmp_path):
+    path = slot_bundles.bundle(tmp_path, slot_bundles.full_session())
+    assert json.dumps(diagnose(load_bundle(path, stream=True)), sort_keys=True) == json.dumps(
+        diagnose(load_bundle(path)), sort_keys=True)
+
+
+MOUNTSTATS = ("device 192.168.122.10:/srv/nfs mounted on /mnt/nfs with fstype nfs4 statvers=1.1\n"
+              "\topts:\trw,vers=4.1,rsize=1048576,wsize=1048576,proto=tcp,nconnect=2,addr=192.168.122.10,clientaddr=192.168.122.11\n"
+              "\tage:\t100\n"
+              "\tRPC iostats version: 1.1  p/v: 100003/4 (nfs)\n"
+              "\txprt:\ttcp 871 0 2 0 22 29 29 0 36 0 128 34 4\n"
+              "\txprt:\ttcp 872 0 2 0 22 29 29 0 36 0 128 34 4\n"
+              "\tper-op statistics\n")
+
+
+def test_transports_map_to_the_mount_by_source_port_and_tasks_by_server():
+    other = slot_bundles.XPRT_INFO.format(cap=2, reqs=2, pending=2, backlog=9, main=1, port=700)
+    mine = slot_bundles.XPRT_INFO.format(cap=65536, reqs=5, pending=5, backlog=0, main=1, port=871)
+    xprt = "=== sample t=0.0 ===\n--- xprt-switches/switch-0/xprt-0-tcp ---\n%s--- xprt-switches/switch-1/xprt-1-tcp ---\n%s" % (
+        mine, other)
+    tasks = ("=== sample t=0.0 ===\n--- rpc_clnt/4/tasks ---\n" + slot_bundles.TASK % (
+        1, 0xa81, 0, 4, 7, 0, "ops", "nfs", 4, "WRITE", "call_status", "xprt_pending") +
+        "--- rpc_clnt/4/xprt/info ---\nnetid: tcp\naddr:  192.168.122.10\nport:  2049\n--- rpc_clnt/a/tasks ---\n" +
+        slot_bundles.TASK % (2, 0xa81, 0, 10, 0, 0, "ops", "nfs", 4, "WRITE", "call_start", "ForeChannel Slot table"))
+    summary = slot_samples.summarize({"sunrpc_xprt": xprt, "rpc_tasks": tasks}, "/mnt/nfs", MOUNTSTATS)
+    assert summary["transport"]["mapped"] and summary["transport"]["xprt_ids"] == [0]
+    assert summary["transport"]["max_backlog"] == 0 and summary["transport"]["cap"] == 65536
+    assert summary["session"]["mapped"] and summary["session"]["client_ids"] == [4]
+    assert summary["session"]["max_waiters"] == 0 and summary["full"]["full"] == 0
+    assert summary["not_seen"] == {"rpc_latency": "no rpc_latency.txt in the bundle"}
+
+
+def test_no_file_no_summary():
+    assert slot_samples.summarize({}, "/mnt/nfs", MOUNTSTATS) is None
+
+
+@pytest.mark.parametrize("name", ["healthy", "lab_figures", "seed_like_v41"])
+def test_fixture_bundles_without_the_files_have_no_slot_table(name):
+    result = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", name)))
+    assert "slot_table" not in result and "slot_table_text" not in result["headline"]
+    assert not any("not seen" in row["signal"] for row in result["evidence"])
+    assert os.path.isdir(slot_bundles.sample_path("..", "captures", name))
