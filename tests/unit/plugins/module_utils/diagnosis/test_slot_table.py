@@ -115,3 +115,30 @@ def test_fixture_bundles_without_the_files_have_no_slot_table(name):
     assert "slot_table" not in result and "slot_table_text" not in result["headline"]
     assert not any("not seen" in row["signal"] for row in result["evidence"])
     assert os.path.isdir(slot_bundles.sample_path("..", "captures", name))
+
+
+def test_figures_json_carries_the_slot_table_and_gives_the_row_the_files_give(tmp_path):
+    # The bundle's writer works each client's row out once (host_figures.figures_file) and the reader takes it back
+    # while the files are unchanged: the slot-table summary must come back the same.
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row, host_figures, run
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
+    path = slot_bundles.bundle(tmp_path, slot_bundles.full_session(), "small_files")
+    loaded = load_bundle(path, stream=True)
+    mount_point, clients = loaded["context"]["mount_point"], loaded["clients"]
+    used = 0
+    for host in clients:
+        directory = os.path.join(path, "clients", host)
+        files = [{"name": name, "content": open(os.path.join(directory, name), encoding="utf-8").read()}
+                 for name in CLIENT_FILES.values() if os.path.exists(os.path.join(directory, name))]
+        figures = host_figures.figures_file(files, {"mounts": [{"mount_point": mount_point}]})
+        if not figures:
+            continue
+        with open(os.path.join(directory, FIGURES_FILE), "w", encoding="utf-8") as handle:
+            handle.write(figures["content"])
+        texts = clients.texts(host, {FIGURES_FILE: FIGURES_FILE})
+        from_figures = host_figures.read_row(host, texts, mount_point, None)
+        from_files = client_row.client_row(host, clients.parsed(host, texts), mount_point)
+        assert from_figures is not None and from_figures[0]["slot_table"] == from_files[0]["slot_table"]
+        assert run._client_row(clients, host, mount_point, None, None)[0]["slot_table"]["full"]["full"] == 18  # pylint: disable=protected-access
+        used += 1
+    assert used
