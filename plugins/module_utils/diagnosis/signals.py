@@ -18,7 +18,7 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class Signal:
-    """One signal: crossed(value) compares value against threshold with comparison (>= or <)."""
+    """One signal: crossed(value) compares value against threshold with comparison (>=, >, < or <=)."""
     name: str
     measures: str
     unit: str
@@ -35,6 +35,8 @@ class Signal:
             return value < self.threshold
         if self.comparison == "<=":
             return value <= self.threshold
+        if self.comparison == ">":
+            return value > self.threshold
         return value >= self.threshold
 
 
@@ -96,6 +98,12 @@ SEND_WAIT_SHARE = _signal(
     "send_wait_share", "RPCs holding a slot that wait to be sent (debugfs tasks on xprt_sending) over those holding one",
     "share", 0.5, "network", "net/sunrpc/xprt.c xprt_request_enqueue_transmit: a request on xprt_sending has its slot and "
     "waits for the socket; most of them there means the transport, not the table, holds the slots")
+TRACE_AGREEMENT_SHARE = _signal(
+    "trace_agreement_share", "relative difference of the rpc_stats_latency WRITE means from mountstats' WRITE averages "
+    "over the same window, above which the two did not see the same RPCs", "share", 0.1, "window",
+    "net/sunrpc/stats.c rpc_count_iostats_metrics adds backlog, rtt and execute to the op's mountstats sums and fires "
+    "the tracepoint with the same three; only RPCs in flight at the window's ends or events the trace buffer dropped "
+    "differ (issue 47: within 10 %)", comparison=">")
 SLOT_SAMPLES_MIN = _signal(
     "slot_samples_min", "samples of the slot table below which its full share says nothing", "samples", 5, "window",
     "a window sampled fewer than five times can miss a table that fills and drains between samples")

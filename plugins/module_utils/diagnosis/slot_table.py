@@ -27,9 +27,12 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 
 @dataclasses.dataclass(frozen=True)
 class HostSlots:
-    """One client's mount: samples and those with the table full, the slots in use at the peak against the cap
-    (kind "session" or "transport", cap_source: where the cap comes from), the backlog and session-slot waiters,
-    the WRITE's reply share (and what it was measured with), how the files were mapped to the mount."""
+    """One client's mount: samples and those with the table full, the slots in use at the peak (and on average)
+    against the cap (kind "session" or "transport", cap_source: where the cap comes from), the backlog and
+    session-slot waiters, the WRITE's reply share (and what it was measured with), how the files were mapped to the
+    mount; latency: the tracepoint's per-op and per-transport p50/p90/p99 and the WRITE's time split (None without
+    it); task_split: the sampled WRITE tasks' shares waiting for a slot, to send, for the reply; agreement: the
+    tracepoint's WRITE means over mountstats' averages of the same window ({queue, rtt, execute}: ratio)."""
     host: str
     samples: int
     full_samples: int
@@ -43,6 +46,10 @@ class HostSlots:
     reply_share: object
     reply_source: object
     mapping: tuple
+    mean_in_use: object = None
+    latency: object = None
+    task_split: object = None
+    agreement: object = None
 
     @property
     def full_share(self):
@@ -95,8 +102,8 @@ def assess(evidence, clients, sessions, send_backed_up=False):
     summaries = [(client["host"], client.get("slot_table")) for client in clients if client.get("slot_table")]
     if not summaries:
         return None
-    hosts = tuple(host for host in (_host(name, summary, sessions, client_settings(clients, name))
-                                    for name, summary in summaries) if host is not None)
+    by_host = dict((client["host"], client) for client in clients)
+    hosts = tuple(_host(name, summary, sessions, by_host[name]) for name, summary in summaries)
     not_seen = tuple((name, FILES[key], why) for name, summary in summaries for key, why in sorted(summary["not_seen"].items()))
     samples = sum(host.samples for host in hosts)
     full_samples = sum(host.full_samples for host in hosts)
@@ -113,14 +120,9 @@ def assess(evidence, clients, sessions, send_backed_up=False):
     return finding
 
 
-def client_settings(clients, host):
-    return next((client.get("sunrpc") or {} for client in clients if client["host"] == host), {})
-
-
-def _host(name, summary, sessions, settings):
-    full = summary.get("full")
-    if not full:
-        return None
+def _host(name, summary, sessions, client):
+    full = summary.get("full") or {"samples": 0, "full": 0}
+    settings = client.get("sunrpc") or {}
     xprt, tasks, latency = summary.get("transport") or {}, summary.get("session") or {}, summary.get("latency") or {}
     session = bool(sessions and tasks)
     if session:
@@ -132,8 +134,30 @@ def _host(name, summary, sessions, settings):
     reply, source = _reply(latency, tasks)
     mapping = tuple("%s: %s" % (part, block["how"]) for part, block in (("xprt_info", xprt), ("tasks", tasks),
                                                                          ("latency", latency)) if block.get("how"))
+    kept = dict((key, latency[key]) for key in ("events", "mapped", "by_op", "by_transport", "write_split", "truncated")
+                if key in latency) or None
     return HostSlots(name, full["samples"], full["full"], kind, peak, cap, cap_source, xprt.get("max_backlog"),
-                     tasks.get("mean_waiters"), tasks.get("max_waiters"), reply, source, mapping)
+                     tasks.get("mean_waiters"), tasks.get("max_waiters"), reply, source, mapping,
+                     tasks.get("mean_in_use") if session else xprt.get("mean_in_use"), kept, tasks.get("write_split"),
+                     _agreement(latency, client))
+
+
+# mountstats' per-op average (stats_delta) beside the tracepoint's mean of the same time (slot_samples._percentiles).
+_AGREEING = (("queue", "avg_queue_ms", "backlog"), ("rtt", "avg_rtt_ms", "rtt"), ("execute", "avg_exe_ms", "execute"))
+
+
+def _agreement(latency, client):
+    """{queue, rtt, execute}: the tracepoint's WRITE mean over mountstats' WRITE average, or None without both."""
+    traced = ((latency.get("by_op") or {}).get("WRITE") or {})
+    counted = ((client.get("delta") or {}).get("ops") or {}).get("WRITE") or {}
+    if not traced or not counted.get("ops"):
+        return None
+    ratios = {}
+    for name, average, key in _AGREEING:
+        mean_us = (traced.get(key) or {}).get("mean")
+        if mean_us is not None and counted.get(average):
+            ratios[name] = mean_us / 1000.0 / counted[average]
+    return ratios or None
 
 
 def _int(value):
@@ -165,9 +189,9 @@ def _slots_words(host):
 
 def _text(finding):
     """The first screen's sentence, in the seed's words: 'slot table full in 87 % of samples (160 of 160 session slots)'."""
-    if not finding.hosts:
-        return "slot table not seen: %s" % "; ".join("%s %s" % (name, why) for name, _file, why in finding.not_seen[:2])
-    worst = max(finding.hosts, key=lambda host: (host.full_share or 0.0, host.host))
+    if not finding.samples:
+        return "slot table not sampled: %s" % "; ".join("%s %s" % (name, why) for name, _file, why in finding.not_seen[:2])
+    worst = max((host for host in finding.hosts if host.samples), key=lambda host: (host.full_share or 0.0, host.host))
     text = "slot table full in %s of samples (%s%s)" % (
         human.share(finding.full_share), _slots_words(worst), "" if len(finding.hosts) == 1 else ", on %s" % worst.host)
     if finding.session_waits:
@@ -188,8 +212,8 @@ def _text(finding):
 
 def _add_evidence(evidence, finding):
     """One row of the table's fill, one of session-slot waits, one of the reply wait, one of what was not seen."""
-    details = "; ".join(_host_detail(host) for host in finding.hosts[:8])
-    if finding.hosts:
+    details = "; ".join(_host_detail(host) for host in finding.hosts[:8] if host.samples)
+    if finding.samples:
         evidence.add("client_rpc_slots", "slot table full (share of samples: sysfs xprt_info, debugfs tasks)", finding.full_share,
                      "%s %s (%s)" % (signals.SLOT_TABLE_FULL_SHARE.comparison, human.share(signals.SLOT_TABLE_FULL_SHARE.threshold),
                                      signals.SLOT_TABLE_FULL_SHARE.name),
@@ -209,6 +233,7 @@ def _add_evidence(evidence, finding):
         evidence.add(None, "WRITE time waiting for the server's reply (with the table full)", worst.reply_share,
                      ">= %s (%s)" % (human.share(signals.REPLY_WAIT_SHARE.threshold), signals.REPLY_WAIT_SHARE.name),
                      finding.reply_dominates, "%s: %s" % (worst.host, worst.reply_source))
+    _latency_evidence(evidence, finding)
     for host, name, why in finding.not_seen:
         evidence.add(None, "%s not seen on %s" % (name, host), None, "-", False, "%s; it would show %s" % (
             why, SHOWS[_key(name)]))
@@ -221,6 +246,34 @@ def _held_by(finding):
     if finding.full and finding.send_backed_up:
         return " (not counted: requests also waited to be sent)"
     return ""
+
+
+def _latency_evidence(evidence, finding):
+    """The WRITE's time split and percentiles of the host that traced the most WRITEs, and the trace against
+    mountstats (a figure of the window: the two count the same RPCs)."""
+    traced = [host for host in finding.hosts if ((host.latency or {}).get("by_op") or {}).get("WRITE")]
+    if not traced:
+        return
+    host = max(traced, key=lambda item: item.latency["by_op"]["WRITE"]["count"])
+    write, split = host.latency["by_op"]["WRITE"], host.latency.get("write_split")
+    quantiles = "; ".join("%s p50/p90/p99 %s" % (name, "/".join(human.seconds(write[name][label] / 1e6) for label in (
+        "p50", "p90", "p99"))) for name in ("backlog", "rtt", "execute"))
+    evidence.add(None, "WRITE time before transmission (slots and socket) vs waiting for the reply (rpc_stats_latency)",
+                 split["queue"] if split else None, "-", False, "%s: %d WRITEs; %s%s" % (
+                     host.host, write["count"], quantiles, "; queue %s, reply %s, other %s of their time" % (
+                         human.share(split["queue"]), human.share(split["reply"]), human.share(split["other"]))
+                     if split else ""))
+    compared = [item for item in finding.hosts if item.agreement]
+    if compared:
+        worst = max(compared, key=lambda item: max(abs(ratio - 1.0) for ratio in item.agreement.values()))
+        off = max(abs(ratio - 1.0) for ratio in worst.agreement.values())
+        evidence.add(None, "rpc_stats_latency WRITE means against mountstats' averages (same window)", off,
+                     "%s %s (%s)" % (signals.TRACE_AGREEMENT_SHARE.comparison, human.share(signals.TRACE_AGREEMENT_SHARE.threshold),
+                                     signals.TRACE_AGREEMENT_SHARE.name), signals.TRACE_AGREEMENT_SHARE.crossed(off),
+                     "%s: traced / counted %s%s" % (worst.host, ", ".join("%s %s" % (name, human.factor(ratio)) for name, ratio in
+                                                                         sorted(worst.agreement.items())),
+                                                   "; they did not see the same RPCs (tracing started late, or the buffer "
+                                                   "dropped events)" if signals.TRACE_AGREEMENT_SHARE.crossed(off) else ""))
 
 
 def _key(name):

@@ -71,7 +71,7 @@ def test_every_signal_says_what_it_measures_its_unit_layer_and_source():
         names.add(signal.name)
         assert signal.measures and signal.unit and signal.source, signal
         assert signal.layer in LAYERS + ("window",), signal
-        assert signal.comparison in (">=", "<", "<="), signal
+        assert signal.comparison in (">=", ">", "<", "<="), signal
     assert len(signals.SIGNALS) >= 40
 
 

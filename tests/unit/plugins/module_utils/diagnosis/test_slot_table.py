@@ -142,3 +142,21 @@ def test_figures_json_carries_the_slot_table_and_gives_the_row_the_files_give(tm
         assert run._client_row(clients, host, mount_point, None, None)[0]["slot_table"]["full"]["full"] == 18  # pylint: disable=protected-access
         used += 1
     assert used
+
+
+def test_a_trace_of_the_same_rpcs_agrees_with_mountstats_and_one_that_is_not_is_flagged(tmp_path):
+    # rpc_count_iostats_metrics adds the same three times to mountstats and to the tracepoint: a trace of the window's
+    # WRITEs gives mountstats' averages (issue 47's done-when: within 10 %).
+    base = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", "small_files")))["clients"]["nfs2"]
+    line = ("           <...>-57    [001] .....  %.6f: rpc_stats_latency: task:%08x@00000004 xid=0x%08x nfsv4 WRITE "
+            "backlog=%d rtt=%d execute=%d xprt_id=0\n")
+    text = "".join(line % (1.0 + index / 1000.0, index, index, round(base["write_avg_queue_ms"] * 1000),
+                           round(base["write_avg_rtt_ms"] * 1000), round(base["write_avg_exe_ms"] * 1000)) for index in range(100))
+    path = slot_bundles.bundle(tmp_path, {"rpc_latency.txt": text}, "small_files")
+    os.remove(os.path.join(path, "clients", "nfs3", "rpc_latency.txt"))  # nfs2's WRITEs, not nfs3's
+    result = diagnose(load_bundle(path))
+    row = _row(result, "rpc_stats_latency WRITE means against mountstats")
+    assert row["value"] < 0.01 and not row["crossed"]
+    assert result["slot_table"]["text"].startswith("slot table not sampled: nfs2 no rpc_tasks.txt in the bundle")
+    off = diagnose(load_bundle(slot_bundles.bundle(tmp_path / "off", slot_bundles.full_session(), "small_files")))
+    assert _row(off, "rpc_stats_latency WRITE means against mountstats")["crossed"]
