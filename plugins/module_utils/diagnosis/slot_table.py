@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import PER_HOST_LINES_MAX
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.slot_samples import FILES, SHOWS
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 
@@ -82,14 +83,30 @@ class SlotTableFinding:
         the send side backed up (then the slots are held by requests waiting on the server or the network)."""
         return (self.full or self.session_waits) and not self.reply_dominates and not self.send_backed_up
 
+    def shown_hosts(self):
+        """The hosts diagnosis.json lists: all, or the PER_HOST_LINES_MAX fullest (then by name)."""
+        if len(self.hosts) <= PER_HOST_LINES_MAX:
+            return self.hosts
+        return tuple(sorted(self.hosts, key=lambda host: (-(host.full_share or 0.0), host.host))[:PER_HOST_LINES_MAX])
+
     def as_result(self):
         """diagnosis.json `slot_table`."""
         return {"samples": self.samples, "full_samples": self.full_samples, "full_share": _rounded(self.full_share),
                 "full": self.full, "clear": self.clear, "session_waits": self.session_waits,
                 "reply_dominates": self.reply_dominates, "text": self.text,
+                # Above PER_HOST_LINES_MAX hosts, the fullest ones (diagnosis.json stays the size of its folding).
                 "hosts": [dict(dataclasses.asdict(host), full_share=_rounded(host.full_share),
-                               mapping=list(host.mapping)) for host in self.hosts],
-                "not_seen": [{"host": host, "file": name, "why": why} for host, name, why in self.not_seen]}
+                               mapping=list(host.mapping)) for host in self.shown_hosts()],
+                "hosts_not_shown": len(self.hosts) - len(self.shown_hosts()),
+                "not_seen": [{"file": name, "why": why, "hosts": hosts[:PER_HOST_LINES_MAX], "count": len(hosts)}
+                             for name, why, hosts in self.not_seen_groups()]}
+
+    def not_seen_groups(self):
+        """[(file, why, [hosts])] of the files not seen, one a file and reason, in the order first seen."""
+        groups = {}
+        for host, name, why in self.not_seen:
+            groups.setdefault((name, why), []).append(host)
+        return [(name, why, hosts) for (name, why), hosts in groups.items()]
 
 
 def _rounded(value):
@@ -234,8 +251,9 @@ def _add_evidence(evidence, finding):
                      ">= %s (%s)" % (human.share(signals.REPLY_WAIT_SHARE.threshold), signals.REPLY_WAIT_SHARE.name),
                      finding.reply_dominates, "%s: %s" % (worst.host, worst.reply_source))
     _latency_evidence(evidence, finding)
-    for host, name, why in finding.not_seen:
-        evidence.add(None, "%s not seen on %s" % (name, host), None, "-", False, "%s; it would show %s" % (
+    for name, why, hosts in finding.not_seen_groups():
+        where = hosts[0] if len(hosts) == 1 else "%d hosts (%s%s)" % (len(hosts), ", ".join(hosts[:3]), ", ..." if len(hosts) > 3 else "")
+        evidence.add(None, "%s not seen on %s" % (name, where), None, "-", False, "%s; it would show %s" % (
             why, SHOWS[_key(name)]))
 
 

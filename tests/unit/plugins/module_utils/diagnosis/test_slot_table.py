@@ -64,10 +64,10 @@ def test_the_files_not_seen_are_named_client_by_client(tmp_path):
     files["rpc_tasks.txt"] = "# not seen: /sys/kernel/debug is not mounted (ckptio_mount_debugfs false)\n"
     del files["rpc_latency.txt"]
     result = diagnose(load_bundle(slot_bundles.bundle(tmp_path, files, "small_files")))
-    missing = dict(((row["host"], row["file"]), row["why"]) for row in result["slot_table"]["not_seen"])
-    assert missing[("nfs2", "rpc_tasks.txt")] == "not seen: /sys/kernel/debug is not mounted (ckptio_mount_debugfs false)"
-    assert missing[("nfs3", "rpc_latency.txt")] == "no rpc_latency.txt in the bundle"
-    row = _row(result, "rpc_tasks.txt not seen on nfs2")
+    missing = dict((row["file"], (row["why"], row["hosts"], row["count"])) for row in result["slot_table"]["not_seen"])
+    assert missing["rpc_tasks.txt"] == ("not seen: /sys/kernel/debug is not mounted (ckptio_mount_debugfs false)", ["nfs2", "nfs3"], 2)
+    assert missing["rpc_latency.txt"] == ("no rpc_latency.txt in the bundle", ["nfs2", "nfs3"], 2)
+    row = _row(result, "rpc_tasks.txt not seen on 2 hosts (nfs2, nfs3)")
     assert not row["crossed"] and "RPCs waiting for a session slot" in row["explanation"]
     # the transports alone: 40 in use of 4 x 65536, never full
     assert result["slot_table"]["clear"] and result["slot_table"]["hosts"][0]["kind"] == "transport"
