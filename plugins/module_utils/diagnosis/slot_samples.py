@@ -10,7 +10,8 @@ read by module_utils/kernel_text/, the mount's transports by stats/mountstats.py
 Which transports and RPC clients are the mount's: a transport whose src_port (xprt_info, 5.15+) is one of the
 mount's xprt lines' source ports (mountstats `xprt: tcp SRCPORT ...`), else whose dstaddr section is the mount's
 server address (opts addr=); an RPC client (debugfs rpc_clnt/ID) whose server (its `clnt[ADDR:PORT]` line, or its
-xprt's info `addr:`) is that address; a latency whose xprt_id or client id is one of those. When none can be told
+xprt's info `addr:`) is that address - on NFSv4 one RPC client (and one session) serves every mount of a server, so
+its tasks are those mounts' together; a latency whose xprt_id or client id is one of those. When none can be told
 apart, every transport or NFS task of the host is counted and the summary says so (`mapped` False, with why).
 """
 
@@ -175,7 +176,8 @@ def _tasks_summary(text, address, summary):
                   set(queue for point in points for queue in point["write_queues"]))
     return {"mapped": mapped, "how": how, "client_ids": sorted(_client_number(client) for client in mine),
             "samples": len(points), "waiter_samples": sum(1 for point in points if point["session_waiters"]),
-            "waiter_times": [point["t"] for point in points if point["session_waiters"]],
+            # a task waiting for either slot (session or transport) means that table was full then
+            "waiter_times": [point["t"] for point in points if point["session_waiters"] or point["transport_waiters"]],
             "max_waiters": max(point["session_waiters"] for point in points),
             "mean_waiters": _mean([point["session_waiters"] for point in points]),
             "max_transport_waiters": max(point["transport_waiters"] for point in points),

@@ -160,3 +160,13 @@ def test_a_trace_of_the_same_rpcs_agrees_with_mountstats_and_one_that_is_not_is_
     assert result["slot_table"]["text"].startswith("slot table not sampled: nfs2 no rpc_tasks.txt in the bundle")
     off = diagnose(load_bundle(slot_bundles.bundle(tmp_path / "off", slot_bundles.full_session(), "small_files")))
     assert _row(off, "rpc_stats_latency WRITE means against mountstats")["crossed"]
+
+
+def test_a_task_waiting_for_a_transport_slot_makes_its_sample_full():
+    # NFSv3/v4.0: xprt_add_backlog queues a task on xprt_backlog when every transport slot is taken
+    tasks = "".join("=== sample t=%.1f ===\n--- rpc_clnt/0/tasks ---\n" % (index / 2.0) + slot_bundles.TASK % (
+        1, 0xa81, 0, 0, 0, 0, "nfs_pgio_common_ops [nfs]", "nfs", 3, "WRITE", "call_reserveresult [sunrpc]",
+        "xprt_backlog" if index % 2 else "xprt_pending") for index in range(10))
+    summary = slot_samples.summarize({"rpc_tasks": tasks}, "/mnt/nfs", MOUNTSTATS)
+    assert summary["full"] == {"samples": 10, "full": 5, "share": 0.5}
+    assert summary["session"]["max_transport_waiters"] == 1 and summary["session"]["max_waiters"] == 0
