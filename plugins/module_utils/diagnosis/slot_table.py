@@ -149,8 +149,8 @@ def _host(name, summary, sessions, client):
     else:
         kind, peak, cap, cap_source = "transport", xprt.get("peak_in_use"), xprt.get("cap"), "xprt_info max_num_slots"
     reply, source = _reply(latency, tasks)
-    mapping = tuple("%s: %s" % (part, block["how"]) for part, block in (("xprt_info", xprt), ("tasks", tasks),
-                                                                         ("latency", latency)) if block.get("how"))
+    parts = (("xprt_info", xprt), ("tasks", tasks), ("latency", latency))
+    mapping = tuple("%s: %s" % (part, block["how"]) for part, block in parts if block.get("how"))
     kept = dict((key, latency[key]) for key in ("events", "mapped", "by_op", "by_transport", "write_split", "truncated")
                 if key in latency) or None
     return HostSlots(name, full["samples"], full["full"], kind, peak, cap, cap_source, xprt.get("max_backlog"),
@@ -266,6 +266,9 @@ def _held_by(finding):
     return ""
 
 
+_NOT_THE_SAME = "; they did not see the same RPCs (tracing started late, or the buffer dropped events)"
+
+
 def _latency_evidence(evidence, finding):
     """The WRITE's time split and percentiles of the host that traced the most WRITEs, and the trace against
     mountstats (a figure of the window: the two count the same RPCs)."""
@@ -285,13 +288,12 @@ def _latency_evidence(evidence, finding):
     if compared:
         worst = max(compared, key=lambda item: max(abs(ratio - 1.0) for ratio in item.agreement.values()))
         off = max(abs(ratio - 1.0) for ratio in worst.agreement.values())
+        apart = signals.TRACE_AGREEMENT_SHARE.crossed(off)
+        ratios = ", ".join("%s %s" % (name, human.factor(ratio)) for name, ratio in sorted(worst.agreement.items()))
         evidence.add(None, "rpc_stats_latency WRITE means against mountstats' averages (same window)", off,
                      "%s %s (%s)" % (signals.TRACE_AGREEMENT_SHARE.comparison, human.share(signals.TRACE_AGREEMENT_SHARE.threshold),
-                                     signals.TRACE_AGREEMENT_SHARE.name), signals.TRACE_AGREEMENT_SHARE.crossed(off),
-                     "%s: traced / counted %s%s" % (worst.host, ", ".join("%s %s" % (name, human.factor(ratio)) for name, ratio in
-                                                                         sorted(worst.agreement.items())),
-                                                   "; they did not see the same RPCs (tracing started late, or the buffer "
-                                                   "dropped events)" if signals.TRACE_AGREEMENT_SHARE.crossed(off) else ""))
+                                     signals.TRACE_AGREEMENT_SHARE.name), apart,
+                     "%s: traced / counted %s%s" % (worst.host, ratios, _NOT_THE_SAME if apart else ""))
 
 
 def _key(name):

@@ -82,4 +82,3 @@ def parse_samples(text):
         close_section()
         samples.append(Sample(current_t, tuple(sections)))
     return SampleFile(tuple(samples), tuple(comment for comment in comments if comment))
-
