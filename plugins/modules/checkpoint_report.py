@@ -168,13 +168,13 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run as diagnosis_run
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report_figure
 
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
             "(pip install matplotlib, or pip install -r requirements.txt from the installed collection) and run again.")

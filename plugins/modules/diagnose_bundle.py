@@ -224,8 +224,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_plac
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import HAS_YAML, BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, returned_diagnosis

@@ -29,7 +29,7 @@ SHARED = [os.path.join(HERE, *([os.pardir] * up), "shared", "samples", "bundles"
 DIAGNOSE = """
 import json, sys
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text

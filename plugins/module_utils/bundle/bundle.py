@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 # Re-exported: the modules and diagnosis.py catch and raise bundle.BundleError.
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import HAS_YAML, BundleError  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import HAS_YAML, BundleError  # noqa: F401 pylint: disable=unused-import
 
 # key in the in-memory bundle -> file name in clients/<host>/ or servers/<host>/
 CLIENT_FILES = {

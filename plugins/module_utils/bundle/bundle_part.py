@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
 
 # canary.json's "clock": the clock_offset result without Ansible's own keys (changed, failed...).
 CLOCK_KEYS = ("offset_seconds", "uncertainty_seconds", "samples", "bound_seconds", "within_bound", "message", "reader",

@@ -24,7 +24,7 @@ import datetime
 import math
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 
 KINDS = ("seconds", "between", "marker")
 DEFAULT_MAX_SECONDS = 3600.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 
 def initial_result(params, mount, rank_plan, start_at, workdir):

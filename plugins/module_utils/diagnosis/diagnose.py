@@ -21,7 +21,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import metadata_storm
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host

@@ -16,14 +16,14 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_eviden
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_row import client_row
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import FIGURES_FILE
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import FIGURES_FILE
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import combine_hosts, context_throughput
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import nfsd_delta, pool_stats_delta
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
@@ -45,7 +45,7 @@ METADATA_OPS = ("OPEN", "OPEN_NOATTR", "CLOSE", "GETATTR", "LOOKUP", "ACCESS", "
                 "RENAME", "MKDIR", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "LINK", "SYMLINK")
 
 
-# context.yml `saved.window` (module_utils/stats/saved_files.py): two snapshots saved by hand, or
+# context.yml `saved.window` (module_utils/paste/saved_files.py): two snapshots saved by hand, or
 # one snapshot against the zero counters of its mount.
 SAVED_SNAPSHOTS = "snapshots"
 

@@ -28,7 +28,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 DSTATE_INTERVAL = 1.0
 

@@ -12,7 +12,7 @@ nfs_start_io_write, and a server outage as wait_on_commit.
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import kernel_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.numbers import kernel_number
 
 # Where a D-state task waits, grouped by what it tells the diagnosis.
 WCHAN_GROUPS = (

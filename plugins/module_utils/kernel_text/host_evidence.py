@@ -25,7 +25,7 @@ import socket
 import struct
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import kernel_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.numbers import kernel_number
 
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # The interface counters that count loss (sysfs-class-net-statistics): rx_crc_errors, missed and

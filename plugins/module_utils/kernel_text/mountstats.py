@@ -21,8 +21,8 @@ Per-op lines are kept as their text until a caller asks for the numbers: most of
 op lines of a mount never change between two samples, and comparing two strings is far
 cheaper than converting nine integers twice (see tests/bench/bench_mountstats.py).
 
-The delta (module_utils/stats/stats_delta.py) reads two samples of a mount through SamplePair
-(module_utils/stats/sample_pair.py), the one place that knows which parts of two samples can be
+The delta (module_utils/kernel_text/stats_delta.py) reads two samples of a mount through SamplePair
+(module_utils/kernel_text/sample_pair.py), the one place that knows which parts of two samples can be
 compared as text; the shape helpers it shares with xprt_columns() live here.
 """
 
@@ -34,7 +34,7 @@ from functools import lru_cache
 from itertools import islice
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import split_options, unescape_path
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.numbers import (
     KERNEL_COUNTER_MAX,
     above_kernel_counter,
     has_long_digit_run,

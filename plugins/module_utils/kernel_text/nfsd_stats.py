@@ -16,7 +16,7 @@ is not what its label says (binary garbage) yields what it holds and never stops
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import NotAKernelValue, kernel_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.numbers import NotAKernelValue, kernel_number
 
 # NFSv3 procedures by number (RFC 1813).
 NFS3_PROCS = (

@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Two samples of one mount, as the delta reads them (module_utils/stats/stats_delta.py).
+"""Two samples of one mount, as the delta reads them (module_utils/kernel_text/stats_delta.py).
 
-The format's text shortcuts live here, beside the parser (module_utils/stats/mountstats.py) that
+The format's text shortcuts live here, beside the parser (module_utils/kernel_text/mountstats.py) that
 makes them valid: op lines compared as text and xprt counters converted once for both samples.
 """
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import (
     parse_op_values,
     used_xprt_positions,
     xprt_words,
@@ -18,7 +18,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import
 
 
 class SamplePair:
-    """Two samples of one mount as a delta reads them (module_utils/stats/stats_delta.py).
+    """Two samples of one mount as a delta reads them (module_utils/kernel_text/stats_delta.py).
 
     The delta asks only for what moved: op lines whose text changed and xprt counters, each
     converted once. This is where the format's shortcuts live, beside the parser that makes them

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from operator import sub
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import (
     BYTE_NAMES,
     CONNECTS_PER_CONNECT,
     XPRT_SUMMED,
     column_total,
     iter_mountstats,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.sample_pair import SamplePair
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.sample_pair import SamplePair
 
 MB = 1000000.0
 

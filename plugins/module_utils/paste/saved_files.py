@@ -22,15 +22,15 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import layout as paste_layout, recognise
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, since_mount_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats, since_mount_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     nfsd_text_from_nfsstat,
     parse_nfsd_stats,
     parse_pool_stats,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 
 try:
     import yaml

@@ -15,7 +15,8 @@ it contains the queue wait and the RTT; the figure stacks queue, RTT and the rem
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, markdown_text, rates, report_headline
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, markdown_text, rates
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report_headline
 
 REPORT_OPS = ("WRITE", "COMMIT")
 # Ops worth a bar in the latency figure beyond WRITE/COMMIT: the metadata ops of a checkpoint.

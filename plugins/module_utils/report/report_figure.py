@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""report.png: the figure of report.figure_series() (module_utils/stats/report.py), drawn with matplotlib.
+"""report.png: the figure of report.figure_series() (module_utils/report/report.py), drawn with matplotlib.
 
 matplotlib is optional: it is imported inside draw_png(), which returns None without it (the
 module then writes report.md and report.json and says how to get the picture). Nothing here
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import textwrap
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
 
 
 # Colours: the earlier run grey, this run blue, in every panel; the WRITE split keeps its own

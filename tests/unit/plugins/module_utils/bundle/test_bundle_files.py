@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
 
 CLIENT_BEFORE = {"raw_mountstats": "device a\n", "sunrpc_text": "tcp_slot_table_entries 2\n", "host_sample": {"format": 1, "time": 1.0}}
 CLIENT_AFTER = {"raw_mountstats": "device b\n", "sunrpc_text": "ignored\n", "host_sample": {"format": 1, "time": 2.0}}

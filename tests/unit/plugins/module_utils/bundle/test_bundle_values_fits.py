@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values as bv
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values as bv
 
 SPECS = {"canary": bv.CANARY, "probe": bv.PROBE, "host": bv.HOST_SAMPLE, "numbers": bv.NUMBERS, "num": bv.NUM,
          "name": bv.NAME, "clock": bv.CLOCK, "any": bv.ANYTHING, "figures": bv.FIGURES, "op": bv.FIGURES_OP,

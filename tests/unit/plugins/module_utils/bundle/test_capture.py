@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.capture import CaptureError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.capture import CaptureError
 from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
 
 NOW = 1796137300.0

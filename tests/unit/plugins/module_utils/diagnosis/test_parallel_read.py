@@ -11,7 +11,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers need fork()")

@@ -1,9 +1,9 @@
-"""What xprt connect_count says (stats/mountstats.py CONNECTS_PER_CONNECT, IDLE_CLOSE_SECONDS), on real xprt lines."""
+"""What xprt connect_count says (kernel_text/mountstats.py CONNECTS_PER_CONNECT, IDLE_CLOSE_SECONDS), on real xprt lines."""
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
 
 DEVICE = "device nfs1:/srv/nfs mounted on /mnt/nfs with fstype nfs statvers=1.1\n\topts:\trw,vers=3,proto=%s\n"

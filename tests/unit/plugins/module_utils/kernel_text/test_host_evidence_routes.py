@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host_evidence
 
 # /proc/net/route: lab0 holds 192.168.50.0/24, the default route leaves by mgmt0 via 10.0.2.2.
 ROUTE = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"

@@ -12,13 +12,13 @@ import re
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import server as diagnosis_module
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_pool_stats, parse_pool_threads, parse_single_number
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import parse_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import parse_pool_stats, parse_pool_threads, parse_single_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import pool_stats_delta
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
@@ -170,7 +170,7 @@ def test_starvation_shows_in_this_kernels_counters(suite):
 def test_dstate_wait_sites_on_510_come_from_the_stack():
     """Debian 11's 5.10 prints 0 in /proc/PID/wchan for every task in D; the first bullseye capture
     read `0,0`. This one (scripts/lab-matrix.sh from a clean clone of 8b1410a) names the site."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate
+    from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.dstate import parse_dstate
     samples = [sample for sample in parse_dstate(text("bullseye", "bundle", "clients", "nfs2", "dstate.txt")) if sample["count"]]
     assert samples and all(wchan != "0" for sample in samples for wchan in sample["wchans"])
     assert {wchan for sample in samples for wchan in sample["wchans"]} == {"wait_on_page_bit_common"}

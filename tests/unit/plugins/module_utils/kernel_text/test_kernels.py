@@ -1,9 +1,9 @@
-"""Kernel-dependent facts (module_utils/stats/kernels.py) and the diagnosis text they choose."""
+"""Kernel-dependent facts (module_utils/kernel_text/kernels.py) and the diagnosis text they choose."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path

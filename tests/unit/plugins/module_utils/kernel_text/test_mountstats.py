@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats, parse_mountstats
 from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample
 
 NCONNECT4 = "mountstats-v41-nconnect4-after-2GiB-write.txt"

@@ -10,12 +10,12 @@ import io
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats as mountstats_module
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import stats_delta as stats_delta_module
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import mountstats as mountstats_module
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import stats_delta as stats_delta_module
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mountstats, parse_op_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.sample_pair import SamplePair
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats, parse_mountstats, parse_op_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.sample_pair import SamplePair
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample, sample_path
 
 CLIENT = ("clients", "nfs2")

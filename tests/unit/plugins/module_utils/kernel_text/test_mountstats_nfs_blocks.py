@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import mountstats
 
 FIXTURES = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir, "fixtures")
 NFS = "device srv:/x mounted on /mnt/a with fstype nfs4 statvers=1.1\n\topts:\trw\n\tage:\t5\n"

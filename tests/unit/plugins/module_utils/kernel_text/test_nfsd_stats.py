@@ -1,8 +1,8 @@
 """nfsd stats, pool_stats and D-state parsers on the lab captures and edge cases."""
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     parse_nfsd_stats,
     parse_pool_stats,
     parse_pool_threads,

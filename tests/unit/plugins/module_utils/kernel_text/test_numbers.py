@@ -1,11 +1,11 @@
-"""The one rule for a number read from outside (stats/numbers.py)."""
+"""The one rule for a number read from outside (kernel_text/numbers.py)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.numbers import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.numbers import (
     KERNEL_COUNTER_MAX,
     NotAKernelValue,
     has_long_digit_run,

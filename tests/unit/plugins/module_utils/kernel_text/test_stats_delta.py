@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import parse_nfsd_stats, parse_pool_stats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta, nfsd_delta, pool_stats_delta
 from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample, sample_path
 
 SEED = ("bundles", "seed_like_baseline")

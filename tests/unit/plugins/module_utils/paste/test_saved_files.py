@@ -1,4 +1,4 @@
-"""Files saved by hand -> a capture bundle (module_utils/stats/saved_files.py), on real lab captures.
+"""Files saved by hand -> a capture bundle (module_utils/paste/saved_files.py), on real lab captures.
 
 Raw /proc files are the lab captures in tests/fixtures/captures and tests/fixtures/samples, used
 under other names; the nfsstat, nfsiostat and mountstats command outputs in tests/fixtures/saved
@@ -12,13 +12,15 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import saved_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import markdown, verdict
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, since_mount_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import nfsd_text_from_nfsstat, parse_nfsd_stats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats, since_mount_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import nfsd_text_from_nfsstat, parse_nfsd_stats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 from ansible_collections.ckptio.nfs.tests.unit.utils import broken_capture, read_sample
 
 FIXTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures"))

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose, diagnose_run
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import read_run

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run as diagnosis_run
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
 
 CONTEXT = {"mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 1000000000, "window_seconds": 10},
            "canary": {"layout": "shared_file", "ranks": 4, "bytes": 200000000, "seconds": 20.0}}
@@ -267,7 +267,7 @@ def test_timeline_without_measured_clocks_starts_at_the_earliest_start_not_the_g
 
 
 def _restore_bundle():
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
     from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
     loaded = bundle_reader.load_bundle(sample_path("..", "captures", "restore_clock_step"))
@@ -364,7 +364,7 @@ def test_console_lines_of_a_capture_say_there_were_no_canary_ranks():
 
 def test_report_md_says_whether_the_restore_cache_was_measured_cold():
     """The method's promise (the guarantee) and the measurement (the diagnosis's cold_cache) are both said."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report as report_utils
+    from ansible_collections.ckptio.nfs.plugins.module_utils.report import report as report_utils
     from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report
     from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
     metrics = checkpoint_report.bundle_metrics(sample_path("..", "captures", "restore_fadvise"), None, [])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report, report_figure
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report, report_figure
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
@@ -107,14 +107,14 @@ def test_a_capture_figure_says_what_its_throughput_rests_on_and_spends_no_panel_
 
 
 def _headline_figure(pyplot, diagnosis):
-    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats import test_report as cases
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.report import test_report as cases
     metrics = report.bundle_metrics(cases.BIG_CONTEXT, diagnosis, [], label="seed")
     return report_figure.draw_figure(pyplot, report.figure_series(metrics))
 
 
 def test_the_title_states_the_verdict_and_the_axis_draws_the_links_capacity():
     pyplot = pytest.importorskip("matplotlib.pyplot")
-    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats import test_report as cases
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.report import test_report as cases
     figure = _headline_figure(pyplot, cases.NEW_DIAGNOSIS)
     try:
         assert figure._suptitle.get_text().replace("\n", " ") == "seed: " + cases.HEADLINE["verdict_text"]
@@ -135,7 +135,7 @@ def test_the_title_states_the_verdict_and_the_axis_draws_the_links_capacity():
 
 def test_an_old_diagnosis_titles_the_figure_with_its_own_verdict():
     pyplot = pytest.importorskip("matplotlib.pyplot")
-    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.stats import test_report as cases
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.report import test_report as cases
     figure = _headline_figure(pyplot, cases.OLD_DIAGNOSIS)
     try:
         assert figure._suptitle.get_text().replace("\n", " ").startswith("seed: re-architect: the gap is 7.3x")
