@@ -172,6 +172,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle as
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run as diagnosis_run
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
 from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.report import report_figure
@@ -200,7 +201,7 @@ def bundle_metrics(path, label, warnings, output_dir=None):
     run = None
     try:
         # The bundle read once (diagnosis/run.py): the report's per-op figures are the diagnosis's own.
-        run = diagnosis_run.read_run(loaded)
+        run = diagnosis_run.read_run(loaded, parallel_map)
         if diagnosis is None:
             diagnosis = diagnose.diagnose_run(run)
     except WorkerDied as exc:

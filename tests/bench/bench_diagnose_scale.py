@@ -134,12 +134,13 @@ def profile(clients, root, link, as_captured=False, capture=None):
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
     bundle = build(root, clients, link, as_captured, capture)
 
     def work():
         # As diagnose_bundle does it: the cyclic collector paused while the result is built.
         with paused_gc():
-            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True)),
+            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True), parallel_map),
                                           lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
             render_markdown(result)
         return len(text)
@@ -158,6 +159,7 @@ def phases(clients, root, link, capture=None):
     from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
     from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
     from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, FIGURES_FILE
@@ -209,7 +211,7 @@ def phases(clients, root, link, capture=None):
         print("per client, in all from figures.json (its files read, the figures steps): %.3f ms" % (from_figures / clients * 1000))
     with paused_gc():
         wall, cpu = time.monotonic(), time.process_time()
-        the_run = run.read_run(load_bundle(bundle, stream=True))
+        the_run = run.read_run(load_bundle(bundle, stream=True), parallel_map)
         print("read_run (forked readers): %.1f s wall, %.1f s of this process's CPU; peak RSS %.0f MiB"
               % (time.monotonic() - wall, time.process_time() - cpu, _peak_mib()))
         wall = time.monotonic()

@@ -84,6 +84,25 @@ def check_values(bundle):
     return bundle
 
 
+def parse_texts(texts, names, where, problems):
+    """{key: text or parsed JSON} of a host's texts ({key: text}, as host/bundle_reader.py reads them or the
+    writer writes them), in the file table's order; an optional JSON file that does not parse at all is left out and listed
+    in problems. The one parsing of a host's files: the reader's (host/bundle_reader.py) and the figures' writer's
+    (diagnosis/host_figures.py); pure, so the diagnosis needs nothing of host/."""
+    files = {}
+    for key, name in names.items():
+        if key not in texts:
+            continue
+        if name.endswith(JSON_SUFFIX):
+            try:
+                files[key] = bundle_values.parse_json(texts[key], "%s/%s" % (where, name))
+            except bundle_values.NotParsed as exc:
+                problems.append("%s: not used" % exc)
+            continue
+        files[key] = texts[key]
+    return files
+
+
 def canary_ranks(bundle):
     """Every client's canary ranks, each tagged with its host, start/end on the controller's clock.
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, CONTEXT_FILE, DIAGNOSIS_FILE, JSON_SUFFIX, SERVER_FILES
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, CONTEXT_FILE, DIAGNOSIS_FILE, SERVER_FILES, parse_texts
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 
 
@@ -104,24 +104,6 @@ def _read_texts(directory, names, inside=None, problems=None):
         if text is not None:
             texts[key] = text
     return texts
-
-
-def parse_texts(texts, names, where, problems):
-    """{key: text or parsed JSON} of a host's texts ({key: text}, as _read_texts reads them or the writer writes
-    them), in the file table's order; an optional JSON file that does not parse at all is left out and listed
-    in problems. The one parsing of a host's files: the reader's and the figures' writer's (diagnosis/host_figures.py)."""
-    files = {}
-    for key, name in names.items():
-        if key not in texts:
-            continue
-        if name.endswith(JSON_SUFFIX):
-            try:
-                files[key] = bundle_values.parse_json(texts[key], "%s/%s" % (where, name))
-            except bundle_values.NotParsed as exc:
-                problems.append("%s: not used" % exc)
-            continue
-        files[key] = texts[key]
-    return files
 
 
 def _read_host(directory, names, where, problems):

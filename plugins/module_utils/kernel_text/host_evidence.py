@@ -24,9 +24,12 @@ import ipaddress
 import socket
 import struct
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.numbers import kernel_number
 
+# The interfaces' directory on the host a sample was taken on (sysfs-class-net): where host_reader read
+# each speed_mbps, named for the reader of a link row. A host path, not a place this code reads: the
+# pure floor names it and host/host_root.py roots it (HostRoot.sys_class_net), so it is written once.
+SYS_CLASS_NET = "/sys/class/net"
 CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # The interface counters that count loss (sysfs-class-net-statistics): rx_crc_errors, missed and
 # fifo exist only where the driver keeps them (virtio has none).
@@ -152,8 +155,8 @@ def capacity_mbps(sample, name):
     interfaces = sample.get("interfaces") or {}
     interface = interfaces.get(name) or {}
     if interface.get("speed_mbps"):
-        # Where the host sampler read it: the kernel path is named once, in host_root.
-        return interface["speed_mbps"], "%s/%s/speed" % (host_root.HostRoot().sys_class_net, name)
+        # Where the host sampler read it (host_root.HostRoot.sys_class_net on that host).
+        return interface["speed_mbps"], "%s/%s/speed" % (SYS_CLASS_NET, name)
     lower = interface.get("lower") or []
     if not lower:
         return None, "%s reports no speed (-1 or unreadable, as virtio does)" % name
