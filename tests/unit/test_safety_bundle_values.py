@@ -211,8 +211,8 @@ def test_written_json_never_holds_nan(tmp_path, monkeypatch):
     root = _hostile(tmp_path, lambda root: None)
     real = diagnose_bundle.diagnose
 
-    def with_nan(loaded):
-        result = real(loaded)
+    def with_nan(loaded, parallel=None):
+        result = real(loaded, parallel)
         result["gap_factor"] = float("nan")
         return result
     monkeypatch.setattr(diagnose_bundle, "diagnose", with_nan)
