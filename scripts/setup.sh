@@ -66,6 +66,26 @@ PY
   mv "$DEPS.tmp" "$DEPS"
 fi
 
+# --- promtool (Debian's prometheus package), for the textfile collector and the alert rules ---
+# Taken out of the .deb into the cache rather than installed: installing the package would start
+# a Prometheus server on this machine. Keyed on the package version apt offers.
+PROMTOOL_DEB_VERSION=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
+PROMTOOL_DIR="$CKPTIO_CACHE/promtool-${PROMTOOL_DEB_VERSION:-none}"
+if [ -n "$PROMTOOL_DEB_VERSION" ] && [ "$PROMTOOL_DEB_VERSION" != "(none)" ] && [ ! -x "$PROMTOOL_DIR/promtool" ]; then
+  log "extracting promtool from prometheus $PROMTOOL_DEB_VERSION"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && quiet apt-get download "prometheus=$PROMTOOL_DEB_VERSION") || true
+  deb=$(find "$tmp" -maxdepth 1 -name 'prometheus_*.deb' | head -1)
+  if [ -n "$deb" ]; then
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" ./usr/bin/promtool
+    mkdir -p "$PROMTOOL_DIR.tmp" && mv "$tmp/usr/bin/promtool" "$PROMTOOL_DIR.tmp/promtool"
+    rm -rf "$PROMTOOL_DIR" && mv "$PROMTOOL_DIR.tmp" "$PROMTOOL_DIR"
+  else
+    log "could not download prometheus $PROMTOOL_DEB_VERSION: the promtool checks will fail"
+  fi
+  rm -rf "$tmp"
+fi
+
 # --- Put this checkout where Ansible and ansible-test expect a collection -------------------
 # Playbooks only need ckptio.nfs on ANSIBLE_COLLECTIONS_PATH: a symlink to the checkout keeps
 # edits live. ansible-test insists on a real .../ansible_collections/ckptio/nfs directory, so
@@ -83,6 +103,7 @@ export CKPTIO_VENV='$VENV'
 # A caller may choose its own stage (parallel test runs must not share one).
 export CKPTIO_STAGE="\${CKPTIO_STAGE:-$CKPTIO_CACHE/stage-$repo_key}"
 export CKPTIO_DEPS='$DEPS'
+export CKPTIO_PROMTOOL='$PROMTOOL_DIR/promtool'
 export VIRTUAL_ENV='$VENV'
 export PATH='$VENV/bin':"\$PATH"
 export ANSIBLE_COLLECTIONS_PATH='$LINKS:$DEPS'

@@ -165,10 +165,20 @@ def test_the_text_parses_with_the_prometheus_client_library():
     assert all(family.documentation for family in families.values())
 
 
-def test_promtool_check_metrics_accepts_the_text(tmp_path):
-    promtool = os.environ.get("CKPTIO_PROMTOOL") or shutil.which("promtool")
+def promtool_path():
+    """scripts/setup.sh's promtool (CKPTIO_PROMTOOL), which must then exist; else one on PATH, else skip."""
+    promtool = os.environ.get("CKPTIO_PROMTOOL")
+    if promtool:
+        assert os.access(promtool, os.X_OK), "scripts/setup.sh named %s but it is not there" % promtool
+        return promtool
+    promtool = shutil.which("promtool")
     if not promtool:
-        pytest.skip("promtool not installed (scripts/setup.sh fetches it into the cache)")
+        pytest.skip("promtool not installed: source scripts/activate (scripts/setup.sh fetches it)")
+    return promtool
+
+
+def test_promtool_check_metrics_accepts_the_text():
+    promtool = promtool_path()
     result = subprocess.run([promtool, "check", "metrics"], input=_full_text(), capture_output=True, text=True,
                             check=False, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
