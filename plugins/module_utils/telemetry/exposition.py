@@ -175,8 +175,13 @@ COLLECTOR = {
 
 
 def escape_label(value):
-    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped.
+
+    A mount point's bytes that are not UTF-8 (read with surrogateescape) become \\xNN: label
+    values must be UTF-8, and one bad byte would fail the whole scrape.
+    """
+    text = str(value).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _number(value):
