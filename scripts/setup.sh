@@ -66,25 +66,35 @@ PY
   mv "$DEPS.tmp" "$DEPS"
 fi
 
-# --- promtool (Debian's prometheus package), for the textfile collector and the alert rules ---
-# Taken out of the .deb into the cache rather than installed: installing the package would start
-# a Prometheus server on this machine. Keyed on the package version apt offers.
-PROMTOOL_DEB_VERSION=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
-PROMTOOL_DIR="$CKPTIO_CACHE/promtool-${PROMTOOL_DEB_VERSION:-none}"
-if [ -n "$PROMTOOL_DEB_VERSION" ] && [ "$PROMTOOL_DEB_VERSION" != "(none)" ] && [ ! -x "$PROMTOOL_DIR/promtool" ]; then
-  log "extracting promtool from prometheus $PROMTOOL_DEB_VERSION"
-  tmp=$(mktemp -d)
-  (cd "$tmp" && quiet apt-get download "prometheus=$PROMTOOL_DEB_VERSION") || true
-  deb=$(find "$tmp" -maxdepth 1 -name 'prometheus_*.deb' | head -1)
-  if [ -n "$deb" ]; then
-    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" ./usr/bin/promtool
-    mkdir -p "$PROMTOOL_DIR.tmp" && mv "$tmp/usr/bin/promtool" "$PROMTOOL_DIR.tmp/promtool"
-    rm -rf "$PROMTOOL_DIR" && mv "$PROMTOOL_DIR.tmp" "$PROMTOOL_DIR"
-  else
-    log "could not download prometheus $PROMTOOL_DEB_VERSION: the promtool checks will fail"
+# --- promtool and node_exporter (Debian packages), for the textfile collector's checks -------
+# promtool checks the exposition text and the alert rules (unit tests); node_exporter is the
+# series-count bench's reference (tests/bench/bench_metric_series.py). Taken out of the .debs
+# into the cache rather than installed: installing the packages would start their services on
+# this machine. Keyed on the package versions apt offers.
+# extract_deb_binary PACKAGE PATH-IN-DEB NAME: prints the cached binary's path (empty when apt has none).
+extract_deb_binary() {
+  local package=$1 inside=$2 name=$3 version dir tmp deb
+  version=$(apt-cache policy "$package" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
+  [ -n "$version" ] && [ "$version" != "(none)" ] || return 0
+  dir="$CKPTIO_CACHE/$package-$version"
+  if [ ! -x "$dir/$name" ]; then
+    log "extracting $name from $package $version"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && quiet apt-get download "$package=$version") || true
+    deb=$(find "$tmp" -maxdepth 1 -name "${package}_*.deb" | head -1)
+    if [ -z "$deb" ]; then
+      log "could not download $package $version: the checks that need $name will fail"
+      rm -rf "$tmp"
+      return 0
+    fi
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" "./$inside"
+    mkdir -p "$dir.tmp" && mv "$tmp/$inside" "$dir.tmp/$name"
+    rm -rf "$dir" "$tmp" && mv "$dir.tmp" "$dir"
   fi
-  rm -rf "$tmp"
-fi
+  printf '%s\n' "$dir/$name"
+}
+PROMTOOL=$(extract_deb_binary prometheus usr/bin/promtool promtool)
+NODE_EXPORTER=$(extract_deb_binary prometheus-node-exporter usr/bin/prometheus-node-exporter node_exporter)
 
 # --- Put this checkout where Ansible and ansible-test expect a collection -------------------
 # Playbooks only need ckptio.nfs on ANSIBLE_COLLECTIONS_PATH: a symlink to the checkout keeps
@@ -103,7 +113,8 @@ export CKPTIO_VENV='$VENV'
 # A caller may choose its own stage (parallel test runs must not share one).
 export CKPTIO_STAGE="\${CKPTIO_STAGE:-$CKPTIO_CACHE/stage-$repo_key}"
 export CKPTIO_DEPS='$DEPS'
-export CKPTIO_PROMTOOL='$PROMTOOL_DIR/promtool'
+export CKPTIO_PROMTOOL='$PROMTOOL'
+export CKPTIO_NODE_EXPORTER='$NODE_EXPORTER'
 export VIRTUAL_ENV='$VENV'
 export PATH='$VENV/bin':"\$PATH"
 export ANSIBLE_COLLECTIONS_PATH='$LINKS:$DEPS'
