@@ -47,6 +47,11 @@ class Family:
 # ---------------------------------------------------------------- client families (per mount)
 MOUNT_LABELS = ("mountpoint", "export")
 CLIENT = {
+    "info": Family(
+        "client_mount_info", "gauge",
+        "Always 1: the mount's NFS version, nconnect, transport protocol, rsize and wsize as labels (mountstats opts), "
+        "to join on. A v4.1+ mount's slots are its session's (the server grants them); v3/v4.0's the sunrpc slot table.",
+        MOUNT_LABELS + ("vers", "nconnect", "proto", "rsize", "wsize")),
     "bytes": Family(
         "client_bytes_total", "counter",
         "Bytes this mount sent in WRITEs (direction=write) or received in READs (direction=read) "
@@ -226,7 +231,9 @@ def mount_samples(mount, slot_figures=None, session_waiters=None):
     session_waiters: tasks on the session slot queue (debugfs), or None when not seen.
     """
     base = {"mountpoint": mount.mount_point, "export": mount.device}
-    samples = []
+    opts = mount.opts
+    samples = [("info", dict(base, vers=mount.nfs_version, nconnect=mount.nconnect, proto=opts.get("proto") or "",
+                             rsize=opts.get("rsize") or "", wsize=opts.get("wsize") or ""), 1)]
     byte_counts = mount.bytes
     for direction, name in (("write", "serverwritebytes"), ("read", "serverreadbytes")):
         if byte_counts.get(name) is not None:

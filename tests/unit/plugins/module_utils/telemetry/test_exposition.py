@@ -75,6 +75,11 @@ def test_op_times_are_seconds_and_bytes_are_the_server_bytes():
             in text)
 
 
+def test_the_mount_options_that_decide_its_slots_are_labels_of_one_info_series():
+    assert ('ckptio_nfs_client_mount_info{mountpoint="/mnt/nfs",export="10.0.0.1:/srv/nfs",vers="4.1",nconnect="16",'
+            'proto="tcp",rsize="1048576",wsize="1048576"} 1') in _text(16)
+
+
 def test_live_slot_figures_are_absent_not_zero_when_not_read():
     text = _text(4)
     assert "client_rpc_requests_in_flight" not in text
