@@ -116,7 +116,8 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import collector, install
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import metrics_collector as collector
+from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import install
 
 INTERVAL_RANGE = (5, 3600)
 TIMER = install.UNIT + ".timer"

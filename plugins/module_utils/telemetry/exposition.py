@@ -5,7 +5,7 @@
 
 Pure: it takes what the collection's own parsers made of the kernel's files (kernel_text's
 mountstats and nfsd_stats, the sunrpc sysfs slot figures) and returns the text of one .prom
-file. The collector (telemetry/collector.py) reads the files and writes the text atomically.
+file. The collector (host/metrics_collector.py) reads the files and writes the text atomically.
 
 Why our own series and not node_exporter's mountstats collector (read from its code and issues):
 it is off by default and exports 36 + 10 x nconnect + 9 x ops series per mount (160 transport

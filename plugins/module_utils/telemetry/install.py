@@ -5,7 +5,7 @@
 
 Pure except for reading the collection's own sources through the import system. The program is a
 zip application (PEP 441) of the collection's module_utils that collector.py needs, found by
-following its imports, plus zip_main.py as __main__.py: the very files the unit tests run, with no
+following its imports, plus host/metrics_zip_main.py as __main__.py: the very files the unit tests run, with no
 copy of them kept in a string. Built with fixed timestamps and order, so the same sources give the
 same bytes and a second install changes nothing.
 """
@@ -18,8 +18,8 @@ import io
 import zipfile
 
 COLLECTION = "ansible_collections.ckptio.nfs"
-ENTRY = COLLECTION + ".plugins.module_utils.telemetry.collector"
-ZIP_MAIN = COLLECTION + ".plugins.module_utils.telemetry.zip_main"
+ENTRY = COLLECTION + ".plugins.module_utils.host.metrics_collector"
+ZIP_MAIN = COLLECTION + ".plugins.module_utils.host.metrics_zip_main"
 UNIT = "ckptio-nfs-metrics"
 PROGRAM = UNIT + ".pyz"
 # A zip entry's time: zip's earliest (1980-01-01), so the bytes depend on the sources only.
@@ -74,7 +74,7 @@ def _path(name):
 
 def program_bytes():
     """The collector's zip application: its modules, an empty __init__.py per package above them
-    (zipimport needs them), and zip_main.py as __main__.py."""
+    (zipimport needs them), and host/metrics_zip_main.py as __main__.py."""
     files = {"__main__.py": _source(ZIP_MAIN)}
     for name in needed_modules():
         files[_path(name)] = _source(name)

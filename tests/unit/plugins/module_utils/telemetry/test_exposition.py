@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import parse_nfsd_stats, parse_pool_stats
 from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import exposition
 
 HERE = os.path.dirname(os.path.abspath(__file__))

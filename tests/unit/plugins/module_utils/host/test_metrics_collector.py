@@ -5,9 +5,9 @@ import os
 import stat
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_root import HostRoot
-from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import collector
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import metrics_collector as collector
 
-from .test_exposition import FIXTURES, POOL_STATS, SERVER_NFSD
+from ..telemetry.test_exposition import FIXTURES, POOL_STATS, SERVER_NFSD
 
 
 def _client_root(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import collector
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import metrics_collector as collector
 
 if __name__ == "__main__":
     sys.exit(collector.main())

@@ -21,8 +21,8 @@ import sys
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     parse_nfsd_stats,
     parse_pool_stats,
     parse_single_number,
