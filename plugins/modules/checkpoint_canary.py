@@ -347,8 +347,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_run
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import run as canary_run
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary.target import Refused
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
 

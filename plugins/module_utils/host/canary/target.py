@@ -19,8 +19,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as c
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_cleanup
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_places
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import cleanup as canary_cleanup
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import places as canary_places
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
 
 

@@ -21,10 +21,10 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_ranks
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup import WorkdirError
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused, prepare
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import ranks as canary_ranks
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import shapes as canary_shapes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary.cleanup import WorkdirError
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary.target import Refused, prepare
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
