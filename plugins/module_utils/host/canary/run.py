@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""checkpoint_canary's run: check the target (canary_target.prepare), stop there in check mode,
-make the work directory (canary_cleanup), fork the ranks (canary_ranks), start them together at
-the go (the barrier's, barrier_files), watch them with a D-state sampler until they finish or
-the timeout, kill and report the stalled ones (processes), with restore=true run the read phase
-the same way, then settle (cleanup, result) and write done.json. Each phase returns a Phase;
-run() returns (result, failure) and nothing here exits: the module's main() holds the one exit.
+"""checkpoint_canary's run, after main()'s check-mode gate: make the work directories (host/canary/
+cleanup.py), fork the ranks (host/canary/ranks.py), start them together at the go (the barrier's,
+barrier_files), watch them with a D-state sampler until they finish or the timeout, kill and report the
+stalled ones (processes), with restore=true run the read phase the same way, with local_path the drain,
+then settle (cleanup) and write done.json. Each phase is an outcome.Phase; run() returns the frozen
+outcome.Outcome, which main() turns into the result (outcome.report); nothing here exits.
 """
 
 from __future__ import annotations
@@ -21,29 +21,15 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_ranks
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup import WorkdirError
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused, prepare
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import ranks as canary_ranks
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import shapes as canary_shapes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary.cleanup import WorkdirError
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 DSTATE_INTERVAL = 1.0
-
-
-@dataclasses.dataclass
-class Phase:
-    """One phase's outcome: per-rank results, the stalled ranks, D-state samples, host samples at start and end."""
-
-    results: list
-    stalled: list
-    samples: list
-    host_samples: dict
-    harness: dict = dataclasses.field(default_factory=dict)
-    read_at: float | None = None
-    skipped: str | None = None
 
 
 class Sampler:
@@ -118,7 +104,7 @@ class Run:
             results.append(on_stall(rank))
         for rank in self.ranks:
             processes.reap(rank.child.pid)
-        return Phase(sorted(results, key=lambda r: r["rank"]), stalled, samples, host_samples)
+        return outcome.Phase(sorted(results, key=lambda r: r["rank"]), stalled, samples, host_samples)
 
     def stop_stalled(self, stalled_ranks, rank_pids, samples):
         """SIGKILL the stalled ranks, wait at most kill_grace for them, never longer; each with its state and wchan."""
@@ -159,44 +145,38 @@ class Run:
         if restoring:
             # The ranks live on to read: each reported its own CPU with its write result (rank_result).
             ranks_cpu = sum(rank.write_cpu_seconds or 0.0 for rank in self.ranks)
-        phase.harness = barrier.harness_cost(
+        harness = barrier.harness_cost(
             (own_after.ru_utime + own_after.ru_stime) - (own_before.ru_utime + own_before.ru_stime),
             ranks_cpu, phase.host_samples.get("start"), phase.host_samples.get("end"))
-        phase.harness["dstate_sampler"] = self.sampler.cost()
-        return phase
+        return dataclasses.replace(phase, harness=dict(harness, dstate_sampler=self.sampler.cost()))
 
-    def read_phase(self, workdir, written, barrier_record):
+    def read_phase(self, workdir, written):
         """The read phase, once every rank of this host has written: release the reads together (at
         read_go.json's go_at with barrier_dir, else now) and monitor them as the writes were, with
         their own timeout. skipped says why no rank read (the write failed or stalled, or the
-        controller called the read off); the read's D-state samples join the write's.
+        controller called the read off). (the Phase, the read barrier's record or None.)
         """
         skipped = restore.skip_reason(written.results, written.stalled)
-        read_at = None
+        read_at = info = None
         if skipped is None:
             read_at, info = self.wait_for_read_go(workdir)
-            if info is not None:
-                barrier_record["read"] = info
             if read_at is None:
                 skipped = "not run: aborted: %s" % info["abort"]
         else:
             self.announce_unread(workdir, skipped)
         if skipped is not None:
-            return Phase([restore.complete_read(r) for r in written.results], [], [], {}, skipped=skipped)
+            return outcome.Phase([restore.complete_read(r) for r in written.results], [], [], {}, skipped=skipped), info
         processes.send_go([rank.child for rank in self.ranks], read_at)
         phase = self.monitor(max(read_at, time.time()) + self.params["timeout"], read_at, on_stall=canary_ranks.stalled_read)
-        written.samples.extend(phase.samples)
-        for item in phase.stalled:
-            item["phase"] = "read"
-        phase.results = [restore.complete_read(r, "rank exited without a read result") for r in phase.results]
-        phase.read_at = read_at
-        return phase
+        return dataclasses.replace(
+            phase, stalled=[dict(item, phase="read") for item in phase.stalled], read_at=read_at,
+            results=[restore.complete_read(r, "rank exited without a read result") for r in phase.results]), info
 
     def drain_phase(self, places, plan, written):
         """The burst buffer's drain, once every rank has written locally: a child per rank copies its
         files to its NFS path (drain_rate_limit shared between them), monitored as the writes were."""
         if written.stalled or any(r.get("error") for r in written.results):
-            return Phase([], [], [], {}, skipped="not run: a rank failed or stalled writing to local_path")
+            return outcome.Phase([], [], [], {}, skipped="not run: a rank failed or stalled writing to local_path")
         rate = self.params["drain_rate_limit"] / float(len(plan)) if self.params["drain_rate_limit"] else 0
         drainers = canary_ranks.start_ranks(
             plan, lambda entry: canary_ranks.drain_body(places.local_fd, places.nfs_fds, entry, self.params, rate),
@@ -208,10 +188,7 @@ class Run:
             phase = self.monitor(go_at + self.params["timeout"], go_at)
         finally:
             self.ranks = writers + drainers
-        written.samples.extend(phase.samples)
-        for item in phase.stalled:
-            item["phase"] = "drain"
-        return phase
+        return dataclasses.replace(phase, stalled=[dict(item, phase="drain") for item in phase.stalled])
 
     def wait_for_go(self, workdir, start_at):
         """(go epoch on this host's clock or None to abort, barrier record or None without a barrier)."""
@@ -250,93 +227,90 @@ class Run:
         return [(rank.child.pid, rank.child.starttime) for rank in self.ranks]
 
 
-def run_phases(module, places, shape_plan, plan, start_at, servers, host, result):
+def run_phases(module, places, planned, servers, host):
     """Fork the ranks, start them together, write; with restore=true then read back; with local_path drain.
 
-    Returns (the Run, the write Phase or None when called off before go, the read Phase or None, the
-    drain Phase or None). A fork that fails raises canary_ranks.RankStartError.
+    Returns (the Run, the Outcome's fields so far: barrier, start_at, written, read, drained; written is
+    None when the run was called off before go). A fork that fails raises canary_ranks.RankStartError.
     """
     params = module.params
+    plan = planned.result["plan"]
     supervised = Run(module, [], servers, host)
-    written = read = drained = None
+    phases = dict(barrier=None, start_at=None, written=None, read=None, drained=None)
     write_fds = places.write_fds()
     barrier = canary_shapes.PipeBarrier(len(plan)) if any(entry.get("ops") for entry in plan) else None
     # The read-back checks each file's size too (restore.planned_sizes): the ranks get it with their options.
     rank_params = dict(params, planned_sizes=restore.planned_sizes(plan)) if params["restore"] else params
     try:
-        for path_index, name in shape_plan.shared_files:
+        for path_index, name in planned.shape.shared_files:
             os.close(canary_shapes.open_below(write_fds[path_index], name, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         supervised.ranks = canary_ranks.start_ranks(
             plan, lambda entry: canary_ranks.rank_body(write_fds, entry, rank_params, barrier), places.control_fds())
-        go_at, signal_info = supervised.wait_for_go(places.path(), start_at)
-        if signal_info is not None:
-            result["barrier"] = signal_info
+        go_at, signal_info = supervised.wait_for_go(places.path(), planned.start_at)
+        phases.update(barrier=signal_info, start_at=go_at)
         if go_at is not None:
-            result["start_at"] = go_at
             run = shapes.run_token(params, go_at, (signal_info or {}).get("go_controller"))
-            written = supervised.write_phase(go_at, children_before, run)
+            written = phases["written"] = supervised.write_phase(go_at, children_before, run)
             if params["restore"]:
-                read = supervised.read_phase(places.path(), written, result.get("barrier", {}))
+                phases["read"], read_info = supervised.read_phase(places.path(), written)
+                if read_info is not None and signal_info is not None:
+                    phases["barrier"] = dict(signal_info, read=read_info)
             if places.local is not None:
-                drained = supervised.drain_phase(places, plan, written)
+                phases["drained"] = supervised.drain_phase(places, plan, written)
     finally:
         supervised.let_go()
         if barrier is not None:
             barrier.close()
         places.close_fds()
-    return supervised, written, read, drained
+    return supervised, phases
 
 
-def settle(module, places, supervised, written, read, drained, result):
-    """After the phases: reap the ranks, let the cleanup helpers finish (or defer), fill the result;
-    the failure message or None."""
+def settle(module, places, supervised, phases):
+    """After the phases: reap the ranks, let the cleanup helpers finish (or defer); the frozen Outcome."""
     params = module.params
+    written = phases["written"]
     if written is None:
         # The controller (or barrier_timeout) called the run off: ranks exit unwritten, the directories go.
         processes.reap_within([pid for pid, _start in supervised.rank_ids()], params["kill_grace"])
-        result.update(places.finish(params["kill_grace"], module.warn))
-        result["ranks"] = []
-        return "canary aborted before any rank wrote: %s" % ((result.get("barrier") or {}).get("abort") or "aborted")
-    stalled = written.stalled + (read.stalled if read else []) + (drained.stalled if drained else [])
-    # After a stall the ranks may never exit soon: give the helpers only the grace period.
-    result.update(places.finish(params["kill_grace"] if stalled else max(params["timeout"], 30.0), module.warn))
-    for pid, _start in supervised.rank_ids():
-        processes.reap(pid)
-    outcome.fill(result, params, written, read, module._diff)
-    for rank in written.results:
-        if rank.get("other_run_markers"):
-            module.warn("job_id %s: done markers of other runs in %s ignored (only this run's count): %s"
-                        % (params["job_id"], result["workdir"], shapes.describe_markers(rank["other_run_markers"])))
-    outcome.fill_placement(result, params, [workdir.real for workdir in places.nfs], written, drained)
-    return outcome.failure(result, params["timeout"], written, read) or outcome.drain_failure(drained, params["timeout"])
+        cleanup = places.finish(params["kill_grace"], module.warn)
+    else:
+        stalled = written.stalled + [item for phase in (phases["read"], phases["drained"]) if phase for item in phase.stalled]
+        # After a stall the ranks may never exit soon: give the helpers only the grace period.
+        cleanup = places.finish(params["kill_grace"] if stalled else max(params["timeout"], 30.0), module.warn)
+        for pid, _start in supervised.rank_ids():
+            processes.reap(pid)
+        for rank in written.results:
+            if rank.get("other_run_markers"):
+                module.warn("job_id %s: done markers of other runs in %s ignored (only this run's count): %s"
+                            % (params["job_id"], places.path(), shapes.describe_markers(rank["other_run_markers"])))
+    workdirs = tuple(workdir.path() for workdir in places.every) if len(places.every) > 1 else ()
+    return outcome.Outcome(cleanup=cleanup, workdir=places.path(), workdirs=workdirs,
+                           nfs_paths=tuple(workdir.real for workdir in places.nfs), **phases)
 
 
-def run(module, host):
-    """The whole canary; (result, failure message or None)."""
+def run(module, host, target, planned):
+    """The canary as planned (preflight.Plan) on its target (host/canary/target.Target); the frozen
+    outcome.Outcome, with `stopped` naming why when it failed before any rank ran."""
     params = module.params
-    places, servers, result, shape_plan = prepare(module, host)
-    if module.check_mode:
-        return result, None
+    places = target.places
+    if planned.nofile_soft is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (planned.nofile_soft, target.facts.nofile[1]))
     if params["barrier_dir"] is not None:
         # Before the work directories: a refused barrier_dir leaves nothing behind.
         error = barrier_files.prepare_dir(params["barrier_dir"])
         if error:
-            raise Refused(error)
+            return outcome.Outcome(stopped=error)
     try:
         places.make()
     except WorkdirError as exc:
-        raise Refused(str(exc))
-    result["workdir"] = places.path()
-    if len(places.every) > 1:
-        result["workdirs"] = [workdir.path() for workdir in places.every]
+        return outcome.Outcome(stopped=str(exc))
     try:
-        supervised, written, read, drained = run_phases(module, places, shape_plan, result["plan"], result["start_at"],
-                                                        servers, host, result)
+        supervised, phases = run_phases(module, places, planned, list(target.facts.servers), host)
     except canary_ranks.RankStartError as exc:
-        raise Refused(str(exc), cleaned_up=places.cleaned_after_failed_start())
-    failure = settle(module, places, supervised, written, read, drained, result)
+        return outcome.Outcome(stopped=str(exc), cleanup={"cleaned_up": places.cleaned_after_failed_start()})
+    ran = settle(module, places, supervised, phases)
     if params["barrier_dir"] is not None:
         # done.json: the role's one wait after go returns on it.
-        barrier_files.write_done(module, params["barrier_dir"], failure is not None)
-    return result, failure
+        barrier_files.write_done(module, params["barrier_dir"], outcome.report(params, planned, ran)[1] is not None)
+    return ran

@@ -24,7 +24,7 @@ import time
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import shapes as canary_shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 
 # os.urandom is called in pieces so a rank never holds its block twice (bytes + mmap).
@@ -181,7 +181,7 @@ def _check_size(result, fd, rank_plan, item, sizes):
 
 
 def write_rank(dir_fd, rank_plan, params, start_at, barrier, buffer=None, job_fd=None):
-    """A rank's write: a shape's ops (host/canary_shapes.run_ops; job_fd, the first path's directory, holds a job's
+    """A rank's write: a shape's ops (host/canary/shapes.run_ops; job_fd, the first path's directory, holds a job's
     done markers) or a layout's files (run_rank)."""
     if buffer is None:
         buffer = random_block(params["block_size"], seed_of(params, rank_plan.get("global_rank", rank_plan["rank"])))

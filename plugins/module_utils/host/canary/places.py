@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup import WorkdirError
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary.cleanup import WorkdirError
 
 
 class Places:
