@@ -21,7 +21,7 @@ import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import rpc_latency, rpc_tasks, samples, sunrpc_xprt
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 
 # The bundle's three files (stats/bundle.py CLIENT_FILES keys) and what each shows.
 FILES = {"sunrpc_xprt": "sunrpc_xprt.txt", "rpc_tasks": "rpc_tasks.txt", "rpc_latency": "rpc_latency.txt"}

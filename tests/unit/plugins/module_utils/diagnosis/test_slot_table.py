@@ -121,7 +121,7 @@ def test_figures_json_carries_the_slot_table_and_gives_the_row_the_files_give(tm
     # The bundle's writer works each client's row out once (host_figures.figures_file) and the reader takes it back
     # while the files are unchanged: the slot-table summary must come back the same.
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row, host_figures, run
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, FIGURES_FILE
     path = slot_bundles.bundle(tmp_path, slot_bundles.full_session(), "small_files")
     loaded = load_bundle(path, stream=True)
     mount_point, clients = loaded["context"]["mount_point"], loaded["clients"]
