@@ -52,6 +52,9 @@ def summarize(files, mount_point, mountstats_text):
     if not present:
         return None
     address, ports = mount_endpoints(mountstats_text, mount_point)
+    if address is None:
+        # mountstats prints no addr= (and srcport 0) on 6.1: the host sample's NFS server address, when it names one.
+        address = _sampled_server(files)
     summary = {"seen": {}, "not_seen": {}, "server": address}
     xprt = _xprt_summary(present.get("sunrpc_xprt"), address, ports, summary)
     tasks = _tasks_summary(present.get("rpc_tasks"), address, summary)
@@ -67,6 +70,16 @@ def summarize(files, mount_point, mountstats_text):
         if not summary["seen"][key]:
             summary["not_seen"].setdefault(key, "no %s in the bundle" % FILES[key])
     return summary
+
+
+def _sampled_server(files):
+    """The one NFS server address the client's host samples name (host_reader's nfs_server_addresses), else None."""
+    for key in ("host_after", "host_before"):
+        sample = files.get(key)
+        addresses = sample.get("nfs_server_addresses") if isinstance(sample, dict) else None
+        if addresses and len(set(addresses)) == 1:
+            return str(addresses[0])
+    return None
 
 
 def _not_seen(summary, key, parsed, what):
@@ -92,7 +105,7 @@ def _xprt_summary(text, address, ports, summary):
     if by_port:
         mapped, how = True, "by source port (xprt_info src_port = mountstats xprt srcport)"
     elif by_address:
-        mapped, how = True, "by server address (dstaddr = the mount's addr=)"
+        mapped, how = True, "by server address (dstaddr = the mount's addr=, or the host sample's one NFS server address)"
     else:
         mapped, how = False, "not mappable (no src_port or dstaddr matched the mount's): every transport of the host counted"
     points = []

@@ -68,10 +68,10 @@ class XprtInfo:
 
     @property
     def full(self):
-        """Every slot taken, or a task waiting for one (backlog): the slot table was full at this read."""
-        if self.backlog_q_len:
-            return True
-        return self.num_reqs is not None and bool(self.max_num_slots) and self.num_reqs >= self.max_num_slots
+        """A task waiting for a slot (backlog_q_len > 0): the slot table was full at this read. num_reqs at the cap
+        alone is not: it counts slots allocated, which stay allocated after a burst and never fall below
+        min_num_slots (a 2-slot table reads num_reqs=2 idle; issue 47's lab run on 6.1 and 6.12)."""
+        return bool(self.backlog_q_len)
 
 
 def parse_xprt_info(text, path=None):
