@@ -29,7 +29,7 @@ def test_the_playbooks_slots_are_the_scripts_for_max_options():
     assert script.max_options() == plan.MAX_OPTIONS
     text = (ROOT / "playbooks" / "compare_architectures.yml").read_text()
     assert script.rewrite(text, plan.MAX_OPTIONS) == text, "run: python scripts/compare-slots.py"
-    assert subprocess.run([sys.executable, str(SCRIPT), "--check"]).returncode == 0
+    assert subprocess.run([sys.executable, str(SCRIPT), "--check"], check=False).returncode == 0
 
 
 def test_each_slot_imports_the_validate_playbook_for_its_option_only():
