@@ -5,7 +5,7 @@
 canary_validation): the files ([{name, content}], for one ansible.builtin.copy loop) and the canary's
 and the probe's records.
 
-The logic is in module_utils/stats/bundle_part.py (and a client's figures.json in
+The logic is in module_utils/bundle/bundle_part.py (and a client's figures.json in
 module_utils/diagnosis/host_figures.py); these wrappers only check their input.
 Documentation for each filter is in the YAML file of the same name next to this one.
 """
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_part
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES
 
 # The records a host's part ends with (after its statistics files): the canary's, the capture's, the probe's.
 RECORD_FILES = frozenset(CLIENT_FILES[key] for key in ("canary", "capture", "probe"))
@@ -60,7 +60,7 @@ def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=N
 
 def _with_figures(files, after):
     """files and the client's figures.json (diagnosis/host_figures.py: the diagnosis's own reading of the
-    files, which module_utils/stats cannot import), before the records, so a record written last still
+    files, which module_utils/bundle cannot import), before the records, so a record written last still
     comes last; files alone where the figures are left out."""
     figures = host_figures.figures_file(files, after)
     if figures is None:

@@ -5,7 +5,7 @@
 checks, the D-state sampler, each client's capture.json, context.yml, and the statistics files of a
 host's part of the bundle.
 
-The logic is in module_utils/stats (capture.py, bundle.py); these wrappers only check their input.
+The logic is in module_utils/bundle (capture.py, bundle.py); these wrappers only check their input.
 Documentation for each filter is in the YAML file of the same name next to this one.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle, capture
 
 
 def _mapping(value, name, what):

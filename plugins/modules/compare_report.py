@@ -128,9 +128,10 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.ckptio.nfs.plugins.module_utils.compare import figure as compare_figure
 from ansible_collections.ckptio.nfs.plugins.module_utils.compare import option, ranking
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file, bundle_reader
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values, report_figure
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report_figure
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 
 
 def option_row(spec):

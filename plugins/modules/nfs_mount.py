@@ -281,7 +281,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.mount_holders import find_holders, read_processes
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 
 
 # ---- the views -------------------------------------------------------------------------------

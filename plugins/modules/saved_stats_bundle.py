@@ -226,9 +226,9 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import partial as paste_partial
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import readings as paste_readings
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import saved_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import MAX_MAGNITUDE, BundleError, dump_json
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CONTEXT_FILE
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import MAX_MAGNITUDE, BundleError, dump_json
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CONTEXT_FILE
 
 ARGUMENT_SPEC = dict(
     src=dict(type="path", required=True),

@@ -42,11 +42,11 @@ CAPTURE = os.path.join(HERE, os.pardir, "fixtures", "captures", "healthy")
 
 def written_capture(root):
     """CAPTURE as the current writer writes it, in root/capture (made once): each client's probe.json
-    re-written through the one bundle writer (module_utils/stats/bundle_part.host_files), which puts
+    re-written through the one bundle writer (module_utils/bundle/bundle_part.host_files), which puts
     iperf3's raw output in probe_iperf3.json since issue 27, and its figures.json as the writer adds it
     (diagnosis/host_figures.py); every other file is the capture's own."""
     import json
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_part
     written = os.path.join(root, "capture")
     if os.path.isdir(written):
         return written
@@ -67,7 +67,7 @@ def _figures(directory, mount_point):
     """[figures.json] of a client directory as the writer (filter ckptio.nfs.bundle_host_files) writes it with the
     client's statistics files and canary.json, from the same texts; [] where the writer leaves it out."""
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES
     files = []
     for key, name in CLIENT_FILES.items():
         if key not in ("probe", "capture") and os.path.exists(os.path.join(directory, name)):
@@ -129,17 +129,18 @@ def profile(clients, root, link, as_captured=False, capture=None):
     import pstats
     from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle  # noqa: F401 the module's imports
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
     bundle = build(root, clients, link, as_captured, capture)
 
     def work():
         # As diagnose_bundle does it: the cyclic collector paused while the result is built.
         with paused_gc():
-            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True)),
+            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True), parallel_map),
                                           lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
             render_markdown(result)
         return len(text)
@@ -158,10 +159,11 @@ def phases(clients, root, link, capture=None):
     from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, FIGURES_FILE
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures, run
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence
@@ -209,7 +211,7 @@ def phases(clients, root, link, capture=None):
         print("per client, in all from figures.json (its files read, the figures steps): %.3f ms" % (from_figures / clients * 1000))
     with paused_gc():
         wall, cpu = time.monotonic(), time.process_time()
-        the_run = run.read_run(load_bundle(bundle, stream=True))
+        the_run = run.read_run(load_bundle(bundle, stream=True), parallel_map)
         print("read_run (forked readers): %.1f s wall, %.1f s of this process's CPU; peak RSS %.0f MiB"
               % (time.monotonic() - wall, time.process_time() - cpu, _peak_mib()))
         wall = time.monotonic()

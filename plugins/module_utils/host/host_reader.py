@@ -120,7 +120,7 @@ def read_host_sample(host, route_addresses=()):
               # CPU this process (the module, with Python's start and Ansible's wrapper) used before
               # the sample: the measurement's own cost, which the diagnosis takes out again.
               "sampler_cpu_seconds": _own_cpu_seconds()}
-    # The kernel decides facts the diagnosis states (module_utils/stats/kernels.py).
+    # The kernel decides facts the diagnosis states (module_utils/kernel_text/kernels.py).
     sample["kernel_release"] = (atomic_file.read_optional(os.path.join(proc, "sys", "kernel", "osrelease")) or "").strip() or None
     uptime = (atomic_file.read_optional(os.path.join(proc, "uptime")) or "").split()
     if uptime:

@@ -21,6 +21,7 @@ import dataclasses
 import os
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host_evidence
 
 # The live host's root. Only tests change it (through the fake_host fixture), before main() runs.
 ROOT = "/"
@@ -47,7 +48,8 @@ class HostRoot:
     mountinfo = _kernel_path("/proc/self/mountinfo", "The mounts this process sees (proc(5)).")
     mountstats = _kernel_path("/proc/self/mountstats", "The NFS client's per-mount counters.")
     meminfo = _kernel_path("/proc/meminfo", "Memory figures (MemAvailable bounds the canary).")
-    sys_class_net = _kernel_path("/sys/class/net", "One directory per network interface.")
+    # Named where the pure floor cites it too (a link row's speed source), so it is written once.
+    sys_class_net = _kernel_path(host_evidence.SYS_CLASS_NET, "One directory per network interface.")
     nfsd_stats = _kernel_path("/proc/net/rpc/nfsd", "The NFS server's RPC and NFS counters.")
     nfsd_control = _kernel_path("/proc/fs/nfsd", "knfsd's control files: threads, pool_stats, max_connections...")
     sunrpc_sysctls = _kernel_path("/proc/sys/sunrpc", "The sunrpc sysctls (slot tables), present once sunrpc is loaded.")

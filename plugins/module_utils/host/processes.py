@@ -30,7 +30,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 # Our own children run on the live host: their /proc is the real one, never a test's fake host root.
 PROC = host_root.HostRoot().proc

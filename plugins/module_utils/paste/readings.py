@@ -21,15 +21,15 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mount_lines
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats, parse_mount_lines
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     NFS3_PROCS,
     nfsd_text_from_nfsstat,
     nfsstat_tables,
     parse_nfsd_stats,
     parse_pool_stats,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import NEGATIVE_PRINTED, nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import NEGATIVE_PRINTED, nfsd_delta, pool_stats_delta
 
 CAN_SHOW = {
     "mountstats": "per op queue vs RTT vs execute, transport slots in use per send against max_slots, backlog, "

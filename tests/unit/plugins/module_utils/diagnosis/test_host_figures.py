@@ -14,7 +14,7 @@ from ansible_collections.ckptio.nfs.plugins.filter.bundle import bundle_host_fil
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row, host_figures, run
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, FIGURES_FILE
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 CAPTURES = sorted(os.path.dirname(path) for path in glob.glob(sample_path("..", "captures", "*", "context.yml")))

@@ -63,7 +63,7 @@ def test_the_zip_holds_the_module_its_module_utils_and_ansibles_and_a_package_fi
     names = set(zipfile.ZipFile(str(tmp_path / "canary.pyz")).namelist())
     assert "__main__.py" in names
     assert "ansible_collections/ckptio/nfs/plugins/modules/checkpoint_canary.py" in names
-    assert "ansible_collections/ckptio/nfs/plugins/module_utils/host/canary_run.py" in names
+    assert "ansible_collections/ckptio/nfs/plugins/module_utils/host/canary/run.py" in names
     assert "ansible/module_utils/basic.py" in names
     for package in ("ansible", "ansible_collections", "ansible_collections/ckptio", "ansible_collections/ckptio/nfs",
                     "ansible_collections/ckptio/nfs/plugins", "ansible_collections/ckptio/nfs/plugins/modules"):
