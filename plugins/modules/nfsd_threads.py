@@ -295,7 +295,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_conn
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_lock
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
@@ -328,7 +329,7 @@ HEADER = nfsd_plan.HEADER
 
 def read_int(module, path):
     # A directory or an unreadable file in /proc/fs/nfsd is a broken host: say which, no traceback.
-    text = atomic_file.read_text_or_fail(module, path)
+    text = file_read.read(path, follow_links=True, module=module)
     if text is None:
         return None
     try:
@@ -391,7 +392,7 @@ def read_config_files(module, own_path, own_text):
         return [os.path.join(directory, name) for name in nfs_conf.dropin_names(names)]
 
     def planned(paths):
-        return owned_files.with_own(paths, own_path, own_text, functools.partial(atomic_file.read_text_or_fail, module))
+        return owned_files.with_own(paths, own_path, own_text, functools.partial(file_read.read, follow_links=True, module=module))
 
     files = planned([NFS_CONF])
     if not files:
@@ -419,17 +420,17 @@ def read_max_connections(module, host):
         "dropin_path": NFS_SERVER_DROPIN,
         # The one reader: a directory or an unreadable file fails naming it and the errno. A masked drop-in
         # (a link to /dev/null) holds nothing for systemd: no text, and the plan refuses to persist through it.
-        "dropin": None if masked else atomic_file.read_text_or_fail(module, NFS_SERVER_DROPIN),
+        "dropin": None if masked else file_read.read(NFS_SERVER_DROPIN, follow_links=True, module=module),
         "dropin_masked": masked,
         "value_path": MAX_CONNECTIONS_VALUE_FILE,
-        "value": atomic_file.read_text_or_fail(module, MAX_CONNECTIONS_VALUE_FILE),
+        "value": file_read.read(MAX_CONNECTIONS_VALUE_FILE, follow_links=True, module=module),
         "dd_path": next((path for path in DD_PATHS if os.path.exists(path)), DD_PATHS[0]),
     }
 
 
 def is_masked(path):
     """True when path is a symbolic link that ends at /dev/null: how `systemctl mask` masks a unit (systemctl(1))."""
-    return atomic_file.read_link(path) is not None and os.path.realpath(path) == os.devnull
+    return file_read.read_link(path) is not None and os.path.realpath(path) == os.devnull
 
 
 def read_unit_files(module):
@@ -441,7 +442,7 @@ def read_unit_files(module):
     for directory in SYSTEMD_UNIT_DIRS:
         path = os.path.join(directory, NFS_SERVER_UNIT)
         if unit is None and os.path.isfile(path):
-            unit = (path, atomic_file.read_optional(path))
+            unit = (path, file_read.read(path, kernel=True))
         dropin_dir = path + ".d"
         try:
             names = os.listdir(dropin_dir)
@@ -452,17 +453,17 @@ def read_unit_files(module):
                 dropins[name] = os.path.join(dropin_dir, name)
     if unit is None or unit[1] is None:
         return []
-    return [unit] + [(path, atomic_file.read_optional(path) or "") for _name, path in sorted(dropins.items())]
+    return [unit] + [(path, file_read.read(path, kernel=True) or "") for _name, path in sorted(dropins.items())]
 
 
 def read_start_view(module):
     """How nfs-server starts rpc.nfsd: the view nfsd_plan.plan_start() reads."""
     env_path = next((path for path in ENV_SCRIPTS if os.path.exists(path)), ENV_SCRIPTS[0])
-    env_script = atomic_file.read_optional(env_path)
+    env_script = file_read.read(env_path, kernel=True)
     sourced = [os.path.join(SOURCED_ROOT, path.lstrip("/")) for path in nfs_server_start.sourced_files(env_script or "")]
-    texts = dict((path, atomic_file.read_text_or_fail(module, path)) for path in list(EDITABLE_DEFAULTS) + sourced)
+    texts = dict((path, file_read.read(path, follow_links=True, module=module)) for path in list(EDITABLE_DEFAULTS) + sourced)
     return nfsd_plan.start_view(read_unit_files(module), env_path, env_script, sourced, texts, RPCNFSDCOUNT_RECORD,
-                                atomic_file.read_text_or_fail(module, RPCNFSDCOUNT_RECORD), EDITABLE_DEFAULTS)
+                                file_read.read(RPCNFSDCOUNT_RECORD, follow_links=True, module=module), EDITABLE_DEFAULTS)
 
 
 # ---- applying --------------------------------------------------------------------------------
@@ -543,7 +544,7 @@ def steps(module, host, request):
 
     def read_and_plan():
         start_view = read_start_view(module)
-        before = atomic_file.read_text_or_fail(module, request.conf_file)
+        before = file_read.read(request.conf_file, follow_links=True, module=module)
         after = nfsd_plan.plan_file(request, before)
         views = nfsd_plan.Views(host.nfsd_control, threads_before, min_before, max_block_size, max_view, before,
                                 files_after=read_config_files(module, request.conf_file, after),
@@ -582,7 +583,7 @@ def main():
         module.fail_json(msg="; ".join(errors))
     try:
         request = nfsd_plan.Request.from_params(module.params, os.path.normpath(module.params["conf_file"]) == os.path.normpath(NFS_CONF))
-        result = tuning_flow.run(module, steps(module, host, request))
+        result = tuning_flow.run(module, steps(module, host, request), file_lock.locked)
     except nfsd_plan.PlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -224,7 +224,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_fil
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_table_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tables
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_lock
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
@@ -275,7 +276,7 @@ def read_live(module, host):
         values[option] = None
         for path in live_paths(host, option):
             # A directory or an unreadable file here is a broken host: say which, no traceback.
-            value = slot_tables.parse_int(atomic_file.read_text_or_fail(module, path))
+            value = slot_tables.parse_int(file_read.read(path, follow_links=True, module=module))
             if value is not None:
                 values[option] = value
                 break
@@ -294,13 +295,13 @@ def read_modprobe_files(module, own_path, own_text):
     if own_text is not None and not any(own_name in names for _d, names in listing):
         listing.append((os.path.dirname(own_path), [own_name]))
     return owned_files.with_own(modprobe_conf.config_order(listing), own_path, own_text,
-                                functools.partial(atomic_file.read_text_or_fail, module))
+                                functools.partial(file_read.read, follow_links=True, module=module))
 
 
 def read_views(module, host, request, live_before, loaded):
     """The views under the locks; the other modprobe.d files are read with ours as planned."""
-    modprobe_before = atomic_file.read_text_or_fail(module, request.modprobe_path)
-    load_before = atomic_file.read_text_or_fail(module, request.load_path)
+    modprobe_before = file_read.read(request.modprobe_path, follow_links=True, module=module)
+    load_before = file_read.read(request.load_path, follow_links=True, module=module)
     modprobe_after, load_after = slot_table_plan.plan_files(request, modprobe_before, load_before)
     views = slot_table_plan.Views(
         live_before, loaded, modprobe_before, load_before,
@@ -423,7 +424,8 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        result = tuning_flow.run(module, steps(module, host_root.at_root(), slot_table_plan.Request.from_params(module.params)))
+        result = tuning_flow.run(module, steps(module, host_root.at_root(), slot_table_plan.Request.from_params(module.params)),
+                                  file_lock.locked)
     except slot_table_plan.PlanError as exc:
         module.fail_json(msg=str(exc), changed=False)
     module.exit_json(**result)

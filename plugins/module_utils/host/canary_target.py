@@ -18,7 +18,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_cleanup
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_places
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
@@ -45,7 +45,7 @@ def open_target(path, keep, shared=None):
         return canary_cleanup.Workdir(real, keep, shared)
     except OSError as exc:
         raise Refused("path %s cannot be opened without following a symbolic link (%s); give the real path"
-                      % (path, atomic_file.describe_error(exc)))
+                      % (path, file_read.describe_error(exc)))
 
 
 def check_mount(path, real, parent_fd, allow_local, mountinfo_path):
@@ -55,7 +55,7 @@ def check_mount(path, real, parent_fd, allow_local, mountinfo_path):
     (os.fstat(fd).st_dev against mountinfo's MAJ:MIN): a path swapped between the checks
     opens something else, and that is refused instead of written.
     """
-    mounts = parse_mountinfo(atomic_file.read_optional(mountinfo_path) or "")
+    mounts = parse_mountinfo(file_read.read(mountinfo_path, kernel=True) or "")
     st_dev = os.fstat(parent_fd).st_dev
     device = (os.major(st_dev), os.minor(st_dev))
     by_path = canary.mount_for_path(mounts, real)
@@ -88,7 +88,7 @@ def check_limits(params, real, parent_fd, meminfo_path, check_mode):
     Raises the soft open-files limit when the run needs it and may (not in check mode)."""
     ranks = params["ranks"]
     errors = []
-    available = canary_limits.mem_available(atomic_file.read_optional(meminfo_path))
+    available = canary_limits.mem_available(file_read.read(meminfo_path, kernel=True))
     errors.append(canary_limits.memory_error(ranks, params["block_size"], available, 2 if params["restore"] else 1))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     new_soft, error = canary_limits.fd_limit_plan(ranks, _open_fd_count(), soft, hard)
@@ -137,7 +137,7 @@ def open_places(params, mountinfo_path):
             local = open_target(params["local_path"], params["keep"])
         except Refused as exc:
             raise Refused("local_path: %s" % exc)
-        mount = canary.mount_for_path(parse_mountinfo(atomic_file.read_optional(mountinfo_path) or ""), local.real)
+        mount = canary.mount_for_path(parse_mountinfo(file_read.read(mountinfo_path, kernel=True) or ""), local.real)
         if mount is not None and mount["fstype"] in NFS_FSTYPES:
             raise Refused("local_path %s is on the NFS mount %s: a burst buffer must be node-local (NVMe, tmpfs)"
                           % (params["local_path"], mount["mount_point"]))

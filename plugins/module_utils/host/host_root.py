@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 
 # The live host's root. Only tests change it (through the fake_host fixture), before main() runs.
 ROOT = "/"
@@ -68,7 +68,7 @@ class HostRoot:
 
     def read(self, path):
         """A kernel file's text (bounded, every byte kept), or None when it cannot be read."""
-        return atomic_file.read_optional(path)
+        return file_read.read(path, kernel=True)
 
     def read_sunrpc_settings(self):
         """(dict, bundle text) of the live RPC slot settings: sysctls first (the live values), then module parameters."""
