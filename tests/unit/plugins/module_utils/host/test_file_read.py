@@ -107,3 +107,44 @@ def test_regular_files_lists_files_only_without_dot_files(tmp_path):
     assert file_read.regular_files(str(tmp_path)) == ["a", "b.txt", "link"]
     with pytest.raises(OSError):
         file_read.regular_files(str(tmp_path / "missing"))
+
+
+def test_list_dirs_lists_the_directories_that_can_be_listed_in_their_order(tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "b.conf").write_text("")
+    (tmp_path / "etc" / "a.conf").write_text("")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "file").write_text("")
+    directories = [str(tmp_path / name) for name in ("lib", "missing", "file", "etc")]
+    assert file_read.list_dirs(directories) == [(str(tmp_path / "lib"), []), (str(tmp_path / "etc"), ["a.conf", "b.conf"])]
+
+
+def test_our_own_files_old_text_refuses_what_is_not_ours_and_is_none_when_unreadable(tmp_path, monkeypatch):
+    import socket
+    own = tmp_path / "report.md"
+    own.write_text("old\n")
+    assert file_read.read(str(own), none_on=file_read.UNREADABLE) == "old\n"
+    assert file_read.read(str(tmp_path / "absent"), none_on=file_read.UNREADABLE) is None
+    (tmp_path / "link").symlink_to(str(own))
+    with pytest.raises(file_read.FileRefused):
+        file_read.read(str(tmp_path / "link"), none_on=file_read.UNREADABLE)
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(tmp_path / "sock"))
+        with pytest.raises(file_read.FileRefused) as raised:
+            file_read.read(str(tmp_path / "sock"), none_on=file_read.UNREADABLE)
+        assert "a socket" in str(raised.value)
+    finally:
+        listener.close()
+
+    def denied(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr(os, "open", denied)
+    assert file_read.read(str(own), none_on=file_read.UNREADABLE) is None
+
+
+def test_binary_keeps_the_bytes_and_the_cap(tmp_path):
+    (tmp_path / "report.png").write_bytes(b"\x89PNG\r\n")
+    assert file_read.read(str(tmp_path / "report.png"), binary=True) == b"\x89PNG\r\n"
+    with pytest.raises(file_read.FileRefused):
+        file_read.read(str(tmp_path / "report.png"), 3, binary=True)
