@@ -348,7 +348,8 @@ def detect(unit_files, env_script_path, env_script, defaults_files, editable):
 
     unit_files: [(path, text)] of nfs-server.service then its drop-ins; env_script: the text of
     nfs-utils_env.sh at env_script_path (None: absent); defaults_files: [(path, text or None)] of
-    every file the script sources, in its order; editable: the files ckptio may edit (host_root.HostRoot.editable_defaults). Returns {mechanism, reason, exec_start, count,
+    every file the script sources, in its order; editable: the files ckptio may edit
+    (host_root.HostRoot.editable_defaults). Returns {mechanism, reason, exec_start, count,
     count_source {path, line, value, via}, edit_path}: count is what the next start uses when the
     command line decides (None otherwise), edit_path the file whose RPCNFSDCOUNT would set it.
     """
