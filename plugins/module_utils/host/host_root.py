@@ -64,7 +64,7 @@ class HostRoot:
     net_tcp4 = _kernel_path("/proc/net/tcp", "IPv4 TCP sockets (proc(5)).")
     net_tcp6 = _kernel_path("/proc/net/tcp6", "IPv6 TCP sockets.")
 
-
+    # The tools' files under /etc, /usr and /run (the same _kernel_path: any host path under the root).
     # nfs-utils (conffile.c conf_init_file): /etc/nfs.conf, else /usr/etc/nfs.conf and its .d; then /etc/nfs.conf.d.
     nfs_conf = _kernel_path("/etc/nfs.conf", "nfs-utils' main configuration file.")
     nfs_conf_d = _kernel_path("/etc/nfs.conf.d", "nfs-utils' drop-in directory (*.conf).")
