@@ -379,7 +379,7 @@ def write_fstab(module, wanted, views, plan):
     if plan.fstab_after != views.fstab.text:
         try:
             backup_file = file_write.write_file(module, wanted.fstab_path, plan.fstab_after, backup=module.params["backup"],
-                                                 follow_links=True)
+                                                follow_links=True)
         except OSError as exc:
             module.fail_json(msg="fstab: could not write %s (the old file is unchanged): %s" % (wanted.fstab_path, exc))
     return tuning_flow.Written({wanted.fstab_path: backup_file} if backup_file else {})

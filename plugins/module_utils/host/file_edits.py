@@ -35,7 +35,7 @@ def apply_edits(module, edits):
                 backup_file = file_write.remove_file(module, edit.path, backup=edit.backup)
             else:
                 backup_file = file_write.write_file(module, edit.path, edit.after, backup=edit.backup, make_parent=True,
-                                                     follow_links=True)
+                                                    follow_links=True)
         except OSError as exc:
             module.fail_json(msg="could not %s %s (the old file is untouched)%s: %s" % (
                 "remove" if edit.after is None else "write", edit.path,

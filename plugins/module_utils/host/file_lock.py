@@ -94,4 +94,3 @@ def locked(module, path, timeout=None):
         except OSError:
             pass
         os.close(fd)
-

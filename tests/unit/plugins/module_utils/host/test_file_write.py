@@ -1,7 +1,6 @@
 """file_write: the one place files are replaced; a failure leaves the old bytes and no temp file."""
 from __future__ import annotations
 
-import errno
 import os
 import stat
 
