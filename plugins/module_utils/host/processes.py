@@ -27,7 +27,7 @@ import signal
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
@@ -51,7 +51,7 @@ class Child:
 
 
 def stat_text(pid, proc=PROC):
-    return atomic_file.read_optional("%s/%d/stat" % (proc, pid))
+    return file_read.read("%s/%d/stat" % (proc, pid), kernel=True)
 
 
 def task_state(pid, proc=PROC):
@@ -77,8 +77,8 @@ def gone(pid, starttime, proc=PROC):
 
 def identity(pid, proc=PROC):
     """(stat text, executable, raw cmdline) of pid for probe.identity_problem; stat None when gone."""
-    return (stat_text(pid, proc), atomic_file.read_link("%s/%d/exe" % (proc, pid)),
-            atomic_file.read_optional("%s/%d/cmdline" % (proc, pid)))
+    return (stat_text(pid, proc), file_read.read_link("%s/%d/exe" % (proc, pid)),
+            file_read.read("%s/%d/cmdline" % (proc, pid), kernel=True))
 
 
 def our_processes(record, proc=PROC):

@@ -50,7 +50,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def workdir_pattern(pid):
-    """The name of a work directory the canary with this pid makes (host/canary_cleanup: prefix, host, pid, 8 hex)."""
+    """The name of a work directory the canary with this pid makes (host/canary/cleanup.py: prefix, host, pid, 8 hex)."""
     return re.compile("^%s.+-%d-[0-9a-f]{8}$" % (re.escape(plan.WORKDIR_PREFIX), pid))
 
 
