@@ -84,6 +84,27 @@ FRAMES = (
 )
 
 
+# Where an nfsd thread blocked inside the exported file system waits (issue 44), innermost frame first. On a lock
+# (a mutex, an rw semaphore, ZFS's range and rrw locks): the file system's own code holds it and does not let go - a
+# deadlock, which its tracker calls a bug (openzfs/zfs#2954 zfs_zget's mutex, #4362 zfs_range_lock, #4648
+# rrw_enter_read, #2864 dmu_zfetch's mutex). On I/O (io_schedule, ZFS's txg and zio waits, a journal or log force,
+# page writeback): the storage under the export does not complete the I/O. Patterns as in FRAMES.
+FS_LOCK_FRAMES = ("mutex_lock*", "__mutex_lock*", "rwsem_down_*", "down_read*", "down_write*", "__down_*", "rrw_enter*",
+                  "zfs_range_lock*", "*rangelock_enter*", "rw_enter*")
+FS_IO_FRAMES = ("io_schedule*", "txg_wait_*", "zio_wait", "dmu_tx_wait", "wait_on_page_writeback", "folio_wait_writeback",
+                "wait_on_page_bit*", "folio_wait_bit*", "jbd2_log_wait_commit", "jbd2_journal_*", "xlog_wait*",
+                "xfs_log_force*", "_xfs_log_force*", "submit_bio_wait", "blk_mq_get_tag")
+
+
+def file_system_wait(frames):
+    """("lock" or "io", the frame) of the innermost frame of FS_LOCK_FRAMES or FS_IO_FRAMES, or None."""
+    for name in frames:
+        for what, patterns in (("lock", FS_LOCK_FRAMES), ("io", FS_IO_FRAMES)):
+            if any(_matches(pattern, name) for pattern in patterns):
+                return what, name
+    return None
+
+
 def frame_meaning(name):
     """(meaning, layer_or_fault) of a frame name in FRAMES, or None."""
     for pattern, meaning, layer in FRAMES:

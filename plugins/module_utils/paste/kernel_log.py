@@ -90,21 +90,21 @@ def recognise(text):
 def parse(text):
     """{"hung_tasks": [...], "outages": [...], "not_responding": [...], "rpc_timeouts": [...],
     "state_messages": [...], "stale_handles": [...]} (lines kept as text, times in seconds where printed)."""
-    result = {"hung_tasks": [], "outages": [], "not_responding": [], "rpc_timeouts": [], "state_messages": [], "stale_handles": []}
+    result = {"hung_tasks": [], "outages": [], "not_responding": [], "rpc_timeouts": [], "state_messages": [], "stale_handles": [],
+              "last_time": None}
     task = None
     away = {}
     for line in text.split("\n"):
         hung = _HUNG.search(line)
         if hung:
             task = {"task": hung.group("task").strip(), "pid": int(hung.group("pid")), "seconds": int(hung.group("seconds")),
-                    "time": line_time(line), "frames": []}
+                    "time": line_time(line), "frames": [], "guessed": []}
             result["hung_tasks"].append(task)
             continue
         if task is not None:
             frame = _FRAME.search(line)
             if frame:
-                if not frame.group("unsure"):
-                    task["frames"].append(frame.group("name"))
+                task["guessed" if frame.group("unsure") else "frames"].append(frame.group("name"))
                 continue
             if _TRACE_END.search(line):
                 task = None
@@ -114,7 +114,17 @@ def parse(text):
     for task in result["hung_tasks"]:
         task["waits_on"], task["layer"] = waits_on(task["frames"])
     result["hung_tasks"] = _longest_report(result["hung_tasks"])
+    result["last_time"] = last_line_time(text)
     return result
+
+
+def last_line_time(text):
+    """Seconds of the last line that has a time prefix, or None."""
+    for line in reversed(text.split("\n")):
+        found = line_time(line)
+        if found is not None:
+            return found
+    return None
 
 
 def _longest_report(tasks):

@@ -16,7 +16,7 @@ partial.py weighs the readings of every file together.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, nfsstat_mounts
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import more_kinds, recognise
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import hangs, more_kinds, recognise
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
@@ -575,7 +575,7 @@ def _read_kernel_log(reading, text):
         else:
             # A stack that waits on nothing a capacity layer explains (an exported file system's lock, a callback)
             # is a hang: the stack is the evidence, and no slot, thread or link setting frees it (issue 44).
-            add_fault(reading, _hang_fault(tasks), "%s blocked more than %s (%s)" % (
+            add_fault(reading, hangs.hang_fault(tasks), "%s blocked more than %s (%s)" % (
                 ", ".join(names[:4]), human.seconds(longest), what))
     _read_outages(reading, log)
     for key, what in (("rpc_timeouts", "RPC timeouts"), ("state_messages", "NFSv4 state manager / lease messages"),
@@ -585,22 +585,6 @@ def _read_kernel_log(reading, text):
     if log["rpc_timeouts"]:
         _speaks_for(reading, "network")
         _suspect(reading, "network", 1, "%d RPC timeout message(s)" % len(log["rpc_timeouts"]), alternatives=("server_cpu",))
-
-
-def _hang_fault(tasks):
-    """The fault of tasks blocked where no capacity layer explains it: where their stacks wait, and who is blocked."""
-    frames = [frame for task in tasks for frame in task["frames"][:6] if not frame.startswith(("schedule", "__schedule", "io_schedule"))]
-    server = any(task["task"].startswith(("nfsd", "lockd")) for task in tasks)
-    where = ", ".join(dict.fromkeys(frames[:4])) or "frames not printed"
-    return {"name": "hung_task_%s" % ("nfsd" if server else "client"), "kind": "hang",
-            "what": "%s blocked in %s: %s" % (
-                "nfsd threads" if server else "tasks", where,
-                "the server's exported file system or its locks stopped answering, and every request behind them waits"
-                if server else "they wait on something no slot, thread or link setting frees"),
-            "fix": "read the stack's innermost frames (%s): a bug of that file system or driver (its tracker and the kernel's "
-                   "stable releases), or a lock held by another stuck task; a reboot of the %s only clears it" % (
-                       where, "server" if server else "client"),
-            "source": "kernel/hung_task.c check_hung_task (the report); the frames name the code that waits"}
 
 
 def _read_outages(reading, log):
@@ -615,6 +599,12 @@ def _read_outages(reading, log):
              "away %s (\"not responding\" to \"OK\")" % away)
         _suspect(reading, "network", 2, "server %s did not answer for %s" % (outage["server"], away),
                  alternatives=("server_cpu", "server_threads"))
+        hard = any("server %s not responding, still trying" % outage["server"] in line for line in log["not_responding"])
+        fault = hangs.server_not_back(outage, log["last_time"]) if hard else None
+        if fault:
+            seconds = hangs.away_seconds(outage, log["last_time"])
+            add_fault(reading, fault, "\"not responding, still trying\" and no \"OK\" by the last line%s" % (
+                ", %s later" % human.seconds(seconds) if seconds else ""))
 
 
 _READERS = {
