@@ -193,6 +193,12 @@ CREATES_PER_WRITTEN_MIB = _signal(
     1.0, "access_pattern", "below one create per MiB written, files of 1 MiB or less (metadata_ops_per_mib's pattern) "
     "are created more slowly than they are written", comparison="<")
 
+SOCKET_UNREAD_BYTES = _signal(
+    "socket_unread_bytes", "bytes an NFS server's connection holds unread (ss/netstat Recv-Q on local port 2049)", "bytes",
+    2097152, "server_threads", "two of the largest NFS requests (a 1 MiB WRITE, fs/nfs/internal.h NFS_MAX_FILE_IO_SIZE, "
+    "plus headers): a server that reads its connection never lets more wait; nfs-ganesha#1374: 3767744 bytes on one of "
+    "16 connections that hung")
+
 # ---------------------------------------------------------------- access pattern and metadata
 SHARED_LOCK_SHARE = _signal(
     "shared_lock_share", "D-state samples where ranks wait on one file's write lock (nfs_start_io_write)", "share", 0.1,
