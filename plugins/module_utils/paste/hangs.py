@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_frames
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_frames, kernel_log
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 
 SOURCE = "kernel/hung_task.c check_hung_task (the report); the frames name the code that waits"
@@ -35,6 +35,12 @@ def hang_fault(tasks):
                    "stable releases), or a lock held by another stuck task; a reboot of the %s only clears it" % (
                        where, "server" if server else "client"),
             "source": SOURCE}
+
+
+def waits_for_the_server(what, tasks):
+    """True when client tasks (no nfsd or lockd) wait where kernel_log.WAITS names a wait for the server's replies
+    (an RPC's reply, writeback, fsync) - not an unrecognised wait."""
+    return what in kernel_log.SERVER_REPLY_WAITS and not any(task["task"].startswith(("nfsd", "lockd")) for task in tasks)
 
 
 def _file_system_wait(tasks):

@@ -33,7 +33,9 @@ import time
 _HUNG = re.compile(r"\btask\s{1,8}(?P<task>[^\n]{1,64}?):(?P<pid>\d{1,10})\s{1,8}blocked for more than\s{1,8}(?P<seconds>\d{1,10})"
                    r"\s{1,8}seconds")
 # A frame the unwinder is not sure of is printed with "? " (arch/x86/kernel/dumpstack.c): kept apart, never what a task waits on.
-_FRAME = re.compile(r"(?:^|[\s>\]])(?P<unsure>\?\s{1,8})?(?P<name>[A-Za-z_][\w.]{0,510})\+0x[0-9a-fA-F]{1,16}/0x[0-9a-fA-F]{1,16}")
+# 32-bit ARM prints "[<pc>] (function) from [<lr>] (caller+0x3c/0xa0)" (arch/arm/kernel/traps.c dump_backtrace_entry): the
+# caller with its offset is read, so each line gives the frame above the one it names.
+_FRAME = re.compile(r"(?:^|[\s>\](])(?P<unsure>\?\s{1,8})?(?P<name>[A-Za-z_][\w.]{0,510})\+0x[0-9a-fA-F]{1,16}/0x[0-9a-fA-F]{1,16}")
 _NOT_RESPONDING = re.compile(r"\bnfs: server (?P<server>\S{1,255}) not responding, (?P<how>still trying|timed out)")
 _SERVER_OK = re.compile(r"\bnfs: server (?P<server>\S{1,255}) OK\b")
 # "RPC: ... timed out" and "rpc... timed out" (case-insensitive) are two searches, not `rpc.*timed out`: that shape
@@ -79,6 +81,10 @@ WAITS = (
      "writeback of its dirty pages", None),
     (("nfs_file_fsync", "vfs_fsync_range", "do_fsync", "nfs_wb_all"), "fsync (all its dirty pages written and committed)", None),
 )
+
+
+# The waits of WAITS that are a wait for the server's replies (no capacity layer of their own).
+SERVER_REPLY_WAITS = frozenset(what for _names, what, layer in WAITS if layer is None)
 
 
 def recognise(text):

@@ -572,6 +572,11 @@ def _read_kernel_log(reading, text):
             direct = layer != "client_rpc_slots" or "slot" in what
             _suspect(reading, layer, 2 if direct else 1, "%d task(s) blocked more than %s waiting on %s" % (
                 len(tasks), human.seconds(longest), what), alternatives=() if direct else ("server_storage", "network"))
+        elif hangs.waits_for_the_server(what, tasks) and log["not_responding"]:
+            # A client task waiting for the server's replies (writeback, fsync, an RPC) in a log where the server was
+            # "not responding": the outage read below is what it waits for, not a hang of its own (issue 44).
+            _suspect(reading, "network", 1, "%d task(s) blocked more than %s waiting on %s while the server was not "
+                     "responding" % (len(tasks), human.seconds(longest), what), alternatives=("server_storage",))
         else:
             # A stack that waits on nothing a capacity layer explains (an exported file system's lock, a callback)
             # is a hang: the stack is the evidence, and no slot, thread or link setting frees it (issue 44).

@@ -94,3 +94,27 @@ def test_a_server_not_back_by_the_logs_end_hangs_its_hard_mounts():
     # A server that came back ("OK") is an outage of the path or the server, not this fault (raspberrypi/linux#2482).
     reading, result = _corpus("003_rpi_2482_lan78xx_hung_fsync")
     assert "server_not_back" not in [fault["name"] for fault in result["faults"]]
+
+
+def test_a_client_hung_waiting_for_the_server_beside_its_outage_is_the_outage():
+    # raspberrypi/linux#2482: objcopy blocked more than 120 s in nfs_file_fsync while the same log has the server
+    # "not responding" then "OK": the wait is the outage's (the thread: the client NIC driver), not a hang of its own.
+    reading, result = _corpus("003_rpi_2482_lan78xx_hung_fsync")
+    assert not [fault for fault in result["faults"] if fault["kind"] == "hang"]
+    assert result["limiting_layer"] == "network"
+    assert any("objcopy" in row["explanation"] for row in result["evidence"])
+    # Without an outage in the log, the same wait stays a hang (aws-parallelcluster#1150).
+    _reading, result = _corpus("010_pcluster_1150_hung_write_shared_volume")
+    assert result["faults"][0]["kind"] == "hang"
+
+
+def test_a_32_bit_arm_backtrace_is_read_frame_by_frame():
+    # raspberrypi/linux#2482 (4.14 on ARM): "[<80a88018>] (schedule) from [<8015c138>] (io_schedule+0x14/0x3c)".
+    from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_catalogue, kernel_log
+    with open(os.path.join(CORPUS, "003_rpi_2482_lan78xx_hung_fsync", "paste.txt"), encoding="utf-8") as handle:
+        text = handle.read()
+    task = kernel_log.parse(text)["hung_tasks"][0]
+    assert task["frames"][:3] == ["schedule", "io_schedule", "wait_on_page_bit"]
+    assert task["waits_on"] == "writeback of its dirty pages"
+    found = kernel_catalogue.find_stack_frames(text).hits[-1]
+    assert [frame.name for frame in found.frames][:3] == ["__schedule", "schedule", "io_schedule"]
