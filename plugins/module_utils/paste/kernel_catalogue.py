@@ -290,6 +290,11 @@ def find_stack_frames(text):
                 reports.append(current)
             in_trace = True
             continue
+        # `cat /proc/PID/stack` prints "[<0>] name+0x../0x.. [module]" lines and nothing else (fs/proc/base.c
+        # proc_pid_stack, addresses hidden since 4.15): a report of its own, with no task line.
+        if current is None and _body(line).startswith("[<0>] "):
+            current, in_trace = HungTask(number, None, None, None, [], None), True
+            reports.append(current)
         # 32-bit ARM prints its backtrace after the task line with no "Call Trace:" (arch/arm/kernel/traps.c).
         in_trace = in_trace or (current is not None and not current.frames and ") from [<" in line)
         if not in_trace:

@@ -52,6 +52,10 @@ FRAMES = (
     ("nfs4_state_manager", "the NFSv4 state manager: recovering lease/session state with the server", "network"),
     ("nfs4_begin_drain_session", "drains the NFSv4.1 session's slots before a reset (waits for calls in flight)", "network"),
     ("nfs4_drain_slot_tbl", "drains the NFSv4.1 session's slots before a reset (waits for calls in flight)", "network"),
+    # fs/nfs/nfs4proc.c nfs_set_open_stateid_locked: with a v4.1 session, an OPEN's reply updates the open stateid only
+    # in the server's seqid order; the task sleeps 5 s at a time until the replies before it arrive.
+    ("nfs_set_open_stateid_locked", "waits for the OPEN replies before it, to update the open stateid in sequence (NFSv4.1 "
+     "seqid); a task that stays here waits for a reply or a seqid the server never sends", "fault_hang"),
     # fs/nfs/delegation.c: returning a delegation the server recalled (another client opened the file).
     ("nfs4_delegreturn", "returns a delegation (the server recalled it: another client opened the file)", "access_pattern"),
     ("nfs4_proc_delegreturn", "returns a delegation (DELEGRETURN call to the server)", "access_pattern"),

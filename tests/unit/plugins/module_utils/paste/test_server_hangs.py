@@ -118,3 +118,12 @@ def test_a_32_bit_arm_backtrace_is_read_frame_by_frame():
     assert task["waits_on"] == "writeback of its dirty pages"
     found = kernel_catalogue.find_stack_frames(text).hits[-1]
     assert [frame.name for frame in found.frames][:3] == ["__schedule", "schedule", "io_schedule"]
+
+
+def test_a_proc_pid_stack_in_the_open_stateid_wait_is_a_hang():
+    # nfs-ganesha#1327: `cat /proc/PID/stack` of a D-state writer, innermost nfs_set_open_stateid_locked [nfsv4]: it
+    # waits for OPEN replies to update the open stateid in sequence and "appears to hang here indefinitely".
+    reading, result = _corpus("052_ganesha_1327_dstate_open_stateid_stack")
+    fault = _first_fault(result)
+    assert fault["kind"] == "hang" and fault["name"] == "hung_in_nfs_set_open_stateid_locked"
+    assert "in sequence" in fault["what"]
