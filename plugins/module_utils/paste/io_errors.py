@@ -12,13 +12,14 @@ capacity limit - the write did not happen. Some name who is at fault:
 - EDQUOT "Disk quota exceeded" and EACCES/EPERM: a quota or a permission the export or the server sets;
 - EIO, ETIMEDOUT, ESTALE and the rest: said with their usual NFS causes (a soft mount that timed out, the server's
   storage failing, a file replaced on the server), which the paste alone does not decide.
+A mount.nfs error ("mount.nfs: Connection timed out") is mount_errors.py's, not read here.
 """
 
 from __future__ import annotations
 
 import re
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import text_figures as tf
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import mount_errors, text_figures as tf
 
 KIND = "io_errors"
 TAKEN_FOR = "I/O errors a program printed (Python's [Errno N], a tool's strerror)"
@@ -87,7 +88,7 @@ def _errors(text):
             out.append((number, int(found.group(1)), line))
             continue
         for strerror, errno in _BY_TEXT.items():
-            if ": " + strerror in line:
+            if ": " + strerror in line and not mount_errors.is_mount_error(line):
                 out.append((number, errno, line))
                 break
     return out
