@@ -74,11 +74,10 @@ def read(text):
 def _stall_finding(stalls):
     number, line, (enq_new, enq_old, deq_new, deq_old) = stalls[-1]
     queued = enq_new - enq_old
+    what = ("a hang: nfs-ganesha took no request in a heartbeat while %d request(s) were queued (enq %d -> %d, deq %d -> "
+            "%d; %d such heartbeat(s)): its worker threads are stuck, not slow")
     fault = tf.fault(
-        "ganesha_not_dequeuing",
-        "a hang: nfs-ganesha took no request in a heartbeat while %d request(s) were queued (enq %d -> %d, deq %d -> %d; "
-        "%d such heartbeat(s)): its worker threads are stuck, not slow" % (queued, enq_old, enq_new, deq_old, deq_new,
-                                                                        len(stalls)),
+        "ganesha_not_dequeuing", what % (queued, enq_old, enq_new, deq_old, deq_new, len(stalls)),
         "on the server: `gdb -p $(pidof ganesha.nfsd) -batch -ex 'thread apply all bt'` (where the workers wait: the "
         "FSAL's backend, a lock) before restarting nfs-ganesha, which is what recovers the clients",
         "nfs-ganesha src/MainNFSD/nfs_health.c (logged when no request was dequeued while some were queued)")
