@@ -95,9 +95,10 @@ def recognise(text):
 
 def parse(text):
     """{"hung_tasks": [...], "outages": [...], "not_responding": [...], "rpc_timeouts": [...],
-    "state_messages": [...], "stale_handles": [...]} (lines kept as text, times in seconds where printed)."""
+    "state_messages": [...], "stale_handles": [...], "still_trying": {server: None}} (lines kept as text, times in
+    seconds where printed; still_trying: the servers a hard mount kept retrying)."""
     result = {"hung_tasks": [], "outages": [], "not_responding": [], "rpc_timeouts": [], "state_messages": [], "stale_handles": [],
-              "last_time": None}
+              "still_trying": {}}
     task = None
     away = {}
     for line in text.split("\n"):
@@ -120,12 +121,12 @@ def parse(text):
     for task in result["hung_tasks"]:
         task["waits_on"], task["layer"] = waits_on(task["frames"])
     result["hung_tasks"] = _longest_report(result["hung_tasks"])
-    result["last_time"] = last_line_time(text)
     return result
 
 
 def last_line_time(text):
-    """Seconds of the last line that has a time prefix, or None."""
+    """Seconds of the last line that has a time prefix, or None (read only when an outage has no end: a scan of the
+    text from its end)."""
     for line in reversed(text.split("\n")):
         found = line_time(line)
         if found is not None:
@@ -150,6 +151,9 @@ def _read_event(result, away, line):
     down = _NOT_RESPONDING.search(line)
     if down:
         result["not_responding"].append(line.strip())
+        if down.group("how") == "still trying":
+            # a hard mount's server (a soft mount prints "timed out"): {server: None}, in the order first seen
+            result["still_trying"].setdefault(down.group("server"))
         away.setdefault(down.group("server"), line_time(line))
         return
     up = _SERVER_OK.search(line)

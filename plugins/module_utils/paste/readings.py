@@ -582,7 +582,7 @@ def _read_kernel_log(reading, text):
             # is a hang: the stack is the evidence, and no slot, thread or link setting frees it (issue 44).
             add_fault(reading, hangs.hang_fault(tasks), "%s blocked more than %s (%s)" % (
                 ", ".join(names[:4]), human.seconds(longest), what))
-    _read_outages(reading, log)
+    _read_outages(reading, log, text)
     for key, what in (("rpc_timeouts", "RPC timeouts"), ("state_messages", "NFSv4 state manager / lease messages"),
                       ("stale_handles", "stale file handles")):
         if log[key]:
@@ -592,10 +592,12 @@ def _read_kernel_log(reading, text):
         _suspect(reading, "network", 1, "%d RPC timeout message(s)" % len(log["rpc_timeouts"]), alternatives=("server_cpu",))
 
 
-def _read_outages(reading, log):
+def _read_outages(reading, log, text):
     if not log["not_responding"]:
         return
     _speaks_for(reading, "network")
+    unended = [outage for outage in log["outages"] if not outage["ended"] and outage["server"] in log["still_trying"]]
+    last_time = kernel_log.last_line_time(text) if unended else None
     for outage in log["outages"]:
         away = (human.seconds(outage["seconds"]) if outage["seconds"] is not None
                 else "a time the log does not end (not back by its last line)" if not outage["ended"]
@@ -604,10 +606,9 @@ def _read_outages(reading, log):
              "away %s (\"not responding\" to \"OK\")" % away)
         _suspect(reading, "network", 2, "server %s did not answer for %s" % (outage["server"], away),
                  alternatives=("server_cpu", "server_threads"))
-        hard = any("server %s not responding, still trying" % outage["server"] in line for line in log["not_responding"])
-        fault = hangs.server_not_back(outage, log["last_time"]) if hard else None
+        fault = hangs.server_not_back(outage, last_time) if outage["server"] in log["still_trying"] else None
         if fault:
-            seconds = hangs.away_seconds(outage, log["last_time"])
+            seconds = hangs.away_seconds(outage, last_time)
             add_fault(reading, fault, "\"not responding, still trying\" and no \"OK\" by the last line%s" % (
                 ", %s later" % human.seconds(seconds) if seconds else ""))
 
