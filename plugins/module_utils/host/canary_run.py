@@ -27,6 +27,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_cleanup imp
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused, prepare
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import sunrpc_sampler
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 
@@ -49,8 +50,10 @@ class Phase:
 class Sampler:
     """The D-state sampler; a pass's own cost stretches the interval to the next (dstate.sampling_interval)."""
 
-    def __init__(self, proc):
+    def __init__(self, proc, rpc=None):
         self.proc = proc
+        # The sunrpc views (sunrpc_sampler.RpcSampler), read in the same pass during the write window.
+        self.rpc = rpc
         self.passes = 0
         self.cpu_seconds = 0.0
         self.interval_seconds = DSTATE_INTERVAL
@@ -59,10 +62,11 @@ class Sampler:
     def sample(self, rank_pids):
         """Every task in D state right now: {epoch, count, wchans, rank_pids}."""
         tasks, cpu_seconds = dstate_scan.scan(self.proc)
+        rpc_seconds = self.rpc.sample() if self.rpc is not None else 0.0
         wchans = sorted(task["wchan"] for task in tasks)
         self.passes += 1
         self.cpu_seconds += cpu_seconds
-        self.interval_seconds = dstate.sampling_interval(DSTATE_INTERVAL, cpu_seconds)
+        self.interval_seconds = dstate.sampling_interval(DSTATE_INTERVAL, cpu_seconds + rpc_seconds)
         self.longest_interval_seconds = max(self.longest_interval_seconds, self.interval_seconds)
         return {"epoch": round(time.time(), 3), "count": len(wchans), "wchans": wchans,
                 "rank_pids": sorted(task["pid"] for task in tasks if task["pid"] in rank_pids)}
@@ -82,7 +86,7 @@ class Run:
         self.ranks = ranks
         self.servers = servers
         self.host = host
-        self.sampler = Sampler(host.proc)
+        self.sampler = Sampler(host.proc, sunrpc_sampler.RpcSampler(host, module.params.get("rpc_sampling", "queues")))
 
     def host_sample(self):
         return read_host_sample(self.host, self.servers)
@@ -152,7 +156,11 @@ class Run:
         restoring = bool(self.params["restore"])
         processes.send_go([rank.child for rank in self.ranks], go_at, last=not restoring, run=run)
         own_before = resource.getrusage(resource.RUSAGE_SELF)
-        phase = self.monitor(max(go_at, time.time()) + self.params["timeout"], go_at, first_line=restoring)
+        self.sampler.rpc.begin(go_at)
+        try:
+            phase = self.monitor(max(go_at, time.time()) + self.params["timeout"], go_at, first_line=restoring)
+        finally:
+            self.sampler.rpc.end()
         own_after = resource.getrusage(resource.RUSAGE_SELF)
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
         ranks_cpu = (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
@@ -276,6 +284,7 @@ def run_phases(module, places, shape_plan, plan, start_at, servers, host, result
             result["start_at"] = go_at
             run = shapes.run_token(params, go_at, (signal_info or {}).get("go_controller"))
             written = supervised.write_phase(go_at, children_before, run)
+            result["rpc_samples"] = supervised.sampler.rpc.result()
             if params["restore"]:
                 read = supervised.read_phase(places.path(), written, result.get("barrier", {}))
             if places.local is not None:
