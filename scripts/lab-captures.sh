@@ -110,11 +110,11 @@ for scenario in "${scenarios[@]}"; do
       validate "$scenario"
       notes "$scenario" "nothing: the lab's broken baseline (inventories/lab/README.md)" ;;
     v47_baseline)
-      validate "$scenario" -e canary_validation_rpc_sampling=trace
+      validate "$scenario" -e canary_validation_rpc_sampling=trace -e canary_validation_probe=false
       notes "$scenario" "nothing: the lab's broken baseline; canary rpc_sampling=trace (sysfs xprt_info, debugfs tasks, tracepoints)" ;;
     v47_tuned)
       tuned
-      validate "$scenario" -e canary_validation_rpc_sampling=trace
+      validate "$scenario" -e canary_validation_rpc_sampling=trace -e canary_validation_probe=false
       notes "$scenario" "tune-servers.yml + tune-clients.yml; canary rpc_sampling=trace (sysfs xprt_info, debugfs tasks, tracepoints)" ;;
     healthy)
       tuned

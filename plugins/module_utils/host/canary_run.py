@@ -62,11 +62,12 @@ class Sampler:
     def sample(self, rank_pids):
         """Every task in D state right now: {epoch, count, wchans, rank_pids}."""
         tasks, cpu_seconds = dstate_scan.scan(self.proc)
-        rpc_seconds = self.rpc.sample() if self.rpc is not None else 0.0
+        if self.rpc is not None:
+            self.rpc.sample()
         wchans = sorted(task["wchan"] for task in tasks)
         self.passes += 1
         self.cpu_seconds += cpu_seconds
-        self.interval_seconds = dstate.sampling_interval(DSTATE_INTERVAL, cpu_seconds + rpc_seconds)
+        self.interval_seconds = dstate.sampling_interval(DSTATE_INTERVAL, cpu_seconds)
         self.longest_interval_seconds = max(self.longest_interval_seconds, self.interval_seconds)
         return {"epoch": round(time.time(), 3), "count": len(wchans), "wchans": wchans,
                 "rank_pids": sorted(task["pid"] for task in tasks if task["pid"] in rank_pids)}

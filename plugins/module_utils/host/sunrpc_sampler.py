@@ -3,9 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The RPC slot table seen while a checkpoint runs: raw samples of the kernel's sunrpc views (issue 47).
 
-checkpoint_canary's D-state sampler (host/canary_run.Sampler) calls sample() at its own cadence
-during the write window; this file only reads and keeps text verbatim, in the capture bundle's
-formats (docs/capture-bundle.md): the parsers are module_utils/kernel_text's (one per format).
+checkpoint_canary's D-state sampler (host/canary_run.Sampler) calls sample() in each of its passes
+during the write window; a pass is taken when due, with a CPU budget of its own: like the D-state
+pass, its cost stretches its interval (dstate.sampling_interval, at most SAMPLER_MAX_SHARE of one
+CPU), so the D-state cadence stays as it was (measured on the lab's TCG clients: a pass of the
+2-slot baseline's task lists took ~0.2 s of CPU, a trace drain ~0.28 s; tests/bench/bench_rpc_sampling.py).
+This file only reads and keeps text verbatim, in the capture bundle's formats
+(docs/capture-bundle.md): the parsers are module_utils/kernel_text's (one per format).
 
 - sunrpc_xprt.txt: every transport's /sys/kernel/sunrpc/xprt-switches/*/xprt-*/xprt_info and
   xprt_state and dstaddr (sysfs, kernels 5.14 and later; measured on 6.1 and 6.12, absent on 5.10:
@@ -32,6 +36,7 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
 
 # checkpoint_canary's rpc_sampling: nothing; sysfs + debugfs queues; queues and the tracepoints.
 MODES = ("off", "queues", "trace")
@@ -260,6 +265,8 @@ class RpcSampler:
         self.has_xprt = self.has_tasks = False
         self.closed = False
         self.has_views = False
+        self.next_at = None
+        self.longest_interval_seconds = 0.0
         self.sizes = {"sunrpc_xprt": 0, "rpc_tasks": 0}
 
     def begin(self, window_start):
@@ -294,6 +301,8 @@ class RpcSampler:
         now = time.time() if now is None else now
         if self.started is None or self.closed or now < self.started or not (self.has_views or self.tracer):
             return 0.0
+        if self.next_at is not None and now < self.next_at:
+            return 0.0
         spent = time.process_time()
         header = "=== sample t=%.3f ===\n" % (now - self.started)
         xprt = self._xprt_text()
@@ -313,6 +322,9 @@ class RpcSampler:
             traced = time.process_time() - spent
             self.trace_cpu_seconds += traced
             cost += traced
+        interval = dstate.sampling_interval(1.0, cost)
+        self.longest_interval_seconds = max(self.longest_interval_seconds, interval)
+        self.next_at = now + interval
         return cost
 
     def _keep(self, key, samples, text, now):
@@ -371,6 +383,7 @@ class RpcSampler:
         }
         return dict(texts, mode=self.mode, notes=list(self.notes),
                     cost={"passes": self.passes, "cpu_seconds": round(self.cpu_seconds, 4),
+                          "longest_interval_seconds": round(self.longest_interval_seconds, 3),
                           "trace_cpu_seconds": round(self.trace_cpu_seconds, 4),
                           "trace_events": list(self.tracer.events) if self.tracer is not None else []})
 

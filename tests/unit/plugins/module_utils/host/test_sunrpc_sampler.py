@@ -236,3 +236,16 @@ def test_a_killed_run_leaves_tracing_off(tmp_path):
         if run.poll() is None:
             run.kill()
         run.stdout.close()
+
+
+def test_a_costly_pass_stretches_its_own_interval_not_the_d_state_one(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(sunrpc_sampler.dstate, "sampling_interval", lambda base, cost: seen.append((base, cost)) or 5.0)
+    sampler = sunrpc_sampler.RpcSampler(_kernel_host(tmp_path), "queues")
+    sampler.begin(0.0)
+    sampler.sample(now=1.0)
+    assert sampler.sample(now=2.0) == 0.0 and sampler.sample(now=5.9) == 0.0
+    sampler.sample(now=6.0)
+    result = sampler.result()
+    assert result["cost"]["passes"] == 2 and result["sunrpc_xprt"].count("=== sample") == 2
+    assert result["cost"]["longest_interval_seconds"] == 5.0 and [base for base, _cost in seen] == [1.0, 1.0]
