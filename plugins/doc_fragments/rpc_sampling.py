@@ -13,10 +13,10 @@ class ModuleDocFragment:  # pylint: disable=too-few-public-methods
 options:
   rpc_sampling:
     description:
-      - What the D-state sampler also reads, at its cadence, during the write window (C(docs/kernels.md)).
+      - What the D-state sampler also reads in its passes during the write window, within a CPU budget of its own (C(docs/kernels.md)).
       - V(queues) - every transport's C(/sys/kernel/sunrpc/xprt-switches/*/xprt-*/xprt_info) and C(xprt_state)
-        (kernels 5.14 and later) and, where debugfs is mounted, every C(/sys/kernel/debug/sunrpc/rpc_clnt/*/tasks):
-        slots in use against the cap, queue lengths, and each RPC's wait queue (a session slot, the transport,
+        (kernels 5.14 and later) and, where debugfs is mounted, every C(/sys/kernel/debug/sunrpc/rpc_clnt/*/tasks)
+        - slots in use against the cap, queue lengths, and each RPC's wait queue (a session slot, the transport,
         the reply). Returned verbatim in RV(rpc_samples) for the bundle's C(sunrpc_xprt.txt) and C(rpc_tasks.txt).
       - V(trace) - the same, and the C(sunrpc:rpc_stats_latency) and C(nfs4) sequence tracepoints in a tracefs
         instance of its own (C(instances/ckptio-canary), 16 MiB of ring buffer over all CPUs, drained every sample)
