@@ -741,6 +741,7 @@ row("checkpoint_canary", "recovery_rank_shift", "negative", {"recovery_rank_shif
 row("checkpoint_canary", "recovery_rank_shift", "without-restore", {"recovery_rank_shift": 1})
 for _option in ("job_ranks", "recovery_rank_shift"):
     row("checkpoint_canary", _option, "type", {_option: "many"})
+choice_rows("checkpoint_canary", "rpc_sampling", "queues")
 unknown_row("checkpoint_canary", "rank")
 
 # -- tcp_probe --------------------------------------------------------------------------------

@@ -65,6 +65,10 @@ class HostRoot:
     sys_module = _kernel_path("/sys/module", "Loaded kernel modules and their parameters.")
     net_tcp4 = _kernel_path("/proc/net/tcp", "IPv4 TCP sockets (proc(5)).")
     net_tcp6 = _kernel_path("/proc/net/tcp6", "IPv6 TCP sockets.")
+    sunrpc_sysfs = _kernel_path("/sys/kernel/sunrpc", "sunrpc's sysfs (5.14+): xprt-switches/*/xprt-*/xprt_info.")
+    sunrpc_debugfs = _kernel_path("/sys/kernel/debug/sunrpc", "sunrpc's debugfs: rpc_clnt/*/tasks (root, debugfs mounted).")
+    tracefs = _kernel_path("/sys/kernel/tracing", "tracefs (instances/, events/), also at debugfs' tracing/ on old setups.")
+    debugfs_tracing = _kernel_path("/sys/kernel/debug/tracing", "tracefs where debugfs mounts it.")
 
     # The tools' files under /etc, /usr and /run (the same _kernel_path: any host path under the root).
     # nfs-utils (conffile.c conf_init_file): /etc/nfs.conf, else /usr/etc/nfs.conf and its .d; then /etc/nfs.conf.d.
