@@ -48,11 +48,12 @@ def _read(value, what):
     return None if value is None or value.get("skipped") else value
 
 
-def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=None):
+def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=None, samples=None):
     records = _mapping(records, "bundle_host_files", "records ({file key: record})", optional=True)
+    samples = _mapping(samples, "bundle_host_files", "samples (the canary's rpc_samples)", optional=True)
     before, after = _read(before, "before"), _read(after, "after")
     try:
-        files = bundle_part.host_files(kind, before, after, dstate_text, records)
+        files = bundle_part.host_files(kind, before, after, dstate_text, records, samples)
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("bundle_host_files: %s" % exc)
     return _with_figures(files, after) if kind == "clients" and before is not None and after is not None else files

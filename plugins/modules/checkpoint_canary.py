@@ -36,6 +36,7 @@ author:
 extends_documentation_fragment:
   - ckptio.nfs.attributes
   - ckptio.nfs.attributes.platform
+  - ckptio.nfs.rpc_sampling
 attributes:
   check_mode:
     support: full
@@ -276,11 +277,7 @@ stalled:
   returned: always
   type: list
   elements: dict
-dstate_samples:
-  description: Once-a-second samples of tasks in D state, C({epoch, count, wchans, rank_pids}).
-  returned: when the ranks ran
-  type: list
-  elements: dict
+dstate_samples: {description: "Samples of tasks in D, C({epoch, count, wchans, rank_pids}).", returned: when the ranks ran, type: list, elements: dict}
 host_samples:
   description:
     - CPU, disk and network evidence of this host when the ranks started (C(start), taken at O(start_at)) and when the
@@ -289,8 +286,9 @@ host_samples:
   returned: when the ranks ran
   type: dict
 dstate_text: {description: "The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).", returned: always, type: str}
-dstate_summary:
-  description: Samples, samples with a task in D, peak count, longest run and C(wchan) counts (from dstate.summarize_dstate).
+dstate_summary: {description: "Samples, samples with a task in D, peak count, longest run and C(wchan) counts.", returned: when the ranks ran, type: dict}
+rpc_samples:
+  description: "C(sunrpc_xprt), C(rpc_tasks), C(rpc_latency) (texts, null when not seen), C(mode), C(notes) (what was not seen, tracing's clean-up), C(cost)."
   returned: when the ranks ran
   type: dict
 dstate_peak: {description: "Most tasks seen in D state in one sample.", returned: always, type: int}
@@ -377,6 +375,7 @@ def main():
             checkpoint_interval_seconds=dict(type="int", default=0),
             job_id=dict(type="str"), job_ranks=dict(type="int", default=0),
             recovery_rank_shift=dict(type="int", default=0),
+            rpc_sampling=dict(type="str", default="queues", choices=["off", "queues", "trace"]),
         ),
         supports_check_mode=True,
     )

@@ -165,7 +165,7 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle as bundle_files
@@ -273,7 +273,7 @@ def main():
     if png is not None:
         outputs.append((os.path.join(output_dir, "report.png"), png))
     # Never through a link planted in the bundle: write_outputs refuses it, naming it.
-    written = atomic_file.write_outputs(module, outputs, make_parent=True)
+    written = file_write.write_outputs(module, outputs, make_parent=True)
     changed = any(row["changed"] for row in written)
     old_markdown = written[0]["before"]
     files = [os.path.join(output_dir, name) for name in ("report.md", "report.json", "report.png")

@@ -219,7 +219,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place as output_place_rule
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
@@ -284,7 +284,7 @@ def main():
         json_path = os.path.join(output_dir, "diagnosis.json")
         md_path = os.path.join(output_dir, "diagnosis.md")
         # Never through a link planted in the bundle: write_outputs refuses it, naming it.
-        written = atomic_file.write_outputs(module, [(json_path, json_text), (md_path, markdown)], make_parent=True)
+        written = file_write.write_outputs(module, [(json_path, json_text), (md_path, markdown)], make_parent=True)
         changed = any(row["changed"] for row in written)
         old_markdown = written[1]["before"]
         if module._diff and changed:

@@ -115,7 +115,7 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read, file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import metrics_collector as collector
 from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import install
 
@@ -159,11 +159,9 @@ class Unreadable(Exception):
 
 def _current(path):
     try:
-        return atomic_file.read_bytes(path)
-    except FileNotFoundError:
-        return None
+        return file_read.read(path, binary=True)
     except OSError as exc:
-        raise Unreadable("%s: %s" % (path, atomic_file.describe_error(exc)))
+        raise Unreadable("%s: %s" % (path, file_read.describe_error(exc)))
 
 
 def plan(params, systemctl_state):
@@ -221,9 +219,9 @@ def diff_of(write, remove):
 
 def apply(module, write, remove, commands, systemctl):
     for path, (content, mode) in sorted(write.items()):
-        atomic_file.write_file(module, path, content, mode=mode, make_parent=True)
+        file_write.write_file(module, path, content, mode=mode, make_parent=True)
     for path in remove:
-        atomic_file.remove_file(module, path)
+        file_write.remove_file(module, path)
     for argv in commands:
         rc, _out, err = module.run_command([systemctl] + argv[1:])
         if rc != 0:
@@ -258,7 +256,7 @@ def main():
         try:
             apply(module, write, remove, commands, state["systemctl"])
         except OSError as exc:
-            module.fail_json(msg="cannot install the collector: %s" % atomic_file.describe_error(exc))
+            module.fail_json(msg="cannot install the collector: %s" % file_read.describe_error(exc))
     textfile = os.path.join(params["textfile_directory"], collector.TEXTFILE_NAME)
     if params["state"] == "absent":
         message = "collector removed" if changed else "collector absent already"

@@ -156,7 +156,7 @@ def phases(clients, root, link, capture=None):
     (clients read one after the other), then the whole run as the module does it (read_run with its forked
     readers: wall and this process's CPU; diagnose_run, diagnosis.json's text and diagnosis.md: wall)."""
     import json
-    from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
     from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
@@ -182,7 +182,7 @@ def phases(clients, root, link, capture=None):
         return value
 
     for host in hosts:
-        texts = dict((key, timed("reading its files", atomic_file.read_input, os.path.join(directory, host, name)))
+        texts = dict((key, timed("reading its files", file_read.read, os.path.join(directory, host, name)))
                      for key, name in CLIENT_FILES.items() if os.path.exists(os.path.join(directory, host, name)))
         files = {}
         for key, text in texts.items():
@@ -197,7 +197,7 @@ def phases(clients, root, link, capture=None):
         figures_path = os.path.join(directory, host, FIGURES_FILE)
         if os.path.exists(figures_path):
             # What the reader does instead of the three steps above when the client's figures.json is used.
-            text = timed("figures: reading figures.json", atomic_file.read_input, figures_path)
+            text = timed("figures: reading figures.json", file_read.read, figures_path)
             timed("figures: the SHA-256 of its sources", host_figures._sources, texts)  # pylint: disable=protected-access
             value = timed("figures: json.loads", json.loads, text)
             timed("figures: the schema check", bundle_values._fits, value, bundle_values.schema_of(FIGURES_FILE))  # pylint: disable=protected-access

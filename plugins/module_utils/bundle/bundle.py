@@ -59,6 +59,9 @@ PROBE_RAW_FILE = "probe_iperf3.json"
 # reading a client's files cost 0.8 ms, 13 s of CPU at 16,384 clients (tests/bench/README.md).
 # Not in CLIENT_FILES: no file the figures came from, and no figure the diagnosis needs from it alone.
 FIGURES_FILE = "figures.json"
+# The canary's raw sunrpc samples of the write window (issue 47; host/sunrpc_sampler.py, docs/kernels.md),
+# written verbatim by bundle_part.host_files where the kernel had the view; parsed by kernel_text.
+RPC_SAMPLE_FILES = {"sunrpc_xprt": "sunrpc_xprt.txt", "rpc_tasks": "rpc_tasks.txt", "rpc_latency": "rpc_latency.txt"}
 JSON_SUFFIX = ".json"
 # The run's description at the bundle's top (docs/capture-bundle.md "context.yml").
 CONTEXT_FILE = "context.yml"

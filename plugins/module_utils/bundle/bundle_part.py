@@ -62,6 +62,9 @@ def canary_record(canary, host, start_at, clock, go_plan, read_plan=None):
     # Issue 28, where the canary returned them: the shape's plan summary, the figures per NFS path,
     # the optimizer's blocking seconds, the burst buffer's drain (older results' records stay as they were).
     record.update((key, canary[key]) for key in PLACEMENT_KEYS if key in canary)
+    # Issue 47: what the sunrpc sampler saw and missed (the texts are files of their own), where it ran.
+    if isinstance(canary.get("rpc_samples"), dict):
+        record["rpc_sampling"] = dict((key, canary["rpc_samples"].get(key)) for key in ("mode", "notes", "cost"))
     return record
 
 
@@ -75,10 +78,11 @@ def probe_record(target, seconds, probe, clock=None):
     }
 
 
-def host_files(kind, before=None, after=None, dstate_text=None, records=None):
+def host_files(kind, before=None, after=None, dstate_text=None, records=None, samples=None):
     """[{name, content}] of a host's part: the statistics files when both reads are given (else
-    only dstate.txt, when given), then each record {file key: record} as its JSON document (the
-    probe's as two: probe.json and iperf3's raw output in probe_iperf3.json)."""
+    only dstate.txt, when given), a client's raw sunrpc samples (samples: the canary's rpc_samples,
+    each text that is not None, bundle.RPC_SAMPLE_FILES), then each record {file key: record} as
+    its JSON document (the probe's as two: probe.json and iperf3's raw output in probe_iperf3.json)."""
     if kind not in ("clients", "servers"):
         raise ValueError("a host's part is \"clients\" or \"servers\", not %r" % (kind,))
     names = bundle.file_names(kind)
@@ -86,6 +90,9 @@ def host_files(kind, before=None, after=None, dstate_text=None, records=None):
         files = bundle.stats_files(kind, before, after, dstate_text)
     else:
         files = [] if dstate_text is None else [{"name": names["dstate"], "content": dstate_text}]
+    for key, name in bundle.RPC_SAMPLE_FILES.items() if kind == "clients" and samples else ():
+        if isinstance(samples.get(key), str):
+            files.append({"name": name, "content": samples[key]})
     for key, record in (records or {}).items():
         if key == "probe" and isinstance(record, dict):
             files += _probe_files(names[key], record)

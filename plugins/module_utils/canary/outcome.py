@@ -54,6 +54,8 @@ class Outcome:
     written: Phase | None = None
     read: Phase | None = None
     drained: Phase | None = None
+    # The sunrpc views read during the write (host/sunrpc_sampler.RpcSampler.result()); None when the write never ran.
+    rpc_samples: dict | None = None
 
 
 def report(params, planned, ran, diff=False):
@@ -77,6 +79,8 @@ def report(params, planned, ran, diff=False):
         result["ranks"] = []
         return result, "canary aborted before any rank wrote: %s" % ((ran.barrier or {}).get("abort") or "aborted")
     result["start_at"] = ran.start_at
+    if ran.rpc_samples is not None:
+        result["rpc_samples"] = ran.rpc_samples
     result.update(ran.cleanup)
     fill(result, params, ran, diff)
     fill_placement(result, params, list(ran.nfs_paths), ran.written, ran.drained)

@@ -74,11 +74,12 @@ def rules():
             % (queue.name, queue.threshold, signals.QUEUE_MS_FLOOR.name, signals.QUEUE_MS_FLOOR.threshold)),
         _alert(
             "CkptioNfsSlotTableFull",
-            _on_mount("%s >= %s > 0" % (_name("in_flight"), _name("slot_table_size")), _writing()),
+            _on_mount("(%s >= %s > 0) and %s > 0" % (_name("slots_allocated"), _name("slot_table_size"),
+                                                    _name("backlog_queue")), _writing()),
             "client_rpc_slots", "warning",
             "The RPC slot table of {{ $labels.mountpoint }} ({{ $labels.instance }}) is full",
-            "Every slot of the transports serving this mount is in use while it writes (sunrpc sysfs num_reqs = "
-            "max_num_slots). Layer: client RPC slots, unless the reply wait dominates "
+            "The transports serving this mount allocated every slot and requests wait for one while it writes (sunrpc sysfs "
+            "num_reqs = max_num_slots, backlog_q_len > 0). Layer: client RPC slots, unless the reply wait dominates "
             "(ckptio_nfs_client_rpc_pending_queue_length high, backlog empty: the server). First action: more slots or nconnect."),
         _alert(
             "CkptioNfsSessionSlotWaits",

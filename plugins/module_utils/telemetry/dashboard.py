@@ -80,7 +80,7 @@ def dashboard():
         _panel(3, "Requests in flight vs the slot table",
                "Requests holding a slot now against the table's size (sunrpc sysfs), per host; the average in flight "
                "from mountstats (req_u / sends) where sysfs is absent. At the size: the table is full.",
-               [{"expr": _client("in_flight") + "{%s}" % MOUNT, "legendFormat": "in flight {{instance}}"},
+               [{"expr": _client("slots_allocated") + "{%s}" % MOUNT, "legendFormat": "allocated {{instance}}"},
                 {"expr": _client("slot_table_size") + "{%s}" % MOUNT, "legendFormat": "table size {{instance}}"},
                 {"expr": "%s / %s" % (_rate(_client("slots_used"), MOUNT), _rate(_client("sends"), MOUNT)),
                  "legendFormat": "average in flight {{instance}}"}],

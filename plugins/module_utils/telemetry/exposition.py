@@ -111,10 +111,12 @@ CLIENT = {
         "Seconds since the mount was made (mountstats age): a smaller value than at the last scrape is a remount, "
         "and every counter of the mount started again.",
         MOUNT_LABELS),
-    "in_flight": Family(
-        "client_rpc_requests_in_flight", "gauge",
-        "Requests holding a slot now, summed over the transports of this mount's server (sunrpc sysfs xprt_info num_reqs; "
-        "absent on kernels without /sys/kernel/sunrpc). Equal to slot_table_size: the table is full.",
+    "slots_allocated": Family(
+        "client_rpc_slots_allocated", "gauge",
+        "Slots the transports of this mount's server have allocated now, summed (sunrpc sysfs xprt_info num_reqs; absent "
+        "on kernels without /sys/kernel/sunrpc, such as 5.10). Not requests in flight: it grows with demand and never falls "
+        "below min_num_slots (tcp_slot_table_entries), measured on 6.1 and 6.12 (docs/kernels.md). At slot_table_size "
+        "with a backlog: the transport's table is full. On NFSv4.1+ the session's slots limit first: see session_slot_waiters.",
         MOUNT_LABELS),
     "slot_table_size": Family(
         "client_rpc_slot_table_size", "gauge",
@@ -226,7 +228,7 @@ def mount_samples(mount, slot_figures=None, session_waiters=None):
     """[(family key, labels dict, value)] for one parsed mountstats block (kernel_text.mountstats.MountStats).
 
     slot_figures: the live sunrpc sysfs figures of the mount's server's transports, summed
-    ({"in_flight", "slot_table_size", "backlog_queue", "pending_queue"}), or None where the
+    ({"slots_allocated", "slot_table_size", "backlog_queue", "pending_queue"}), or None where the
     kernel has no /sys/kernel/sunrpc: those series are then left out, never written as 0.
     session_waiters: tasks on the session slot queue (debugfs), or None when not seen.
     """
@@ -264,7 +266,7 @@ def mount_samples(mount, slot_figures=None, session_waiters=None):
         samples.append(("transports", base, totals["transports"]))
     if mount.age is not None:
         samples.append(("age", base, mount.age))
-    for key in ("in_flight", "slot_table_size", "backlog_queue", "pending_queue"):
+    for key in ("slots_allocated", "slot_table_size", "backlog_queue", "pending_queue"):
         if slot_figures and slot_figures.get(key) is not None:
             samples.append((key, base, slot_figures[key]))
     if session_waiters is not None:

@@ -23,7 +23,7 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import shapes as canary_shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 
@@ -92,7 +92,7 @@ def run_rank(dir_fd, rank_plan, block_size, fsync, direct, start_at, buffer=None
                 os.close(fd)
         result["end"] = time.time()
     except OSError as exc:
-        result["error"] = atomic_file.describe_error(exc)
+        result["error"] = file_read.describe_error(exc)
     return result
 
 
@@ -114,7 +114,7 @@ def drop_cached_pages(dir_fd, rank_plan):
             finally:
                 os.close(fd)
     except OSError as exc:
-        return "dropping the cached pages (restore_cache=fadvise): %s" % atomic_file.describe_error(exc)
+        return "dropping the cached pages (restore_cache=fadvise): %s" % file_read.describe_error(exc)
     return None
 
 
@@ -165,7 +165,7 @@ def run_read(dir_fd, rank_plan, block_size, cache, buffer, read_at, expected=Non
                 os.close(fd)
         result["read_end"] = time.time()
     except OSError as exc:
-        result["read_error"] = "read %s: %s" % (name, atomic_file.describe_error(exc))
+        result["read_error"] = "read %s: %s" % (name, file_read.describe_error(exc))
     return result
 
 
@@ -280,7 +280,7 @@ def start_ranks(plan, body_of, control_fds=()):
         for rank in ranks:
             os.waitpid(rank.child.pid, 0)
         raise RankStartError("could not start rank %d of ranks=%d: %s"
-                             % (len(ranks), len(plan), atomic_file.describe_error(exc)))
+                             % (len(ranks), len(plan), file_read.describe_error(exc)))
     return ranks
 
 

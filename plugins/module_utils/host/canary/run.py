@@ -26,6 +26,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import shap
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary.cleanup import WorkdirError
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import sunrpc_sampler
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
@@ -35,8 +36,10 @@ DSTATE_INTERVAL = 1.0
 class Sampler:
     """The D-state sampler; a pass's own cost stretches the interval to the next (dstate.sampling_interval)."""
 
-    def __init__(self, proc):
+    def __init__(self, proc, rpc=None):
         self.proc = proc
+        # The sunrpc views (sunrpc_sampler.RpcSampler), read in the same pass during the write window.
+        self.rpc = rpc
         self.passes = 0
         self.cpu_seconds = 0.0
         self.interval_seconds = DSTATE_INTERVAL
@@ -45,6 +48,8 @@ class Sampler:
     def sample(self, rank_pids):
         """Every task in D state right now: {epoch, count, wchans, rank_pids}."""
         tasks, cpu_seconds = dstate_scan.scan(self.proc)
+        if self.rpc is not None:
+            self.rpc.sample()
         wchans = sorted(task["wchan"] for task in tasks)
         self.passes += 1
         self.cpu_seconds += cpu_seconds
@@ -68,7 +73,7 @@ class Run:
         self.ranks = ranks
         self.servers = servers
         self.host = host
-        self.sampler = Sampler(host.proc)
+        self.sampler = Sampler(host.proc, sunrpc_sampler.RpcSampler(host, module.params.get("rpc_sampling", "queues")))
 
     def host_sample(self):
         return read_host_sample(self.host, self.servers)
@@ -138,7 +143,11 @@ class Run:
         restoring = bool(self.params["restore"])
         processes.send_go([rank.child for rank in self.ranks], go_at, last=not restoring, run=run)
         own_before = resource.getrusage(resource.RUSAGE_SELF)
-        phase = self.monitor(max(go_at, time.time()) + self.params["timeout"], go_at, first_line=restoring)
+        self.sampler.rpc.begin(go_at)
+        try:
+            phase = self.monitor(max(go_at, time.time()) + self.params["timeout"], go_at, first_line=restoring)
+        finally:
+            self.sampler.rpc.end()
         own_after = resource.getrusage(resource.RUSAGE_SELF)
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
         ranks_cpu = (children_after.ru_utime + children_after.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
@@ -236,7 +245,7 @@ def run_phases(module, places, planned, servers, host):
     params = module.params
     plan = planned.result["plan"]
     supervised = Run(module, [], servers, host)
-    phases = dict(barrier=None, start_at=None, written=None, read=None, drained=None)
+    phases = dict(barrier=None, start_at=None, written=None, read=None, drained=None, rpc_samples=None)
     write_fds = places.write_fds()
     barrier = canary_shapes.PipeBarrier(len(plan)) if any(entry.get("ops") for entry in plan) else None
     # The read-back checks each file's size too (restore.planned_sizes): the ranks get it with their options.
@@ -252,6 +261,7 @@ def run_phases(module, places, planned, servers, host):
         if go_at is not None:
             run = shapes.run_token(params, go_at, (signal_info or {}).get("go_controller"))
             written = phases["written"] = supervised.write_phase(go_at, children_before, run)
+            phases["rpc_samples"] = supervised.sampler.rpc.result()
             if params["restore"]:
                 phases["read"], read_info = supervised.read_phase(places.path(), written)
                 if read_info is not None and signal_info is not None:

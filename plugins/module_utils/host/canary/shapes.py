@@ -21,7 +21,7 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 
 FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -269,7 +269,7 @@ def run_ops(dir_fd, rank_plan, params, start_at, barrier, buffer, job_fd=None):
             else:
                 _metadata(dir_fd, op)
         except OSError as exc:
-            result["error"] = "%s %s: %s" % (kind, op["name"], atomic_file.describe_error(exc))
+            result["error"] = "%s %s: %s" % (kind, op["name"], file_read.describe_error(exc))
     if checkpoints:
         result["start"] = checkpoints[0]["start"]
         result["end"] = checkpoints[-1]["end"] if not result["error"] else None
@@ -328,5 +328,5 @@ def drain_rank(source_fd, target_fd, rank_plan, block_size, rate, buffer, start_
                 os.close(source)
         result["end"] = time.time()
     except OSError as exc:
-        result["error"] = "drain %s: %s" % (name, atomic_file.describe_error(exc))
+        result["error"] = "drain %s: %s" % (name, file_read.describe_error(exc))
     return result

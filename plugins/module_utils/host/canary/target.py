@@ -16,7 +16,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.canary import preflight
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.outcome import Refusal
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import proc_text
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import cleanup as canary_cleanup
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import places as canary_places
@@ -44,7 +44,7 @@ def open_target(path, keep, shared=None):
         return canary_cleanup.Workdir(real, keep, shared)
     except OSError as exc:
         return Refusal("path %s cannot be opened without following a symbolic link (%s); give the real path"
-                       % (path, atomic_file.describe_error(exc)))
+                       % (path, file_read.describe_error(exc)))
 
 
 def check_mount(path, real, parent_fd, allow_local, mounts):
@@ -134,7 +134,7 @@ def _space(workdir):
 
 def read(params, host):
     """The Target (a host_root.HostRoot's mountinfo and meminfo), or the Refusal of a path that cannot be used."""
-    opened = open_places(params, parse_mountinfo(atomic_file.read_optional(host.mountinfo) or ""))
+    opened = open_places(params, parse_mountinfo(file_read.read(host.mountinfo, kernel=True) or ""))
     if isinstance(opened, Refusal):
         return opened
     places, shown, servers = opened
@@ -142,6 +142,6 @@ def read(params, host):
         reals=tuple(workdir.real for workdir in places.nfs), mounts=tuple(shown),
         space=tuple(_space(workdir) for workdir in places.nfs),
         local=(places.local.real,) + _space(places.local) if places.local is not None else None,
-        servers=tuple(servers), meminfo=atomic_file.read_optional(host.meminfo),
+        servers=tuple(servers), meminfo=file_read.read(host.meminfo, kernel=True),
         nofile=resource.getrlimit(resource.RLIMIT_NOFILE), open_fds=_open_fd_count())
     return Target(places, facts)

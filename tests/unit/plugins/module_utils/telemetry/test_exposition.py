@@ -27,7 +27,7 @@ def _text(nconnect, slots=None, waiters=None):
     return exposition.render(client=client, sources={"mountstats": True}, now=1765000000)
 
 
-SLOTS = {"in_flight": 8, "slot_table_size": 8, "backlog_queue": 3, "pending_queue": 5}
+SLOTS = {"slots_allocated": 8, "slot_table_size": 8, "backlog_queue": 3, "pending_queue": 5}
 
 
 def _series_lines(text):
@@ -82,10 +82,10 @@ def test_the_mount_options_that_decide_its_slots_are_labels_of_one_info_series()
 
 def test_live_slot_figures_are_absent_not_zero_when_not_read():
     text = _text(4)
-    assert "client_rpc_requests_in_flight" not in text
+    assert "client_rpc_slots_allocated" not in text
     assert "client_session_slot_waiters" not in text
     with_slots = _text(4, SLOTS, 0)
-    assert 'ckptio_nfs_client_rpc_requests_in_flight{mountpoint="/mnt/nfs",export="10.0.0.1:/srv/nfs"} 8' in with_slots
+    assert 'ckptio_nfs_client_rpc_slots_allocated{mountpoint="/mnt/nfs",export="10.0.0.1:/srv/nfs"} 8' in with_slots
     assert 'ckptio_nfs_client_session_slot_waiters{mountpoint="/mnt/nfs",export="10.0.0.1:/srv/nfs"} 0' in with_slots
 
 
