@@ -36,10 +36,12 @@ CLIENT_FILES = {
     "canary": "canary.json", "probe": "probe.json",
     # a capture of a real checkpoint (no canary): this client's clock, window ends and sampler (capture.py)
     "capture": "capture.json",
-    # the slot table seen fill during the window (issue 47, diagnosis/slot_samples.py): sysfs xprt_info and
-    # debugfs tasks samples, the sunrpc:rpc_stats_latency tracepoint's lines; bundles before it have none
-    "sunrpc_xprt": "sunrpc_xprt.txt", "rpc_tasks": "rpc_tasks.txt", "rpc_latency": "rpc_latency.txt",
 }
+# The canary's raw sunrpc samples of the write window (issue 47; host/sunrpc_sampler.py, docs/kernels.md),
+# written verbatim by bundle_part.host_files where the kernel had the view; parsed by kernel_text and read by the
+# diagnosis as the slot table seen fill (diagnosis/slot_samples.py): client files too, bundles before them have none.
+RPC_SAMPLE_FILES = {"sunrpc_xprt": "sunrpc_xprt.txt", "rpc_tasks": "rpc_tasks.txt", "rpc_latency": "rpc_latency.txt"}
+CLIENT_FILES.update(RPC_SAMPLE_FILES)
 SERVER_FILES = {
     "nfsd_before": "nfsd_before.txt", "nfsd_after": "nfsd_after.txt",
     "pool_stats_before": "pool_stats_before.txt", "pool_stats_after": "pool_stats_after.txt",
@@ -59,9 +61,6 @@ PROBE_RAW_FILE = "probe_iperf3.json"
 # reading a client's files cost 0.8 ms, 13 s of CPU at 16,384 clients (tests/bench/README.md).
 # Not in CLIENT_FILES: no file the figures came from, and no figure the diagnosis needs from it alone.
 FIGURES_FILE = "figures.json"
-# The canary's raw sunrpc samples of the write window (issue 47; host/sunrpc_sampler.py, docs/kernels.md),
-# written verbatim by bundle_part.host_files where the kernel had the view; parsed by kernel_text.
-RPC_SAMPLE_FILES = {"sunrpc_xprt": "sunrpc_xprt.txt", "rpc_tasks": "rpc_tasks.txt", "rpc_latency": "rpc_latency.txt"}
 JSON_SUFFIX = ".json"
 # The run's description at the bundle's top (docs/capture-bundle.md "context.yml").
 CONTEXT_FILE = "context.yml"

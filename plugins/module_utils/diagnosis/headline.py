@@ -343,14 +343,25 @@ def first_screen(result):
         lines += _wrap("  measured as " + head["rests_on"])
     lines += _wrap(capital(head["links_text"]))
     lines += _wrap(capital(head["limiting_text"]))
+    slot_at, slot_lines = len(lines), []
     if head.get("slot_table_text"):
-        lines += _wrap(capital(head["slot_table_text"]))[:3]
+        slot_lines = _wrap(capital(head["slot_table_text"]))[:3]
+        lines += slot_lines
     if pace_text(result):
         lines += _wrap(capital(_pace_screen_text(result)))[:3]
     if head.get("snapshot_text"):
         lines += _wrap(capital(head["snapshot_text"]))
     lines += _wrap("Confidence: %s - %s" % (head["confidence"], head["confidence_reason"]))
     room = SCREEN_LINES - len(lines) - 1
+    while slot_lines and room < len(head["actions"]) * 2:
+        # The slot table's line gives way to the actions: cut short, and left out when even one line is too many
+        # (diagnosis.md's evidence and diagnosis.json's slot_table keep it whole).
+        shorter = slot_lines[:-1]
+        if shorter:
+            shorter[-1] = shorter[-1][:SCREEN_COLUMNS - 4].rstrip() + " ..."
+        lines[slot_at:slot_at + len(slot_lines)] = shorter
+        slot_lines = shorter
+        room += 1
     actions = _action_lines(head["actions"], room)
     if actions:
         lines += ["Next:"] + actions

@@ -186,7 +186,7 @@ def _tasks_summary(text, address, summary):
     if not points:
         return None
     writes = dict((queue, sum(point["write_queues"].get(queue, 0) for point in points)) for queue in
-                  set(queue for point in points for queue in point["write_queues"]))
+                  sorted(set(queue for point in points for queue in point["write_queues"])))
     return {"mapped": mapped, "how": how, "client_ids": sorted(_client_number(client) for client in mine),
             "samples": len(points), "waiter_samples": sum(1 for point in points if point["session_waiters"]),
             # a task waiting for either slot (session or transport) means that table was full then
@@ -260,9 +260,10 @@ def _latency_summary(text, xprt, tasks, summary):
     events = [event for event in trace.latencies if event.program == NFS_PROGRAM]
     xprt_ids = set((xprt or {}).get("xprt_ids") or []) if (xprt or {}).get("mapped") else set()
     client_ids = set((tasks or {}).get("client_ids") or []) if (tasks or {}).get("mapped") else set()
-    if xprt_ids or client_ids:
-        kept = [event for event in events if (event.xprt_id in xprt_ids if event.xprt_id is not None and xprt_ids
-                                              else event.client_id in client_ids)]
+    by_xprt = bool(xprt_ids) and any(event.xprt_id is not None for event in events)
+    if by_xprt or client_ids:
+        # xprt_id (6.9+) names the transport; before it, the RPC client id is all a line carries
+        kept = [event for event in events if (event.xprt_id in xprt_ids if by_xprt else event.client_id in client_ids)]
         mapped, how = True, "by transport id or RPC client id (the mount's transports and RPC clients above)"
     else:
         kept = events

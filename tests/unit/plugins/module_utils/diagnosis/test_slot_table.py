@@ -170,3 +170,18 @@ def test_a_task_waiting_for_a_transport_slot_makes_its_sample_full():
     summary = slot_samples.summarize({"rpc_tasks": tasks}, "/mnt/nfs", MOUNTSTATS)
     assert summary["full"] == {"samples": 10, "full": 5, "share": 0.5}
     assert summary["session"]["max_transport_waiters"] == 1 and summary["session"]["max_waiters"] == 0
+
+
+def test_the_labs_v47_captures_a_full_2_slot_session_and_a_tuned_one():
+    # i-slotlab's captures on 6.1 (tests/fixtures/captures/v47_*/NOTES.txt): 2 session slots, RPCs waiting on the
+    # ForeChannel slot table in 5 of 6 and 6 of 7 samples; the trace's WRITE means equal mountstats'.
+    result = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", "v47_bookworm_baseline")))
+    table = result["slot_table"]
+    assert table["text"].startswith("slot table full in 85 % of samples (2 of 2 session slots")
+    assert "direct evidence for client RPC slots" in table["text"] and result["limiting_layer"] == "client_rpc_slots"
+    assert (table["samples"], table["full_samples"]) == (13, 11)
+    assert all(host["mapping"][0].startswith("xprt_info: by server address") for host in table["hosts"])
+    assert not _row(result, "rpc_stats_latency WRITE means against mountstats")["crossed"]
+    tuned = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", "v47_bookworm_tuned")))
+    assert "client_rpc_slots" not in [tuned["limiting_layer"]] + tuned["contributing"]
+    assert "(30 of 30 session slots" in tuned["slot_table"]["text"]
