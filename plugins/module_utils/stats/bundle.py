@@ -7,8 +7,8 @@ docs/capture-bundle.md describes every file. The one reader that loads a bundle 
 module_utils/host/bundle_reader.py (load_bundle, saved_diagnosis): it turns a directory into the
 in-memory shape diagnosis.diagnose() takes, from the tables here; diagnose_bundle and
 checkpoint_report both use it, so a file added here is seen by both. The role that writes bundles (roles/canary_validation) takes the
-file names from the same table (filter ckptio.nfs.bundle_files) and its context.yml from
-context_document() (filter ckptio.nfs.canary_context).
+file names from the same table (step bundle_files) and its context.yml from
+context_document() (step canary_context, behind ckptio.nfs.internal).
 
 Files are parsed by bundle_values (the one YAML/JSON parser of a bundle and its schema): a value
 that breaks the schema (a list where a mapping belongs, words or .nan where a number belongs, a
