@@ -61,7 +61,7 @@ options:
     type: dict
   samples:
     description:
-      - Host samples by file key (C(host_start), C(host_end): a server's samples at the canary's start and end), one
+      - Host samples by file key, C(host_start) and C(host_end) (a server's samples at the canary's start and end), one
         JSON line each.
     type: dict
   context:

@@ -110,7 +110,6 @@ def probe_record(probe, target, seconds, clock=None):
         raise AnsibleFilterError("probe_record: port, streams and seconds must be integers (%s)" % exc)
 
 
-
 # The steps ckptio.nfs.internal calls, by name.
 STEPS = {
     "canary_record": canary_record,

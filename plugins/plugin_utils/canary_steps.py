@@ -154,7 +154,6 @@ def bundle_files(kind):
         raise AnsibleFilterError("bundle_files: %s" % exc)
 
 
-
 # The steps ckptio.nfs.internal calls, by name.
 STEPS = {
     "canary_context": canary_context,

@@ -24,7 +24,6 @@ def compare_bundles(options, context_files, reports_dir, since=""):
     return plan.option_bundles(options, list(context_files or []), reports_dir, since)
 
 
-
 # The steps ckptio.nfs.internal calls, by name.
 STEPS = {
     "compare_options": compare_options,

@@ -70,7 +70,6 @@ def host_values(hosts, hostvars, path, default=_ABSENT):
     return values
 
 
-
 # The steps ckptio.nfs.internal calls, by name.
 STEPS = {
     "hosts_with": hosts_with,

@@ -37,7 +37,7 @@ def client_results(loaded):
 
 def test_all_steps_exposed():
     assert sorted(canary_steps.STEPS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_host_go",
-                               "canary_probe_errors", "canary_server_samples", "canary_waits"]
+                                          "canary_probe_errors", "canary_server_samples", "canary_waits"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)

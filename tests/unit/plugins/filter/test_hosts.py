@@ -5,7 +5,6 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.filter.internal import STEPS as CHECKED
-from ansible_collections.ckptio.nfs.plugins.plugin_utils import hosts
 
 HOSTS_WITH = CHECKED["hosts_with"]
 HOSTVARS = {

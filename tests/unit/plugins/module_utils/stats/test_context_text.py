@@ -20,8 +20,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_par
 FIXTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures"))
 CONTEXTS = sorted(glob.glob(os.path.join(FIXTURES, "**", "context.yml"), recursive=True))
 # A context with what folds and what escapes: a long message, text beyond ASCII, floats, nulls, empty maps.
-SAMPLE = {"label": "r\u00e9sum\u00e9 run", "mount_point": "/mnt/nfs", "target": {"checkpoint_bytes": 2400000000000,
-                                                                               "window_seconds": 300.0},
+SAMPLE = {"label": "r\u00e9sum\u00e9 run", "mount_point": "/mnt/nfs",
+          "target": {"checkpoint_bytes": 2400000000000, "window_seconds": 300.0},
           "canary": {"spread_message": "ranks started within 0.016 s of each other (the hosts' clocks known to +/- 0.434 s),"
                                        " within the 1.0 s bound", "start_at": None, "skipped": {}, "ranks": [1, 2]}}
 
