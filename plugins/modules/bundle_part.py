@@ -77,7 +77,7 @@ attributes:
     details: The files are written by an action plugin on the controller.
   check_mode:
     support: full
-    details: Nothing is written; RV(changed) and RV(written) say what would be.
+    details: Nothing is written; C(changed) and RV(written) say what would be.
   diff_mode:
     support: full
     details: Each file that changes (or would), before and after.

@@ -25,7 +25,7 @@ def test_defined_undefined_and_dotted_names_keep_the_hosts_order():
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
-    ((["c1"], []), {}, "step 'hosts_with': argument 'hostvars' is of type list"),
+    ((["c1"], []), {}, "step 'hosts_with': argument 'hostvars' is of type .*list"),
     ((["c1"], HOSTVARS), {"defined": [""]}, "defined must be variable names"),
     ((["c1"], HOSTVARS), {"undefined": [3]}, "undefined must be variable names"),
 ])
@@ -49,7 +49,7 @@ def test_host_values_in_the_hosts_order_skipping_or_defaulting_the_absent():
 
 
 @pytest.mark.parametrize("args, message", [
-    ((["c1"], [], "job"), "step 'host_values': argument 'hostvars' is of type list"),
+    ((["c1"], [], "job"), "step 'host_values': argument 'hostvars' is of type .*list"),
     ((["c1"], HOSTVARS, ""), "path must be a variable name"),
     ((["c1"], HOSTVARS, None), "path must be a variable name"),
 ])
