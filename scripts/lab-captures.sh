@@ -19,6 +19,9 @@
 #   loss_5pct_one   tuned, netem loss 5 % on nfs3's lab egress only, nfs2 clean
 #   one_shaped      tuned, only nfs3's lab link shaped to 16 Mbit/s: one host sets the pace
 #   small_files     tuned, file per rank, 256 files x 4 KiB per rank: a metadata storm
+#   v47_baseline    seed_like_v41 with the canary's rpc_sampling=trace (issue 47): sunrpc_xprt.txt,
+#                   rpc_tasks.txt and rpc_latency.txt beside the usual files
+#   v47_tuned       healthy with rpc_sampling=trace
 #   old_mount       tuned, then nfs3 remounted as before the tuning (nconnect=1, 64 KiB, a
 #                   2-slot v4.1 session) while its max_session_slots setting reads the tuned value
 # Incast (many clients into one server port) needs more senders and a switch buffer than the
@@ -106,6 +109,13 @@ for scenario in "${scenarios[@]}"; do
     seed_like_v41)
       validate "$scenario"
       notes "$scenario" "nothing: the lab's broken baseline (inventories/lab/README.md)" ;;
+    v47_baseline)
+      validate "$scenario" -e canary_validation_rpc_sampling=trace -e canary_validation_probe=false
+      notes "$scenario" "nothing: the lab's broken baseline; canary rpc_sampling=trace (sysfs xprt_info, debugfs tasks, tracepoints)" ;;
+    v47_tuned)
+      tuned
+      validate "$scenario" -e canary_validation_rpc_sampling=trace -e canary_validation_probe=false
+      notes "$scenario" "tune-servers.yml + tune-clients.yml; canary rpc_sampling=trace (sysfs xprt_info, debugfs tasks, tracepoints)" ;;
     healthy)
       tuned
       validate "$scenario"

@@ -66,6 +66,36 @@ PY
   mv "$DEPS.tmp" "$DEPS"
 fi
 
+# --- promtool and node_exporter (Debian packages), for the textfile collector's checks -------
+# promtool checks the exposition text and the alert rules (unit tests); node_exporter is the
+# series-count bench's reference (tests/bench/bench_metric_series.py). Taken out of the .debs
+# into the cache rather than installed: installing the packages would start their services on
+# this machine. Keyed on the package versions apt offers.
+# extract_deb_binary PACKAGE PATH-IN-DEB NAME: prints the cached binary's path (empty when apt has none).
+extract_deb_binary() {
+  local package=$1 inside=$2 name=$3 version dir tmp deb
+  version=$(apt-cache policy "$package" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
+  [ -n "$version" ] && [ "$version" != "(none)" ] || return 0
+  dir="$CKPTIO_CACHE/$package-$version"
+  if [ ! -x "$dir/$name" ]; then
+    log "extracting $name from $package $version"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && quiet apt-get download "$package=$version") || true
+    deb=$(find "$tmp" -maxdepth 1 -name "${package}_*.deb" | head -1)
+    if [ -z "$deb" ]; then
+      log "could not download $package $version: the checks that need $name will fail"
+      rm -rf "$tmp"
+      return 0
+    fi
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" "./$inside"
+    mkdir -p "$dir.tmp" && mv "$tmp/$inside" "$dir.tmp/$name"
+    rm -rf "$dir" "$tmp" && mv "$dir.tmp" "$dir"
+  fi
+  printf '%s\n' "$dir/$name"
+}
+PROMTOOL=$(extract_deb_binary prometheus usr/bin/promtool promtool)
+NODE_EXPORTER=$(extract_deb_binary prometheus-node-exporter usr/bin/prometheus-node-exporter node_exporter)
+
 # --- Put this checkout where Ansible and ansible-test expect a collection -------------------
 # Playbooks only need ckptio.nfs on ANSIBLE_COLLECTIONS_PATH: a symlink to the checkout keeps
 # edits live. ansible-test insists on a real .../ansible_collections/ckptio/nfs directory, so
@@ -83,6 +113,8 @@ export CKPTIO_VENV='$VENV'
 # A caller may choose its own stage (parallel test runs must not share one).
 export CKPTIO_STAGE="\${CKPTIO_STAGE:-$CKPTIO_CACHE/stage-$repo_key}"
 export CKPTIO_DEPS='$DEPS'
+export CKPTIO_PROMTOOL='$PROMTOOL'
+export CKPTIO_NODE_EXPORTER='$NODE_EXPORTER'
 export VIRTUAL_ENV='$VENV'
 export PATH='$VENV/bin':"\$PATH"
 export ANSIBLE_COLLECTIONS_PATH='$LINKS:$DEPS'

@@ -73,7 +73,7 @@ run_lint() {
 # meta/runtime.yml): the code must import, compile and document itself there, and the unit
 # tests pass through the same harness (tests/unit/utils.py). Skipped sanity tests:
 # pylint (style: the sanity stage runs the newest; 2.15's older pylint reports a false positive,
-# invalid-unary-operand-type in module_utils/host/atomic_file.py), future-import-boilerplate and
+# invalid-unary-operand-type in module_utils/host/file_write.py), future-import-boilerplate and
 # metaclass-boilerplate (Python 2 boilerplate, removed from ansible-test in 2.17).
 run_compat() {
   local venv dest rc=0

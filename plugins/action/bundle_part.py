@@ -4,8 +4,8 @@
 """Action for ckptio.nfs.bundle_part: write one part of a capture bundle on the controller, in one call.
 
 What goes in each file is decided in Python (plugin_utils/bundle_steps.part_files over
-module_utils/stats/bundle_part.py, and a client's figures.json from diagnosis/host_figures.py);
-every file is written by the one atomic writer (module_utils/host/atomic_file.py), never through a
+module_utils/bundle/bundle_part.py, and a client's figures.json from diagnosis/host_figures.py);
+every file is written by the one atomic writer (module_utils/host/file_write.py), never through a
 link, inside the bundle directory only. Runs on the controller: no connection to the host, no
 module sent. Check mode writes nothing and says what would change.
 """
@@ -16,9 +16,7 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-# The one import of the atomic writer in this file (module_utils/host is being split into read, write
-# and lock modules: only this line follows it).
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.atomic_file import write_outputs
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.file_write import write_outputs
 from ansible_collections.ckptio.nfs.plugins.plugin_utils import bundle_steps
 
 ARGUMENT_SPEC = {
@@ -31,6 +29,7 @@ ARGUMENT_SPEC = {
     "records": {"type": "dict"},
     "samples": {"type": "dict"},
     "context": {"type": "dict"},
+    "rpc_samples": {"type": "dict"},
 }
 
 
@@ -62,7 +61,8 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
             files = bundle_steps.part_files(args["part"], args["host"], args["before"], args["after"], args["dstate_text"],
-                                            args["records"], args["samples"], args["context"])
+                                            args["records"], args["samples"], args["context"],
+                                            args["rpc_samples"])
         except ValueError as exc:
             raise AnsibleActionFail("bundle_part: %s" % exc)
         bundle = args["bundle"]

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import check_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import check_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import checkpoint_capacity as _capacity
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta as _mountstats_delta
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta as _nfsd_delta
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import parse_nfsd_stats, parse_pool_stats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta as _mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import nfsd_delta as _nfsd_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import pool_stats_delta
 
 
 def _text(value, key, name):
@@ -71,8 +72,8 @@ def nfs_diagnosis(bundle):
     if not isinstance(bundle, dict):
         raise AnsibleFilterError("nfs_diagnosis: expected a dict {context, clients, servers}, got %s" % type(bundle).__name__)
     try:
-        # The same schema as a bundle read from disk (stats/bundle_values.py): no NaN, no words for numbers.
-        return diagnose(check_values(bundle))
+        # The same schema as a bundle read from disk (bundle/bundle_values.py): no NaN, no words for numbers.
+        return diagnose(check_values(bundle), parallel_map)
     except (BundleError, WorkerDied) as exc:
         # WorkerDied: a forked reader killed (the OOM killer) or stuck, named with its chunk (host/parallel_map.py).
         raise AnsibleFilterError("nfs_diagnosis: %s" % exc)

@@ -16,7 +16,7 @@ description:
     results can write a bundle M(ckptio.nfs.diagnose_bundle) reads.
   - What goes in each file is decided in Python, the same for both roles - the statistics files from the two reads
     that bracket the window, a client's C(figures.json), the records (C(canary.json), C(capture.json), C(probe.json)),
-    host samples as one JSON line each, C(context.yml) as block YAML in the document's key order.
+    host samples as one JSON line each, a client's raw sunrpc samples verbatim, C(context.yml) as block YAML in the document's key order.
   - Every file is replaced atomically with mode C(0644) (an existing file keeps its mode), never through a symbolic
     link, and only inside O(bundle); missing C(clients/<host>/) or C(servers/<host>/) directories are created. A file
     that already holds the same bytes is left alone.
@@ -67,6 +67,12 @@ options:
   context:
     description:
       - The bundle's context (C(docs/capture-bundle.md)), written as C(context.yml).
+    type: dict
+  rpc_samples:
+    description:
+      - A client's raw sunrpc samples, the M(ckptio.nfs.checkpoint_canary) result's C(rpc_samples) (clients only). Each
+        of C(sunrpc_xprt), C(rpc_tasks), C(rpc_latency) that is a text becomes C(sunrpc_xprt.txt), C(rpc_tasks.txt),
+        C(rpc_latency.txt), verbatim; null writes none.
     type: dict
 extends_documentation_fragment:
   - ckptio.nfs.attributes

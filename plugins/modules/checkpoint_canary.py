@@ -36,6 +36,7 @@ author:
 extends_documentation_fragment:
   - ckptio.nfs.attributes
   - ckptio.nfs.attributes.platform
+  - ckptio.nfs.rpc_sampling
 attributes:
   check_mode:
     support: full
@@ -276,11 +277,7 @@ stalled:
   returned: always
   type: list
   elements: dict
-dstate_samples:
-  description: Once-a-second samples of tasks in D state, C({epoch, count, wchans, rank_pids}).
-  returned: when the ranks ran
-  type: list
-  elements: dict
+dstate_samples: {description: "Samples of tasks in D, C({epoch, count, wchans, rank_pids}).", returned: when the ranks ran, type: list, elements: dict}
 host_samples:
   description:
     - CPU, disk and network evidence of this host when the ranks started (C(start), taken at O(start_at)) and when the
@@ -289,8 +286,9 @@ host_samples:
   returned: when the ranks ran
   type: dict
 dstate_text: {description: "The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).", returned: always, type: str}
-dstate_summary:
-  description: Samples, samples with a task in D, peak count, longest run and C(wchan) counts (from dstate.summarize_dstate).
+dstate_summary: {description: "Samples, samples with a task in D, peak count, longest run and C(wchan) counts.", returned: when the ranks ran, type: dict}
+rpc_samples:
+  description: "C(sunrpc_xprt), C(rpc_tasks), C(rpc_latency) (texts, null when not seen), C(mode), C(notes) (what was not seen, tracing's clean-up), C(cost)."
   returned: when the ranks ran
   type: dict
 dstate_peak: {description: "Most tasks seen in D state in one sample.", returned: always, type: int}
@@ -342,55 +340,56 @@ harness:
 """
 
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.canary import outcome, preflight, restore, shapes
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
-from ansible_collections.ckptio.nfs.plugins.module_utils.canary import shapes
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_run
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary_target import Refused
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import run as canary_run
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import target as canary_target
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            ranks=dict(type="int", default=1),
-            bytes_per_rank=dict(type="int", default=64 * 1024 * 1024),
+            ranks=dict(type="int", default=1), bytes_per_rank=dict(type="int", default=64 * 1024 * 1024),
             block_size=dict(type="int", default=1024 * 1024),
             layout=dict(type="str", default="shared_file", choices=list(canary.LAYOUTS)),
             files_per_rank=dict(type="int", default=1),
-            fsync=dict(type="bool", default=True),
-            direct=dict(type="bool", default=False),
+            fsync=dict(type="bool", default=True), direct=dict(type="bool", default=False),
             start_at=dict(type="float"),
-            barrier_dir=dict(type="path"),
-            barrier_timeout=dict(type="float", default=600.0),
-            timeout=dict(type="float", default=600.0),
-            kill_grace=dict(type="float", default=5.0),
-            allow_local=dict(type="bool", default=False),
-            keep=dict(type="bool", default=False),
+            barrier_dir=dict(type="path"), barrier_timeout=dict(type="float", default=600.0),
+            timeout=dict(type="float", default=600.0), kill_grace=dict(type="float", default=5.0),
+            allow_local=dict(type="bool", default=False), keep=dict(type="bool", default=False),
             restore=dict(type="bool", default=False),
             restore_cache=dict(type="str", default="fadvise", choices=list(restore.CACHE_METHODS)),
             shape=dict(type="str", choices=list(shapes.SHAPES)),
-            shape_scale=dict(type="float", default=1.0),
-            thread_count=dict(type="int", default=1),
+            shape_scale=dict(type="float", default=1.0), thread_count=dict(type="int", default=1),
             num_checkpoints=dict(type="int", default=1),
             first_rank=dict(type="int", default=0),
             paths=dict(type="list", elements="path", default=[]),
-            local_path=dict(type="path"),
-            drain_rate_limit=dict(type="int", default=0),
+            local_path=dict(type="path"), drain_rate_limit=dict(type="int", default=0),
             checkpoint_interval_seconds=dict(type="int", default=0),
-            job_id=dict(type="str"),
-            job_ranks=dict(type="int", default=0),
+            job_id=dict(type="str"), job_ranks=dict(type="int", default=0),
             recovery_rank_shift=dict(type="int", default=0),
+            rpc_sampling=dict(type="str", default="queues", choices=["off", "queues", "trace"]),
         ),
         supports_check_mode=True,
     )
-    try:
-        result, failure = canary_run.run(module, host_root.at_root())
-    except Refused as exc:
-        result, failure = exc.result, str(exc)
+    params, host = module.params, host_root.at_root()
+    # request -> target -> pure plan: a refusal is a value, returned before anything is made.
+    target = preflight.request_refusal(params) or canary_target.read(params, host)
+    plan = preflight.plan(params, target, time.time())
+    ran = None
+    if isinstance(plan, preflight.Plan):
+        for warning in plan.warnings:
+            module.warn(warning)
+        if not module.check_mode:
+            ran = canary_run.run(module, host, target, plan)
+    result, failure = outcome.report(params, plan, ran, module._diff)
     if failure is not None:
         module.fail_json(msg=failure, **result)
     module.exit_json(**result)

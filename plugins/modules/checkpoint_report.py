@@ -165,16 +165,17 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run as diagnosis_run
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report_figure
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report_figure
 
 PNG_HINT = ("report.png was not drawn: matplotlib is not importable by %s. Install it there "
             "(pip install matplotlib, or pip install -r requirements.txt from the installed collection) and run again.")
@@ -200,7 +201,7 @@ def bundle_metrics(path, label, warnings, output_dir=None):
     run = None
     try:
         # The bundle read once (diagnosis/run.py): the report's per-op figures are the diagnosis's own.
-        run = diagnosis_run.read_run(loaded)
+        run = diagnosis_run.read_run(loaded, parallel_map)
         if diagnosis is None:
             diagnosis = diagnose.diagnose_run(run)
     except WorkerDied as exc:
@@ -272,7 +273,7 @@ def main():
     if png is not None:
         outputs.append((os.path.join(output_dir, "report.png"), png))
     # Never through a link planted in the bundle: write_outputs refuses it, naming it.
-    written = atomic_file.write_outputs(module, outputs, make_parent=True)
+    written = file_write.write_outputs(module, outputs, make_parent=True)
     changed = any(row["changed"] for row in written)
     old_markdown = written[0]["before"]
     files = [os.path.join(output_dir, name) for name in ("report.md", "report.json", "report.png")

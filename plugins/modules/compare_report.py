@@ -127,10 +127,11 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.compare import figure as compare_figure
 from ansible_collections.ckptio.nfs.plugins.module_utils.compare import option, ranking
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file, bundle_reader
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values, report_figure
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader, file_write
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report_figure
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 
 
 def option_row(spec):
@@ -181,7 +182,7 @@ def main():
     outputs = [(md_path, markdown.encode()), (os.path.join(output_dir, "compare.json"), payload.encode())]
     if png is not None:
         outputs.append((os.path.join(output_dir, "compare.png"), png))
-    written = atomic_file.write_outputs(module, outputs, make_parent=True)
+    written = file_write.write_outputs(module, outputs, make_parent=True)
     files = [path for path, _content in outputs]
     msg = "%s %s in %s" % ("would write" if module.check_mode else "wrote", ", ".join(os.path.basename(path) for path in files), output_dir)
     if png is None and module.params["png"]:

@@ -219,13 +219,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import output_place as output_place_rule
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.parallel_map import WorkerDied
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import HAS_YAML, BundleError
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import HAS_YAML, BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, returned_diagnosis
@@ -265,7 +266,7 @@ def main():
         # Shown with undecodable bytes escaped, so diagnosis.json, .md and the result are valid UTF-8.
         # The collector paused while the result of thousands of hosts is built (host/gc_pause.py).
         with paused_gc():
-            result, json_text = json_safe_text(diagnose(load_bundle(directory, stream=True)), _diagnosis_json)
+            result, json_text = json_safe_text(diagnose(load_bundle(directory, stream=True), parallel_map), _diagnosis_json)
             markdown = render_markdown(result)
         json_text += "\n"
     except (BundleError, WorkerDied) as exc:
@@ -283,7 +284,7 @@ def main():
         json_path = os.path.join(output_dir, "diagnosis.json")
         md_path = os.path.join(output_dir, "diagnosis.md")
         # Never through a link planted in the bundle: write_outputs refuses it, naming it.
-        written = atomic_file.write_outputs(module, [(json_path, json_text), (md_path, markdown)], make_parent=True)
+        written = file_write.write_outputs(module, [(json_path, json_text), (md_path, markdown)], make_parent=True)
         changed = any(row["changed"] for row in written)
         old_markdown = written[1]["before"]
         if module._diff and changed:

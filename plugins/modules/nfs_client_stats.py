@@ -183,10 +183,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import format_sample
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.dstate import format_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path, nfs_mounts, nfs_server_of, parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import parse_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 
 

@@ -278,10 +278,12 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import mount_pla
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mount_plan import PlanError
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_lock
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.mount_holders import find_holders, read_processes
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 
 
 # ---- the views -------------------------------------------------------------------------------
@@ -305,7 +307,7 @@ def read_live_view(host, path):
 def read_views(module, host, wanted):
     # Only a missing fstab is empty: an unreadable one (EACCES, ELOOP, EIO, a directory)
     # fails here, or the write below would replace every line with ours.
-    text = atomic_file.read_text_or_fail(module, wanted.fstab_path)
+    text = file_read.read(wanted.fstab_path, follow_links=True, module=module)
     mtime = os.stat(wanted.fstab_path).st_mtime if text is not None else None
     fstab = mount_plan.fstab_view(text, mtime, wanted.path)
     live = read_live_view(host, wanted.path)
@@ -376,8 +378,8 @@ def write_fstab(module, wanted, views, plan):
     backup_file = None
     if plan.fstab_after != views.fstab.text:
         try:
-            backup_file = atomic_file.write_file(module, wanted.fstab_path, plan.fstab_after, backup=module.params["backup"],
-                                                 follow_links=True)
+            backup_file = file_write.write_file(module, wanted.fstab_path, plan.fstab_after, backup=module.params["backup"],
+                                                follow_links=True)
         except OSError as exc:
             module.fail_json(msg="fstab: could not write %s (the old file is unchanged): %s" % (wanted.fstab_path, exc))
     return tuning_flow.Written({wanted.fstab_path: backup_file} if backup_file else {})
@@ -412,7 +414,7 @@ def execute(module):
     directory = os.path.dirname(wanted.fstab_path) or "."
     if not os.path.isdir(directory):
         raise PlanError("fstab: directory %s does not exist" % directory)
-    return tuning_flow.run(module, steps(module, host_root.at_root(), wanted))
+    return tuning_flow.run(module, steps(module, host_root.at_root(), wanted), file_lock.locked)
 
 
 def main():

@@ -127,7 +127,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.host_reader import read_host_sample
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     parse_nfsd_stats,
     parse_pool_stats,
     parse_pool_threads,

@@ -295,30 +295,21 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_conn
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfsd_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_lock
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
-NFS_CONF = "/etc/nfs.conf"
-NFS_CONF_D = "/etc/nfs.conf.d"
-USR_NFS_CONF = "/usr/etc/nfs.conf"
-# nfs-utils has no max_connections setting: an nfs-server.service drop-in copies the value file
-# into /proc/fs/nfsd/max_connections before nfsd starts (docs/tuning-modules.md says why).
-NFS_SERVER_DROPIN = "/etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf"
-MAX_CONNECTIONS_VALUE_FILE = "/etc/ckptio/nfsd-max-connections"
-# systemd's unit search path, highest precedence first (systemd.unit(5)); /lib on unmerged-/usr
-# Debian 11 and Ubuntu 20.04, where nfs-server.service lives.
-SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
+# The /etc, /usr and /run files read here (nfs.conf and its drop-ins, nfs-server.service and its
+# drop-ins, nfs-utils_env.sh, the defaults files, our max_connections and RPCNFSDCOUNT files) are
+# named once, in host_root.HostRoot; conf_file, an option, is the user's.
 NFS_SERVER_UNIT = "nfs-server.service"
-# Shipped by nfs-utils' systemd/ up to Debian 11 and Ubuntu 20.04 (nfs-config.service runs it).
-ENV_SCRIPTS = ("/usr/lib/systemd/scripts/nfs-utils_env.sh", "/lib/systemd/scripts/nfs-utils_env.sh")
-EDITABLE_DEFAULTS = nfs_server_start.EDITABLE_DEFAULTS
-# Where the absolute paths a host file names (the files nfs-utils_env.sh sources) are found.
-SOURCED_ROOT = "/"
-# The RPCNFSDCOUNT line we replaced, so state=absent restores it (only with persist_command_line).
-RPCNFSDCOUNT_RECORD = "/etc/ckptio/nfsd-rpcnfsdcount.record"
-# coreutils dd: /usr/bin on merged-/usr systems (Debian 12, RHEL), /bin on older Debian.
-DD_PATHS = ("/usr/bin/dd", "/bin/dd")
+# conf_file's rule, as nfs-utils reads it: /etc/nfs.conf, or a .conf file directly in /etc/nfs.conf.d.
+OWNED_PATH_MESSAGES = (
+    (owned_files.PLACE, "%(option)s must be %(files)s or a .conf file directly in %(directories)s (nfs-utils reads "
+                        "nothing else), got %(path)r"),
+    (owned_files.NAME, "%(option)s name may contain only letters, digits, '.', '_' and '-', got %(path)r"),
+)
 
 # fs/nfsd/nfsd.h NFSD_MAXSERVS: the kernel refuses more threads.
 MAX_THREADS = 8192
@@ -328,7 +319,7 @@ HEADER = nfsd_plan.HEADER
 
 def read_int(module, path):
     # A directory or an unreadable file in /proc/fs/nfsd is a broken host: say which, no traceback.
-    text = atomic_file.read_text_or_fail(module, path)
+    text = file_read.read(path, follow_links=True, module=module)
     if text is None:
         return None
     try:
@@ -361,28 +352,18 @@ def validate(params, host):
     max_connections = params["max_connections"]
     if max_connections is not None and not 0 <= max_connections <= nfsd_connections.MAX_CONNECTIONS:
         errors.append("max_connections must be between 0 and %d, got %d" % (nfsd_connections.MAX_CONNECTIONS, max_connections))
-    path = params["conf_file"]
-    if not path or not os.path.isabs(path):
-        errors.append("conf_file must be an absolute path, got %r" % (path,))
-    else:
-        name = os.path.basename(path)
-        in_dropins = owned_files.directly_in(path, [NFS_CONF_D])
-        if os.path.normpath(path) != os.path.normpath(NFS_CONF) and not (in_dropins and nfs_conf.dropin_names([name])):
-            errors.append("conf_file must be %s or a .conf file directly in %s (nfs-utils reads nothing else), got %r"
-                          % (NFS_CONF, NFS_CONF_D, path))
-        elif not owned_files.safe_name(name):
-            errors.append("conf_file name may contain only letters, digits, '.', '_' and '-', got %r" % (path,))
+    error = owned_files.owned_path_error("conf_file", params["conf_file"], [host.nfs_conf_d], OWNED_PATH_MESSAGES,
+                                         files=[host.nfs_conf])
+    if error:
+        errors.append(error)
     return errors
 
 
 # ---- the views -------------------------------------------------------------------------------
-def read_config_files(module, own_path, own_text):
+def read_config_files(module, host, own_path, own_text):
     """[(path, text)] in nfs-utils' read order (conffile.c conf_init_file), with own_text for own_path."""
     def dropins(directory):
-        try:
-            names = os.listdir(directory)
-        except OSError:
-            names = []
+        names = [name for _directory, listed in file_read.list_dirs([directory]) for name in listed]
         if os.path.normpath(os.path.dirname(own_path)) == os.path.normpath(directory):
             own_name = os.path.basename(own_path)
             names = [name for name in names if name != own_name]
@@ -391,13 +372,13 @@ def read_config_files(module, own_path, own_text):
         return [os.path.join(directory, name) for name in nfs_conf.dropin_names(names)]
 
     def planned(paths):
-        return owned_files.with_own(paths, own_path, own_text, functools.partial(atomic_file.read_text_or_fail, module))
+        return owned_files.with_own(paths, own_path, own_text, functools.partial(file_read.read, follow_links=True, module=module))
 
-    files = planned([NFS_CONF])
+    files = planned([host.nfs_conf])
     if not files:
         # conf_load_file() of /etc/nfs.conf discards what /usr/etc gave only when it can read it.
-        files = planned([USR_NFS_CONF] + dropins(USR_NFS_CONF + ".d"))
-    return files + planned(dropins(NFS_CONF + ".d"))
+        files = planned([host.usr_nfs_conf] + dropins(host.usr_nfs_conf + ".d"))
+    return files + planned(dropins(host.nfs_conf_d))
 
 
 def read_max_connections(module, host):
@@ -411,58 +392,51 @@ def read_max_connections(module, host):
         supported = False
     else:
         supported = None
-    masked = is_masked(NFS_SERVER_DROPIN)
+    masked = is_masked(host.nfs_server_dropin)
     return {
         "proc_file": proc_file,
         "live": live,
         "supported": supported,
-        "dropin_path": NFS_SERVER_DROPIN,
+        "dropin_path": host.nfs_server_dropin,
         # The one reader: a directory or an unreadable file fails naming it and the errno. A masked drop-in
         # (a link to /dev/null) holds nothing for systemd: no text, and the plan refuses to persist through it.
-        "dropin": None if masked else atomic_file.read_text_or_fail(module, NFS_SERVER_DROPIN),
+        "dropin": None if masked else file_read.read(host.nfs_server_dropin, follow_links=True, module=module),
         "dropin_masked": masked,
-        "value_path": MAX_CONNECTIONS_VALUE_FILE,
-        "value": atomic_file.read_text_or_fail(module, MAX_CONNECTIONS_VALUE_FILE),
-        "dd_path": next((path for path in DD_PATHS if os.path.exists(path)), DD_PATHS[0]),
+        "value_path": host.max_connections_value_file,
+        "value": file_read.read(host.max_connections_value_file, follow_links=True, module=module),
+        "dd_path": host.dd_path(),
     }
 
 
 def is_masked(path):
     """True when path is a symbolic link that ends at /dev/null: how `systemctl mask` masks a unit (systemctl(1))."""
-    return atomic_file.read_link(path) is not None and os.path.realpath(path) == os.devnull
+    return file_read.read_link(path) is not None and os.path.realpath(path) == os.devnull
 
 
-def read_unit_files(module):
+def read_unit_files(host):
     """[(path, text)] of nfs-server.service as systemd loads it: the unit from the first directory
     that has it, then its drop-ins (*.conf in every directory's nfs-server.service.d, a name in a
     higher directory hiding the same name below, in name order)."""
-    unit = None
+    units = [os.path.join(directory, NFS_SERVER_UNIT) for directory in host.systemd_unit_dirs]
+    unit = next(((path, host.read(path)) for path in units if os.path.isfile(path)), None)
     dropins = {}
-    for directory in SYSTEMD_UNIT_DIRS:
-        path = os.path.join(directory, NFS_SERVER_UNIT)
-        if unit is None and os.path.isfile(path):
-            unit = (path, atomic_file.read_optional(path))
-        dropin_dir = path + ".d"
-        try:
-            names = os.listdir(dropin_dir)
-        except OSError:
-            names = []
+    for dropin_dir, names in file_read.list_dirs([path + ".d" for path in units]):
         for name in names:
             if name.endswith(".conf") and name not in dropins:
                 dropins[name] = os.path.join(dropin_dir, name)
     if unit is None or unit[1] is None:
         return []
-    return [unit] + [(path, atomic_file.read_optional(path) or "") for _name, path in sorted(dropins.items())]
+    return [unit] + [(path, host.read(path) or "") for _name, path in sorted(dropins.items())]
 
 
-def read_start_view(module):
+def read_start_view(module, host):
     """How nfs-server starts rpc.nfsd: the view nfsd_plan.plan_start() reads."""
-    env_path = next((path for path in ENV_SCRIPTS if os.path.exists(path)), ENV_SCRIPTS[0])
-    env_script = atomic_file.read_optional(env_path)
-    sourced = [os.path.join(SOURCED_ROOT, path.lstrip("/")) for path in nfs_server_start.sourced_files(env_script or "")]
-    texts = dict((path, atomic_file.read_text_or_fail(module, path)) for path in list(EDITABLE_DEFAULTS) + sourced)
-    return nfsd_plan.start_view(read_unit_files(module), env_path, env_script, sourced, texts, RPCNFSDCOUNT_RECORD,
-                                atomic_file.read_text_or_fail(module, RPCNFSDCOUNT_RECORD), EDITABLE_DEFAULTS)
+    env_path = host.first_present(host.env_scripts)
+    env_script = host.read(env_path)
+    sourced = [host.path(path) for path in nfs_server_start.sourced_files(env_script or "")]
+    texts = dict((path, file_read.read(path, follow_links=True, module=module)) for path in list(host.editable_defaults) + sourced)
+    return nfsd_plan.start_view(read_unit_files(host), env_path, env_script, sourced, texts, host.rpcnfsdcount_record,
+                                file_read.read(host.rpcnfsdcount_record, follow_links=True, module=module), host.editable_defaults)
 
 
 # ---- applying --------------------------------------------------------------------------------
@@ -480,11 +454,11 @@ def write_all(host, writes):
     return errors, len(errors) < len(writes)
 
 
-def reload_systemd(module):
+def reload_systemd(module, host):
     """Warnings of a `systemctl daemon-reload` after the drop-in changed."""
     systemctl = module.get_bin_path("systemctl")
     if systemctl is None:
-        return ["systemctl not found: %s takes effect only where systemd starts nfs-server" % NFS_SERVER_DROPIN]
+        return ["systemctl not found: %s takes effect only where systemd starts nfs-server" % host.nfs_server_dropin]
     rc, _out, err = module.run_command([systemctl, "daemon-reload"])
     if rc != 0:
         return ["systemctl daemon-reload failed (%s): run it before nfs-server restarts, or the old "
@@ -510,25 +484,25 @@ def change_live(module, host, plan):
     return live, changed
 
 
-def write_files(module, plan):
+def write_files(module, host, plan):
     """Apply the file edits under the locks: tuning_flow.Written with the start check's and the
     daemon-reload's warnings."""
     backups = file_edits.apply_edits(module, plan.edits)
     warnings = []
     if plan.start.edits:
         # Re-read what nfs-config.service will source and tell again what nfs-server starts.
-        mismatch = nfsd_plan.start_verified(plan.start.after, nfsd_plan.detect_start(read_start_view(module)))
+        mismatch = nfsd_plan.start_verified(plan.start.after, nfsd_plan.detect_start(read_start_view(module, host)))
         if mismatch:
             warnings.append(mismatch)
     if plan.dropin_changed:
-        warnings.extend(reload_systemd(module))
+        warnings.extend(reload_systemd(module, host))
     return tuning_flow.Written(backups, tuple(warnings))
 
 
-def lock_paths(request):
+def lock_paths(request, host):
     """conf_file; the RPCNFSDCOUNT files only for runs that may edit (or restore) them."""
     if request.persist_command_line or not request.present:
-        return (request.conf_file, RPCNFSDCOUNT_RECORD) + tuple(EDITABLE_DEFAULTS)
+        return (request.conf_file, host.rpcnfsdcount_record) + host.editable_defaults
     return (request.conf_file,)
 
 
@@ -542,12 +516,12 @@ def steps(module, host, request):
     max_plan = nfsd_plan.plan_max_connections(request, max_view)
 
     def read_and_plan():
-        start_view = read_start_view(module)
-        before = atomic_file.read_text_or_fail(module, request.conf_file)
+        start_view = read_start_view(module, host)
+        before = file_read.read(request.conf_file, follow_links=True, module=module)
         after = nfsd_plan.plan_file(request, before)
         views = nfsd_plan.Views(host.nfsd_control, threads_before, min_before, max_block_size, max_view, before,
-                                files_after=read_config_files(module, request.conf_file, after),
-                                files_now=read_config_files(module, request.conf_file, before) if module.check_mode else None,
+                                files_after=read_config_files(module, host, request.conf_file, after),
+                                files_now=read_config_files(module, host, request.conf_file, before) if module.check_mode else None,
                                 start_view=start_view)
         return views, nfsd_plan.plan(request, views, after, max_plan)
 
@@ -557,7 +531,7 @@ def steps(module, host, request):
 
     def report(views, plan, outcome, diff):
         return nfsd_plan.report(request, views, plan, outcome, diff=diff)
-    return tuning_flow.Steps(lock_paths(request), read_and_plan, lambda _views, plan: write_files(module, plan), apply, report)
+    return tuning_flow.Steps(lock_paths(request, host), read_and_plan, lambda _views, plan: write_files(module, host, plan), apply, report)
 
 
 def main():
@@ -581,8 +555,8 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        request = nfsd_plan.Request.from_params(module.params, os.path.normpath(module.params["conf_file"]) == os.path.normpath(NFS_CONF))
-        result = tuning_flow.run(module, steps(module, host, request))
+        request = nfsd_plan.Request.from_params(module.params, os.path.normpath(module.params["conf_file"]) == os.path.normpath(host.nfs_conf))
+        result = tuning_flow.run(module, steps(module, host, request), file_lock.locked)
     except nfsd_plan.PlanError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -222,13 +222,14 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe, show_undecodable
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import partial as paste_partial
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import readings as paste_readings
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import saved_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import MAX_MAGNITUDE, BundleError, dump_json
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CONTEXT_FILE
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import MAX_MAGNITUDE, BundleError, dump_json
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CONTEXT_FILE
 
 ARGUMENT_SPEC = dict(
     src=dict(type="path", required=True),
@@ -282,13 +283,13 @@ def _read_saved(module, src):
         try:
             names, unreadable = _saved_entries(src)
         except OSError as exc:
-            module.fail_json(msg="src: %s cannot be listed (%s)" % (src, atomic_file.describe_error(exc)))
+            module.fail_json(msg="src: %s cannot be listed (%s)" % (src, file_read.describe_error(exc)))
     files = []
     for name in names:
         # The one bounded reader: never through a symlink, regular files only, at most INPUT_LIMIT bytes.
         try:
-            text = atomic_file.read_input(os.path.join(src, name))
-        except atomic_file.FileRefused as exc:
+            text = file_read.read(os.path.join(src, name))
+        except file_read.FileRefused as exc:
             unreadable.append({"file": name, "kind": "refused", "reason": exc.strerror})
             continue
         except OSError:
@@ -319,7 +320,7 @@ def _saved_entries(src):
             names.append(name)
         elif stat.S_ISLNK(mode):
             refused.append({"file": name, "kind": "refused", "reason": "is a symbolic link (to %s): not followed, it may point "
-                            "outside src" % atomic_file.read_link(os.path.join(src, name))})
+                            "outside src" % file_read.read_link(os.path.join(src, name))})
         elif not stat.S_ISDIR(mode):
             what = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
                     else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
@@ -376,7 +377,7 @@ def _dest_context(module, dest):
     context_yaml = _own_text(module, os.path.join(dest, CONTEXT_FILE), dest)
     if saved_files.written_here(context_yaml):
         return context_yaml
-    if not atomic_file.is_empty_dir(dest):
+    if not file_read.is_empty_dir(dest):
         module.fail_json(msg="dest: %s is not empty and is not a bundle this module wrote (no %s with saved.written_by: %s); "
                              "nothing was written" % (dest, CONTEXT_FILE, saved_files.WRITER))
     return None
@@ -386,8 +387,8 @@ def _own_text(module, path, dest):
     """The text of a file of dest (None when absent), never through a symlink (at the name or a directory
     between dest and it) and only a regular file: anything else fails naming it, before anything is written."""
     try:
-        return atomic_file.read_own(path, inside=dest)
-    except atomic_file.FileRefused as exc:
+        return file_read.read(path, none_on=file_read.UNREADABLE, inside=dest)
+    except file_read.FileRefused as exc:
         module.fail_json(msg="dest: %s; refusing to read or write through it, nothing was written" % exc, changed=False)
 
 
@@ -406,18 +407,18 @@ def _changes(module, dest, contents, stale):
 def _apply(module, dest, writes, removes):
     """Write (context.yml first: a run cut short leaves a bundle the next run may rewrite), then remove.
 
-    Inside dest only: atomic_file never follows a link there (inside=dest)."""
+    Inside dest only: file_read and file_write never follow a link there (inside=dest)."""
     for index, (path, _old, text) in enumerate(writes):
         try:
-            atomic_file.write_file(module, path, text, make_parent=True, inside=dest)
+            file_write.write_file(module, path, text, make_parent=True, inside=dest)
         except OSError as exc:
-            module.fail_json(msg="dest: cannot write %s (%s)" % (path, atomic_file.describe_error(exc)), changed=index > 0)
+            module.fail_json(msg="dest: cannot write %s (%s)" % (path, file_read.describe_error(exc)), changed=index > 0)
     for path, _old in removes:
         try:
-            atomic_file.remove_file(module, path, inside=dest)
+            file_write.remove_file(module, path, inside=dest)
         except OSError as exc:
-            module.fail_json(msg="dest: cannot remove %s (%s)" % (path, atomic_file.describe_error(exc)), changed=True)
-        atomic_file.remove_empty_dir(module, os.path.dirname(path))
+            module.fail_json(msg="dest: cannot remove %s (%s)" % (path, file_read.describe_error(exc)), changed=True)
+        file_write.remove_empty_dir(module, os.path.dirname(path))
 
 
 def _verify(module, dest, writes):

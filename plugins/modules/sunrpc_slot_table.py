@@ -224,88 +224,66 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_fil
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_table_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_tables
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_lock
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_edits
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
-
-# kmod's search order (libkmod-config.c): a file name in an earlier directory hides later ones.
-MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
-MODULES_LOAD_DIRS = ("/etc/modules-load.d", "/run/modules-load.d", "/usr/local/lib/modules-load.d", "/usr/lib/modules-load.d", "/lib/modules-load.d")
 
 # The first line of every file this module writes: state=absent edits only files that have it.
 HEADER = slot_table_plan.HEADER
 
 
-def validate_owned_path(option, path, directories):
-    """Error text when path is not a .conf file kmod/systemd would read, else None."""
-    if not path or not os.path.isabs(path):
-        return "%s must be an absolute path, got %r" % (option, path)
-    name = os.path.basename(path)
-    if not name.endswith(".conf") or name.startswith(".") or not owned_files.safe_name(name):
-        return "%s must name a .conf file made of letters, digits, '.', '_' and '-', got %r" % (option, path)
-    if not owned_files.directly_in(path, directories):
-        return "%s must be directly in one of %s (nothing else is read at module load), got %r" % (
-            option, ", ".join(directories), path)
-    return None
+# What kmod and systemd-modules-load read: a .conf file directly in one of their directories.
+OWNED_PATH_MESSAGES = (
+    (owned_files.NAME, "%(option)s must name a .conf file made of letters, digits, '.', '_' and '-', got %(path)r"),
+    (owned_files.PLACE, "%(option)s must be directly in one of %(directories)s (nothing else is read at module load), got %(path)r"),
+)
 
 
 # ---- the views -------------------------------------------------------------------------------
-def kmod_loaded(host, kmod):
-    if kmod == "sunrpc" and os.path.isdir(host.sunrpc_sysctls):
-        return True
-    return os.path.isdir(host.module_parameters(kmod))
-
-
 def loaded_modules(host):
-    return dict((kmod, kmod_loaded(host, kmod)) for kmod in slot_table_plan.KERNEL_MODULES)
+    return dict((kmod, host.kmod_loaded(kmod)) for kmod in slot_table_plan.KERNEL_MODULES)
 
 
 def live_paths(host, option):
     kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
-    paths = []
-    if kmod == "sunrpc":
-        paths.append(os.path.join(host.sunrpc_sysctls, parameter))
-    paths.append(os.path.join(host.module_parameters(kmod), parameter))
-    return paths
+    return [os.path.join(directory, parameter) for directory in host.parameter_dirs(kmod)]
 
 
 def read_live(module, host):
+    # A directory or an unreadable file here is a broken host: say which, no traceback.
+    read = functools.partial(file_read.read, follow_links=True, module=module)
     values = {}
     for option in slot_tables.ALL_OPTIONS:
         values[option] = None
-        for path in live_paths(host, option):
-            # A directory or an unreadable file here is a broken host: say which, no traceback.
-            value = slot_tables.parse_int(atomic_file.read_text_or_fail(module, path))
+        kmod, parameter = slot_tables.KERNEL_PARAMETER[option]
+        for directory in host.parameter_dirs(kmod):
+            value = slot_tables.parse_int(next((text for _name, text in host.read_parameters(directory, [parameter], read)), None))
             if value is not None:
                 values[option] = value
                 break
     return values
 
 
-def read_modprobe_files(module, own_path, own_text):
+def read_modprobe_files(module, host, own_path, own_text):
     """[(path, text)] of every modprobe.d file in kmod's order, with own_text for own_path."""
-    listing = []
-    for directory in MODPROBE_DIRS:
-        try:
-            listing.append((directory, sorted(os.listdir(directory))))
-        except OSError:
-            continue
+    listing = file_read.list_dirs(host.modprobe_dirs)
     own_name = os.path.basename(own_path)
     if own_text is not None and not any(own_name in names for _d, names in listing):
         listing.append((os.path.dirname(own_path), [own_name]))
     return owned_files.with_own(modprobe_conf.config_order(listing), own_path, own_text,
-                                functools.partial(atomic_file.read_text_or_fail, module))
+                                functools.partial(file_read.read, follow_links=True, module=module))
 
 
 def read_views(module, host, request, live_before, loaded):
     """The views under the locks; the other modprobe.d files are read with ours as planned."""
-    modprobe_before = atomic_file.read_text_or_fail(module, request.modprobe_path)
-    load_before = atomic_file.read_text_or_fail(module, request.load_path)
+    modprobe_before = file_read.read(request.modprobe_path, follow_links=True, module=module)
+    load_before = file_read.read(request.load_path, follow_links=True, module=module)
     modprobe_after, load_after = slot_table_plan.plan_files(request, modprobe_before, load_before)
     views = slot_table_plan.Views(
         live_before, loaded, modprobe_before, load_before,
-        files_after=read_modprobe_files(module, request.modprobe_path, modprobe_after),
-        files_now=read_modprobe_files(module, request.modprobe_path, modprobe_before) if module.check_mode else None,
+        files_after=read_modprobe_files(module, host, request.modprobe_path, modprobe_after),
+        files_now=read_modprobe_files(module, host, request.modprobe_path, modprobe_before) if module.check_mode else None,
         mounts=mountinfo.nfs_mounts(mountinfo.parse_mountinfo(host.read(host.mountinfo) or "")))
     return views, modprobe_after, load_after
 
@@ -331,7 +309,7 @@ def load(module, host, kmod):
     if not modprobe:
         return "%s is not loaded and modprobe was not found" % kmod
     rc, out, err = module.run_command([modprobe, kmod])
-    if rc != 0 or not kmod_loaded(host, kmod):
+    if rc != 0 or not host.kmod_loaded(kmod):
         detail = (err or out or "rc=%d" % rc).strip()
         return "%s is not loaded and 'modprobe %s' failed: %s" % (kmod, kmod, detail)
     return None
@@ -415,15 +393,16 @@ def main():
         force=dict(type="bool", default=False),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    host = host_root.at_root()
     errors = slot_tables.validate(module.params)
-    for option, directories in (("modprobe_conf", MODPROBE_DIRS), ("modules_load_conf", MODULES_LOAD_DIRS)):
-        error = validate_owned_path(option, module.params[option], directories)
+    for option, directories in (("modprobe_conf", host.modprobe_dirs), ("modules_load_conf", host.modules_load_dirs)):
+        error = owned_files.owned_path_error(option, module.params[option], directories, OWNED_PATH_MESSAGES)
         if error:
             errors.append(error)
     if errors:
         module.fail_json(msg="; ".join(errors))
     try:
-        result = tuning_flow.run(module, steps(module, host_root.at_root(), slot_table_plan.Request.from_params(module.params)))
+        result = tuning_flow.run(module, steps(module, host, slot_table_plan.Request.from_params(module.params)), file_lock.locked)
     except slot_table_plan.PlanError as exc:
         module.fail_json(msg=str(exc), changed=False)
     module.exit_json(**result)

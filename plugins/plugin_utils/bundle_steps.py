@@ -5,7 +5,7 @@
 files of a host's part or of context.yml ([{name, content}], which the action ckptio.nfs.bundle_part
 writes), and the canary's and the probe's records (steps behind ckptio.nfs.internal).
 
-The logic is in module_utils/stats/bundle_part.py (and a client's figures.json in
+The logic is in module_utils/bundle/bundle_part.py (and a client's figures.json in
 module_utils/diagnosis/host_figures.py); these wrappers only check their input. Each step's
 documentation and argument spec is the YAML file of its name next to this one.
 """
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_part
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES
 
 # The records a host's part ends with (after its statistics files): the canary's, the capture's, the probe's.
 RECORD_FILES = frozenset(CLIENT_FILES[key] for key in ("canary", "capture", "probe"))
@@ -48,30 +48,36 @@ def _read(value, what):
     return None if value is None or value.get("skipped") else value
 
 
-def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=None):
+def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=None, samples=None):
     records = _mapping(records, "bundle_host_files", "records ({file key: record})", optional=True)
+    samples = _mapping(samples, "bundle_host_files", "samples (the canary's rpc_samples)", optional=True)
     before, after = _read(before, "before"), _read(after, "after")
     try:
-        files = bundle_part.host_files(kind, before, after, dstate_text, records)
+        files = bundle_part.host_files(kind, before, after, dstate_text, records, samples)
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("bundle_host_files: %s" % exc)
     return _with_figures(files, after) if kind == "clients" and before is not None and after is not None else files
 
 
-def part_files(part, host=None, before=None, after=None, dstate_text=None, records=None, samples=None, context=None):
+def part_files(part, host=None, before=None, after=None, dstate_text=None, records=None, samples=None, context=None,
+               rpc_samples=None):
     """[{name, content}] of one part, names relative to the bundle: clients/<host>/..., servers/<host>/...
-    (the statistics, records and host samples given) or context.yml. ValueError names what is wrong."""
+    (the statistics, records, host samples and a client's raw sunrpc samples given - rpc_samples, the
+    canary's, issue 47) or context.yml. ValueError names what is wrong."""
+    given = (before, after, dstate_text, records, samples, rpc_samples)
     if part == "context":
-        if context is None or host is not None or any(item is not None for item in (before, after, dstate_text, records, samples)):
+        if context is None or host is not None or any(item is not None for item in given):
             raise ValueError("the context part takes context only")
         return bundle_part.context_part(context)
     if context is not None:
-        raise ValueError("context is the context part's; a %s part takes host, before, after, dstate_text, records and "
-                         "samples" % part)
+        raise ValueError("context is the context part's; a %s part takes host, before, after, dstate_text, records, "
+                         "samples and rpc_samples" % part)
     if not host or "/" in host or host in (".", ".."):
         raise ValueError("a %s part needs host, a directory name, got %r" % (part, host))
+    if rpc_samples is not None and part != "clients":
+        raise ValueError("rpc_samples (the canary's) are a clients part's, not a %s part's" % part)
     try:
-        files = bundle_host_files(part, before, after, dstate_text, records) + bundle_part.samples_part(part, samples)
+        files = bundle_host_files(part, before, after, dstate_text, records, rpc_samples) + bundle_part.samples_part(part, samples)
     except AnsibleFilterError as exc:
         raise ValueError(str(exc))
     return [dict(item, name="%s/%s/%s" % (part, host, item["name"])) for item in files]
@@ -79,7 +85,7 @@ def part_files(part, host=None, before=None, after=None, dstate_text=None, recor
 
 def _with_figures(files, after):
     """files and the client's figures.json (diagnosis/host_figures.py: the diagnosis's own reading of the
-    files, which module_utils/stats cannot import), before the records, so a record written last still
+    files, which module_utils/bundle cannot import), before the records, so a record written last still
     comes last; files alone where the figures are left out."""
     figures = host_figures.figures_file(files, after)
     if figures is None:

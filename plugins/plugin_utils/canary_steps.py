@@ -4,8 +4,8 @@
 """Controller-side decisions of roles/canary_validation: the MLPerf aggregate in context.yml, which
 clients failed, the start lead, which server samples go into the bundle, the bundle's file names.
 
-The logic is in module_utils/stats (canary.py, bundle.py), where the modules use it too; these
-wrappers only check their input. Steps behind ckptio.nfs.internal (docs/architecture.md, "Public or
+The logic is in module_utils/canary and module_utils/bundle (plan.py, bundle.py), where the modules use it
+too; these wrappers only check their input. Steps behind ckptio.nfs.internal (docs/architecture.md, "Public or
 internal"): each one's documentation and argument spec is the YAML file of its name next to this one.
 """
 
@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, clock, probe, restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
 
 
 def _results(value, name):

@@ -5,7 +5,7 @@
 checks, the D-state sampler, each client's capture.json and context.yml (written, with the
 statistics files of a host's part, by ckptio.nfs.bundle_part).
 
-The logic is in module_utils/stats (capture.py); these wrappers only check their input. Steps behind
+The logic is in module_utils/bundle (capture.py); these wrappers only check their input. Steps behind
 ckptio.nfs.internal: each one's documentation and argument spec is the YAML file of its name next to this one.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import capture
 
 
 def _mapping(value, name, what):

@@ -42,11 +42,11 @@ CAPTURE = os.path.join(HERE, os.pardir, "fixtures", "captures", "healthy")
 
 def written_capture(root):
     """CAPTURE as the current writer writes it, in root/capture (made once): each client's probe.json
-    re-written through the one bundle writer (module_utils/stats/bundle_part.host_files), which puts
+    re-written through the one bundle writer (module_utils/bundle/bundle_part.host_files), which puts
     iperf3's raw output in probe_iperf3.json since issue 27, and its figures.json as the writer adds it
     (diagnosis/host_figures.py); every other file is the capture's own."""
     import json
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_part
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_part
     written = os.path.join(root, "capture")
     if os.path.isdir(written):
         return written
@@ -67,7 +67,7 @@ def _figures(directory, mount_point):
     """[figures.json] of a client directory as the writer (ckptio.nfs.bundle_part) writes it with the
     client's statistics files and canary.json, from the same texts; [] where the writer leaves it out."""
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES
     files = []
     for key, name in CLIENT_FILES.items():
         if key not in ("probe", "capture") and os.path.exists(os.path.join(directory, name)):
@@ -129,17 +129,18 @@ def profile(clients, root, link, as_captured=False, capture=None):
     import pstats
     from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle  # noqa: F401 the module's imports
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
     bundle = build(root, clients, link, as_captured, capture)
 
     def work():
         # As diagnose_bundle does it: the cyclic collector paused while the result is built.
         with paused_gc():
-            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True)),
+            result, text = json_safe_text(diagnose(load_bundle(bundle, stream=True), parallel_map),
                                           lambda value: dump_json(value, "diagnosis.json", **json_layout(value)))
             render_markdown(result)
         return len(text)
@@ -155,13 +156,14 @@ def phases(clients, root, link, capture=None):
     (clients read one after the other), then the whole run as the module does it (read_run with its forked
     readers: wall and this process's CPU; diagnose_run, diagnosis.json's text and diagnosis.md: wall)."""
     import json
-    from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.gc_pause import paused_gc
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
     from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, FIGURES_FILE
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures, run
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence
@@ -180,7 +182,7 @@ def phases(clients, root, link, capture=None):
         return value
 
     for host in hosts:
-        texts = dict((key, timed("reading its files", atomic_file.read_input, os.path.join(directory, host, name)))
+        texts = dict((key, timed("reading its files", file_read.read, os.path.join(directory, host, name)))
                      for key, name in CLIENT_FILES.items() if os.path.exists(os.path.join(directory, host, name)))
         files = {}
         for key, text in texts.items():
@@ -195,7 +197,7 @@ def phases(clients, root, link, capture=None):
         figures_path = os.path.join(directory, host, FIGURES_FILE)
         if os.path.exists(figures_path):
             # What the reader does instead of the three steps above when the client's figures.json is used.
-            text = timed("figures: reading figures.json", atomic_file.read_input, figures_path)
+            text = timed("figures: reading figures.json", file_read.read, figures_path)
             timed("figures: the SHA-256 of its sources", host_figures._sources, texts)  # pylint: disable=protected-access
             value = timed("figures: json.loads", json.loads, text)
             timed("figures: the schema check", bundle_values._fits, value, bundle_values.schema_of(FIGURES_FILE))  # pylint: disable=protected-access
@@ -209,7 +211,7 @@ def phases(clients, root, link, capture=None):
         print("per client, in all from figures.json (its files read, the figures steps): %.3f ms" % (from_figures / clients * 1000))
     with paused_gc():
         wall, cpu = time.monotonic(), time.process_time()
-        the_run = run.read_run(load_bundle(bundle, stream=True))
+        the_run = run.read_run(load_bundle(bundle, stream=True), parallel_map)
         print("read_run (forked readers): %.1f s wall, %.1f s of this process's CPU; peak RSS %.0f MiB"
               % (time.monotonic() - wall, time.process_time() - cpu, _peak_mib()))
         wall = time.monotonic()

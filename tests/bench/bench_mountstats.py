@@ -33,7 +33,7 @@ import tracemalloc
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 try:
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import iter_mountstats_delta, mountstats_delta
+    from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import iter_mountstats_delta, mountstats_delta
 except ImportError:
     sys.exit("run with the collection importable: source $(scripts/setup.sh), then\n"
              "  PYTHONPATH=${ANSIBLE_COLLECTIONS_PATH%%:*} python tests/bench/bench_mountstats.py")

@@ -26,7 +26,8 @@ itself concluded (not what any tool says). The mapping, kept deliberately simple
   the score says how often a paste is read as the thread read it, not how the path could be excused.
 
 One line per entry: "NNN_name  kind  expected  -> named (confidence)  RIGHT|WRONG|REFUSED  [why]",
-then "right N, wrong N, refused N of N". No network, no Ansible: only the collection's
+then "right N, wrong N, refused N of N", then how many of those entries expect "unknown" (said apart, still
+counted as above). No network, no Ansible: only the collection's
 module_utils, imported as ansible_collections.ckptio.nfs. Run it from anywhere:
 
     mkdir -p /tmp/corpus-ac/ansible_collections/ckptio && ln -sfn "$PWD" /tmp/corpus-ac/ansible_collections/ckptio/nfs
@@ -112,12 +113,18 @@ def main(argv=None):
     folders = sorted(os.path.join(args.corpus, name) for name in os.listdir(args.corpus)
                      if os.path.isdir(os.path.join(args.corpus, name)))
     totals = {"right": 0, "wrong": 0, "refused": 0}
+    unknown = {"right": 0, "wrong": 0, "refused": 0}
     for folder in folders:
         source, expected, named, confidence, verdict, why = score_entry(readings, partial, folder)
         totals[verdict] += 1
+        if expected == "unknown":
+            unknown[verdict] += 1
         print("%-48s %-12s %-16s -> %-16s %-6s %-7s %s" % (
             os.path.basename(folder)[:48], source["kind"], expected, named or "-", confidence or "", verdict.upper(), why[:140]))
     print("right %d, wrong %d, refused %d of %d" % (totals["right"], totals["wrong"], totals["refused"], len(folders)))
+    # Said apart, not scored apart: an entry whose thread concluded nothing can never be right.
+    print("of which expected unknown (the thread concluded nothing; none can be right): %d - named %d, refused %d" % (
+        sum(unknown.values()), unknown["wrong"], unknown["refused"]))
     return 0
 
 

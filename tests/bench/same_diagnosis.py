@@ -27,10 +27,19 @@ SHARED = [os.path.join(HERE, *([os.pardir] * up), "shared", "samples", "bundles"
 
 # Run in a fresh Python with the collection to test first on sys.path: {bundle: [json, md] per reading}.
 DIAGNOSE = """
-import json, sys
+import inspect, json, sys
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
+try:
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import dump_json
+except ImportError:  # a commit before issue 46 split module_utils/stats
+    from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import dump_json
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose as _diagnose
+# As diagnose_bundle calls it: since issue 46 the module passes the forked reader (host/parallel_map) in.
+def diagnose(bundle):
+    if "parallel" in inspect.signature(_diagnose).parameters:
+        return _diagnose(bundle, parallel_map)
+    return _diagnose(bundle)
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import json_layout, render_markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.proc_text import json_safe_text
 texts = {}

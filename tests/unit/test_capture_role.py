@@ -119,7 +119,7 @@ def test_the_playbook_runs_the_entry_points_in_the_windows_order(tmp_path):
     """ckptio.nfs.capture: plan -> servers at the start -> clients (start, sampler, wait, end) -> servers at the end -> report."""
     from ansible_collections.ckptio.nfs.tests.unit.test_playbook_tags import listed, names
     order = names(listed(tmp_path, "capture.yml"))
-    wanted = ["Plan the window on the controller's clock (module_utils/stats/capture.py)",
+    wanted = ["Plan the window on the controller's clock (module_utils/bundle/capture.py)",
               "Read nfsd statistics at the window's {{ checkpoint_capture_phase }}", "Read client statistics at the window's start",
               "Sample D state for the whole window (one call per client, asynchronously; it stops at the marker)",
               "Wait on the controller until the window's planned end (nothing polls the clients meanwhile)",

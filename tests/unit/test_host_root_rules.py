@@ -1,8 +1,11 @@
 """One host root, one fake host, records set up in __init__ (issue 27, "Done when").
 
 - `grep` finds each of /proc/self/mountinfo, /sys/class/net and /proc/fs/nfsd once in plugins/:
-  the code names a kernel path only in module_utils/host/host_root.py (HostRoot); docs, comments,
+  the code names a kernel path only in module_utils/host/host_root.py (HostRoot), /sys/class/net in the pure
+  kernel_text/host_evidence.py that cites it and host_root roots (issue 46); docs, comments,
   docstrings and messages that quote a path for a reader are prose, not paths the code reads.
+- No module-level constant in plugins/ names an /etc, /usr, /run or /lib path the code reads
+  (issue 46): HostRoot names those search paths too, so a fake host is one root, not patched constants.
 - No class in plugins/ whose attributes are first set outside __init__ (dataclasses build their own).
 - The unit tests' fake hosts are one fixture (tests/unit/conftest.py fake_root): no other test
   points host_root.ROOT anywhere, nor patches a module's /proc or /sys constant.
@@ -18,6 +21,10 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 COLLECTION = os.path.normpath(os.path.join(HERE, "..", ".."))
 HOST_ROOT = os.path.join("plugins", "module_utils", "host", "host_root.py")
+# /sys/class/net is also cited by the pure floor (a link row's speed source, issue 46: no pure folder imports
+# host/), so it is written there once and host_root.py roots that constant.
+HOST_EVIDENCE = os.path.join("plugins", "module_utils", "kernel_text", "host_evidence.py")
+NAMED_IN = {"/sys/class/net": HOST_EVIDENCE}
 KERNEL_PATHS = ("/proc/self/mountinfo", "/sys/class/net", "/proc/fs/nfsd")
 
 
@@ -64,7 +71,36 @@ def test_each_kernel_path_is_named_once_in_plugins():
             for path in KERNEL_PATHS:
                 if literal == path or literal.startswith(path + "/"):
                     found[path].append("%s: %r" % (relative, literal))
-    assert found == dict((path, ["%s: %r" % (HOST_ROOT, path)]) for path in KERNEL_PATHS)
+    assert found == dict((path, ["%s: %r" % (NAMED_IN.get(path, HOST_ROOT), path)]) for path in KERNEL_PATHS)
+
+
+HOST_DIRS = ("/etc/", "/usr/", "/run/", "/lib/", "/bin/")
+
+
+def host_path_constants(tree):
+    """Names of module-level constants whose value is a host path under HOST_DIRS, or a tuple of them."""
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        values = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else [node.value]
+        if any(isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.startswith(HOST_DIRS)
+               and not any(char.isspace() for char in value.value) for value in values):
+            found.extend(ast.unparse(target) for target in node.targets)
+    return found
+
+
+def test_host_path_constants_are_found():
+    tree = ast.parse('A = "/etc/nfs.conf"\nB = ("/usr/bin/dd", "/bin/dd")\nC = "/etc is prose"\n'
+                     'def f():\n    D = "/etc/x"\nE = dict(default="/etc/fstab")\n')
+    assert host_path_constants(tree) == ["A", "B"]
+
+
+@pytest.mark.parametrize("relative", _python_files("plugins"))
+def test_no_host_path_is_a_module_constant(relative):
+    if relative == HOST_ROOT:
+        return
+    assert host_path_constants(_tree(relative)) == [], "name it in host_root.HostRoot"
 
 
 def _is_dataclass(node):

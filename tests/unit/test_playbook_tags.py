@@ -11,7 +11,7 @@ import yaml
 
 from ansible_collections.ckptio.nfs.tests.unit.test_playbook_summaries import COLLECTION, run_playbook
 
-PARTS = {"slots", "mounts", "nfsd", "exports", "canary", "probe"}
+PARTS = {"slots", "mounts", "nfsd", "exports", "canary", "probe", "metrics"}
 
 
 def listed(tmp_path, playbook, *extra):

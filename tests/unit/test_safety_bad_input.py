@@ -39,6 +39,7 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import escape_path
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 from ansible_collections.ckptio.nfs.tests.unit.utils import (
     AnsibleExitJson, AnsibleFailJson, Templar, _invoke, fail_module, read_sample, sample_path, tree_checksums,
     trust_as_template,
@@ -104,7 +105,7 @@ class World:
 
 def build_world(host, monkeypatch):
     """The safety tests' host, on the fake host of tests/unit/conftest.py (fake_root): every module reads its
-    kernel files there; its config paths are module constants pointed into it."""
+    kernel files and its /etc, /usr and /run files there (host_root.HostRoot)."""
     world = World(str(host.root))
     for name, value in GUEST_SUNRPC.items():
         write(world.path("proc/sys/sunrpc", name), value + "\n")
@@ -141,24 +142,10 @@ def build_world(host, monkeypatch):
     os.makedirs(world.path("cwd"))
     monkeypatch.chdir(world.path("cwd"))
 
-    constants = {
-        "sunrpc_slot_table": {"MODPROBE_DIRS": ("etc/modprobe.d", "lib/modprobe.d"), "MODULES_LOAD_DIRS": ("etc/modules-load.d",)},
-        "nfsd_threads": {"NFS_CONF": "etc/nfs.conf", "NFS_CONF_D": "etc/nfs.conf.d",
-                         "USR_NFS_CONF": "usr/etc/nfs.conf",
-                         "NFS_SERVER_DROPIN": "etc/systemd/system/nfs-server.service.d/ckptio-max-connections.conf",
-                         "MAX_CONNECTIONS_VALUE_FILE": "etc/ckptio/nfsd-max-connections",
-                         "SYSTEMD_UNIT_DIRS": ("etc/systemd/system", "run/systemd/system", "usr/lib/systemd/system",
-                                               "lib/systemd/system"),
-                         "ENV_SCRIPTS": ("usr/lib/systemd/scripts/nfs-utils_env.sh", "lib/systemd/scripts/nfs-utils_env.sh"),
-                         "EDITABLE_DEFAULTS": ("etc/default/nfs-kernel-server", "etc/sysconfig/nfs"),
-                         "RPCNFSDCOUNT_RECORD": "etc/ckptio/nfsd-rpcnfsdcount.record", "SOURCED_ROOT": ""},
-    }
-    for name, values in constants.items():
-        module = module_named(name)
-        for constant, relative in values.items():
-            assert hasattr(module, constant), "%s.%s is gone: the safety tests would touch the real host" % (name, constant)
-            fake = tuple(world.path(item) for item in relative) if isinstance(relative, tuple) else world.path(relative)
-            monkeypatch.setattr(module, constant, fake)
+    # The tuning modules' /etc, /usr and /run files are HostRoot's: all of them under the fake root.
+    host = host_root.at_root()
+    for path in (host.nfs_conf, host.nfs_server_dropin, host.rpcnfsdcount_record) + host.modprobe_dirs + host.systemd_unit_dirs:
+        assert path.startswith(world.root + os.sep), "%s is outside the fake host: the safety tests would touch the real host" % path
 
     def record_command(self, argv, **kwargs):
         world.commands.append(list(argv))
@@ -754,6 +741,7 @@ row("checkpoint_canary", "recovery_rank_shift", "negative", {"recovery_rank_shif
 row("checkpoint_canary", "recovery_rank_shift", "without-restore", {"recovery_rank_shift": 1})
 for _option in ("job_ranks", "recovery_rank_shift"):
     row("checkpoint_canary", _option, "type", {_option: "many"})
+choice_rows("checkpoint_canary", "rpc_sampling", "queues")
 unknown_row("checkpoint_canary", "rank")
 
 # -- tcp_probe --------------------------------------------------------------------------------

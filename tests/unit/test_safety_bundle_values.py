@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle, bundle_values
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report, diagnose_bundle
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, tree_checksums
 
@@ -211,8 +211,8 @@ def test_written_json_never_holds_nan(tmp_path, monkeypatch):
     root = _hostile(tmp_path, lambda root: None)
     real = diagnose_bundle.diagnose
 
-    def with_nan(loaded):
-        result = real(loaded)
+    def with_nan(loaded, parallel=None):
+        result = real(loaded, parallel)
         result["gap_factor"] = float("nan")
         return result
     monkeypatch.setattr(diagnose_bundle, "diagnose", with_nan)
@@ -275,7 +275,7 @@ def test_check_names_the_key(value, words):
 
 def test_saved_stats_bundle_reads_an_old_context_yml_without_aliases(deadline):
     """saved_stats_bundle reads dest's context.yml (was it ours? which files did it write?) with the same parser."""
-    from ansible_collections.ckptio.nfs.plugins.module_utils.stats import saved_files
+    from ansible_collections.ckptio.nfs.plugins.module_utils.paste import saved_files
     hostile = BILLION_LAUGHS + "saved: {written_by: %s, files: {clients/a/dstate.txt: x}}\n" % saved_files.WRITER
     assert saved_files.written_here(hostile) is False
     assert saved_files.stale_files(hostile, set()) == []

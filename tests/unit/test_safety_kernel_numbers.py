@@ -1,5 +1,5 @@
 """A counter no kernel prints, end to end (issue 45, numbers that cannot be): a 400-digit WRITE counter in a client's
-mountstats used to end diagnose_bundle in an OverflowError traceback (stats/stats_delta.py); now the client is left out,
+mountstats used to end diagnose_bundle in an OverflowError traceback (kernel_text/stats_delta.py); now the client is left out,
 named with the line and field, and with no client left the module fails cleanly and writes nothing."""
 from __future__ import annotations
 

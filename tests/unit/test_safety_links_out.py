@@ -15,7 +15,7 @@ import time
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_report, compare_report, diagnose_bundle
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, sample_path, tree_checksums
 

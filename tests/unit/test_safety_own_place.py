@@ -19,7 +19,8 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import barrier_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe as probe_utils
@@ -148,22 +149,22 @@ def test_write_file_never_follows_a_link_unless_asked(module, tmp_path):
     secret = secret_file(tmp_path)
     link = tmp_path / "done.json"
     os.symlink(str(secret), str(link))
-    with pytest.raises(atomic_file.FileRefused) as raised:
-        atomic_file.write_file(module, str(link), "{}\n")
+    with pytest.raises(file_read.FileRefused) as raised:
+        file_write.write_file(module, str(link), "{}\n")
     assert raised.value.filename == str(link) and "symbolic link" in str(raised.value)
-    with pytest.raises(atomic_file.FileRefused):
-        atomic_file.write_if_changed(module, str(link), "{}\n")
+    with pytest.raises(file_read.FileRefused):
+        file_write.write_if_changed(module, str(link), "{}\n")
     assert_secret_intact(secret)
     # A directory between `inside` and the file that is a link is refused too.
     os.symlink(str(secret.parent), str(tmp_path / "host"))
-    with pytest.raises(atomic_file.FileRefused):
-        atomic_file.write_file(module, str(tmp_path / "host" / "x.txt"), "x\n", inside=str(tmp_path))
+    with pytest.raises(file_read.FileRefused):
+        file_write.write_file(module, str(tmp_path / "host" / "x.txt"), "x\n", inside=str(tmp_path))
     assert sorted(os.listdir(str(secret.parent))) == ["shadow"]
     # The documented case (an admin's fstab) still writes through its link.
     target = tmp_path / "real-fstab"
     target.write_text("old\n")
     os.symlink(str(target), str(tmp_path / "fstab"))
-    atomic_file.write_file(module, str(tmp_path / "fstab"), "new\n", follow_links=True)
+    file_write.write_file(module, str(tmp_path / "fstab"), "new\n", follow_links=True)
     assert target.read_text() == "new\n" and os.path.islink(str(tmp_path / "fstab"))
 
 
@@ -422,19 +423,19 @@ def test_read_input_refuses_links_special_files_and_files_over_the_cap(tmp_path)
     (tmp_path / "small").write_text("ok\n")
     cases = {"zero": "symbolic link", "fifo": "FIFO", "big": "larger than the 16 MiB cap"}
     for name, why in cases.items():
-        with pytest.raises(atomic_file.FileRefused) as raised:
-            atomic_file.read_input(str(tmp_path / name))
+        with pytest.raises(file_read.FileRefused) as raised:
+            file_read.read(str(tmp_path / name))
         assert why in str(raised.value) and str(tmp_path / name) in str(raised.value)
-    with pytest.raises(atomic_file.FileRefused):
-        atomic_file.read_input(str(tmp_path), 10)
-    assert atomic_file.read_input(str(tmp_path / "small")) == "ok\n"
-    assert atomic_file.read_input(str(tmp_path / "absent")) is None
+    with pytest.raises(file_read.FileRefused):
+        file_read.read(str(tmp_path), 10)
+    assert file_read.read(str(tmp_path / "small")) == "ok\n"
+    assert file_read.read(str(tmp_path / "absent")) is None
     # /proc files say size 0: the cap holds by reading at most cap + 1 bytes.
-    with pytest.raises(atomic_file.FileRefused):
-        atomic_file.read_bytes("/proc/self/maps", 10, follow_links=True)
-    # Kernel files through read_optional: bounded, and a device is None, never read whole.
-    assert atomic_file.read_optional("/dev/zero") is None
-    assert atomic_file.read_optional(str(tmp_path / "fifo")) is None
+    with pytest.raises(file_read.FileRefused):
+        file_read.read("/proc/self/maps", 10, follow_links=True, binary=True)
+    # Kernel files (kernel=True): bounded, and a device is None, never read whole.
+    assert file_read.read("/dev/zero", kernel=True) is None
+    assert file_read.read(str(tmp_path / "fifo"), kernel=True) is None
 
 
 def test_saved_stats_bundle_names_a_src_file_over_the_cap(tmp_path):

@@ -41,7 +41,7 @@ def test_fstab_symlink_loop_fails_with_eloop_and_writes_nothing(env):
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EIO], ids=["EACCES", "EIO"])
 def test_unreadable_fstab_fails_naming_the_errno_and_writes_nothing(env, monkeypatch, code):
     # Root reads a 0000 file, so the error is injected at open(2) for the fstab path only
-    # (atomic_file.read_bytes, the one reader, opens with os.open).
+    # (file_read.read, the one reader, opens with os.open).
     real_open = os.open
     fstab = str(env.fstab)
 
@@ -56,7 +56,7 @@ def test_unreadable_fstab_fails_naming_the_errno_and_writes_nothing(env, monkeyp
 
 
 def test_nfs_mount_has_no_reader_of_its_own():
-    # One reader for every module (atomic_file.read_text): the private one swallowed every OSError.
+    # One reader for every module (file_read.read): the private one swallowed every OSError.
     assert not hasattr(nfs_mount, "_read_text")
 
 

@@ -4,7 +4,7 @@
 """The canary's two-phase start: file formats, the go time, the ready/not-ready split, the spread.
 
 Pure: no I/O. The module (plugins/modules/checkpoint_canary.py) writes the ready and done files
-and reads the go and abort files through module_utils/host/atomic_file.py; the role
+and reads the go and abort files through module_utils/host/file_read.py and file_write.py; the role
 (roles/canary_validation/tasks/clients.yml) waits for the ready files and writes go/abort
 through the step canary_barrier (plugins/plugin_utils/canary_steps.py, behind ckptio.nfs.internal).
 

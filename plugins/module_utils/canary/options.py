@@ -66,7 +66,7 @@ def option_errors(params):
 
 
 def placement_errors(params):
-    """Errors of paths, local_path and the drain's options (the paths themselves: canary_target.open_places)."""
+    """Errors of paths, local_path and the drain's options (the paths themselves: host/canary/target.open_places)."""
     errors = []
     if params["drain_rate_limit"] < 0:
         errors.append("drain_rate_limit must be 0 (no cap) or more, got %d" % params["drain_rate_limit"])

@@ -1,17 +1,90 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""checkpoint_canary's result from its phases' outcomes, and the failure message of a run (pure).
-
-`written` and `read` are host/canary_run.Phase values: results, stalled, samples,
-host_samples, harness, read_at, skipped.
+"""checkpoint_canary's values and its result (pure): a Refusal, a phase's Phase, the run's Outcome
+(host/canary/run.run returns it), and report(), which turns the plan and the Outcome into the
+module's result and failure message once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import restore
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """The canary cannot run as asked: msg names why; result holds the keys the failure returns with it."""
+
+    msg: str
+    result: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """One phase's outcome: per-rank results, the stalled ranks, D-state samples, host samples at start and end."""
+
+    results: list
+    stalled: list
+    samples: list
+    host_samples: dict
+    harness: dict = dataclasses.field(default_factory=dict)
+    read_at: float | None = None
+    skipped: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What the run did. stopped: why it failed before any rank was released (barrier_dir, a work
+    directory, a fork), None when the ranks ran; cleanup: the result's cleaned_up (and
+    cleanup_deferred_pid); start_at: the go on this host's clock, None when the run was called off
+    before it (written is then None too); barrier: the barrier record with barrier_dir (with restore,
+    its `read`); nfs_paths: the NFS paths' real names, in path_index order."""
+
+    stopped: str | None = None
+    cleanup: dict = dataclasses.field(default_factory=dict)
+    workdir: str | None = None
+    workdirs: tuple = ()
+    nfs_paths: tuple = ()
+    barrier: dict | None = None
+    start_at: float | None = None
+    written: Phase | None = None
+    read: Phase | None = None
+    drained: Phase | None = None
+    # The sunrpc views read during the write (host/sunrpc_sampler.RpcSampler.result()); None when the write never ran.
+    rpc_samples: dict | None = None
+
+
+def report(params, planned, ran, diff=False):
+    """(the module's result, the failure message or None) of the plan (preflight.Plan, or the Refusal
+    that stopped it) and of what the run did (an Outcome; None in check mode)."""
+    if isinstance(planned, Refusal):
+        return dict(planned.result), planned.msg
+    result = dict(planned.result)
+    if ran is None:
+        return result, None
+    if ran.stopped is not None:
+        return dict(ran.cleanup), ran.stopped
+    result["workdir"] = ran.workdir
+    if ran.workdirs:
+        result["workdirs"] = list(ran.workdirs)
+    if ran.barrier is not None:
+        result["barrier"] = ran.barrier
+    if ran.written is None:
+        # The controller (or barrier_timeout) called the run off: ranks exited unwritten, the directories went.
+        result.update(ran.cleanup)
+        result["ranks"] = []
+        return result, "canary aborted before any rank wrote: %s" % ((ran.barrier or {}).get("abort") or "aborted")
+    result["start_at"] = ran.start_at
+    if ran.rpc_samples is not None:
+        result["rpc_samples"] = ran.rpc_samples
+    result.update(ran.cleanup)
+    fill(result, params, ran, diff)
+    fill_placement(result, params, list(ran.nfs_paths), ran.written, ran.drained)
+    return result, failure(result, params["timeout"], ran.written, ran.read) or drain_failure(ran.drained, params["timeout"])
 
 
 def initial_result(params, mount, rank_plan, start_at, workdir):
@@ -24,14 +97,16 @@ def initial_result(params, mount, rank_plan, start_at, workdir):
     return result
 
 
-def fill(result, params, written, read, diff=False):
-    """Fill the result from the phases' outcomes (read is None without restore=true)."""
+def fill(result, params, ran, diff=False):
+    """Fill the result from the phases of the Outcome ran (read is None without restore=true); the
+    read's and the drain's D-state samples follow the write's."""
+    written, read = ran.written, ran.read
     results = written.results
     if read is not None:
         results = read.results
         if read.skipped is None:
             result["restore_host_samples"] = read.host_samples
-    samples = written.samples
+    samples = written.samples + (read.samples if read else []) + (ran.drained.samples if ran.drained else [])
     result["ranks"] = results
     result["stalled"] = written.stalled + (read.stalled if read else [])
     timed = params["start_at"] is not None or params["barrier_dir"] is not None

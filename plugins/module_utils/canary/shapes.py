@@ -17,7 +17,7 @@ named after the writer whose I/O it reproduces (issue 28; read from the writers'
   state, model state; layer files for the pipeline-parallel models), buffered writes then fsync,
   no temp-and-rename, and a pause and a barrier before every checkpoint after the first.
 shared_file and file_per_rank are today's two layouts (plan.plan_ranks): data operations only,
-written by host/canary_ranks.run_rank as before. Each host's canary is its own checkpoint
+written by host/canary/ranks.run_rank as before. Each host's canary is its own checkpoint
 directory (its rank 0 makes it where the writer's rank 0 does), but only the job's rank 0
 (first_rank 0) does the coordinator's work - the metadata, the rename, the tracker - once per
 checkpoint as the writers do (the lab showed one RENAME per client before). Without a job it does

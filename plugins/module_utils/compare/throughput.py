@@ -17,9 +17,9 @@
   than ours: the checkpoint is not done when rank 0 is.
 
 A rank record is a dict {host, rank, start, end, bytes, error} on the controller's clock
-(stats/bundle.canary_ranks); optional ``checkpoint`` (the index of the checkpoint when the run wrote
+(bundle/bundle.canary_ranks); optional ``checkpoint`` (the index of the checkpoint when the run wrote
 several, default 0) and ``global_rank``. A record of a run with several checkpoints carries them as
-``checkpoints`` [{checkpoint, start, end, bytes}] on its host's clock (host/canary_shapes.py): each
+``checkpoints`` [{checkpoint, start, end, bytes}] on its host's clock (host/canary/shapes.py): each
 becomes a record of its own, moved by the record's clock_offset_seconds. Without global_rank, rank 0 is rank 0 of the first host in
 sorted order: the role gives client i of the sorted client group the global ranks from i x ranks
 (roles/canary_validation, first_rank).

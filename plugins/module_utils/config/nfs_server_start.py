@@ -38,9 +38,6 @@ UNKNOWN = "unknown"
 COUNT_VARIABLE = "RPCNFSDCOUNT"
 OPTS_VARIABLE = "RPCNFSDOPTS"
 ARGS_VARIABLE = "RPCNFSDARGS"
-# Files an nfs-utils_env.sh may source that ckptio may edit, with the user's consent
-# (Debian/Ubuntu; RHEL 7's script reads /etc/sysconfig/nfs).
-EDITABLE_DEFAULTS = ("/etc/default/nfs-kernel-server", "/etc/sysconfig/nfs")
 RECORD_HEADER = "# Managed by ckptio.nfs.nfsd_threads: the RPCNFSDCOUNT line it replaced, for state=absent.\n"
 
 # getopt_long of rpc.nfsd (utils/nfsd/nfsd.c): the options that take the next word as their value.
@@ -346,12 +343,13 @@ def _result(mechanism, reason, exec_start=None, count=None, count_source=None, e
             "count_source": count_source, "edit_path": edit_path, "unreadable": unreadable}
 
 
-def detect(unit_files, env_script_path, env_script, defaults_files, editable=EDITABLE_DEFAULTS):
+def detect(unit_files, env_script_path, env_script, defaults_files, editable):
     """How nfs-server's rpc.nfsd gets its thread count on this host.
 
     unit_files: [(path, text)] of nfs-server.service then its drop-ins; env_script: the text of
     nfs-utils_env.sh at env_script_path (None: absent); defaults_files: [(path, text or None)] of
-    every file the script sources, in its order; editable: the files ckptio may edit. Returns {mechanism, reason, exec_start, count,
+    every file the script sources, in its order; editable: the files ckptio may edit
+    (host_root.HostRoot.editable_defaults). Returns {mechanism, reason, exec_start, count,
     count_source {path, line, value, via}, edit_path}: count is what the next start uses when the
     command line decides (None otherwise), edit_path the file whose RPCNFSDCOUNT would set it.
     """

@@ -168,8 +168,7 @@ UNREAD_START = {"mechanism": nfs_server_start.UNKNOWN, "reason": "not read", "ex
                 "count_source": None, "edit_path": None, "unreadable": False}
 
 
-def start_view(unit_files, env_script_path, env_script, sourced, texts, record_path, record,
-               editable=nfs_server_start.EDITABLE_DEFAULTS):
+def start_view(unit_files, env_script_path, env_script, sourced, texts, record_path, record, editable):
     """The start view the module reads: units, the env script, the paths it sources in order,
     {path: text} of those and of every editable defaults file, our record, and the editable files."""
     return {"unit_files": unit_files, "env_script_path": env_script_path, "env_script": env_script,

@@ -32,6 +32,41 @@ def directly_in(path, directories):
     return os.path.dirname(os.path.normpath(path)) in [os.path.normpath(directory) for directory in directories]
 
 
+def conf_name(name):
+    """True for a drop-in name the tools read: NAME.conf, not a dot-file (kmod's and nfs-utils' rule)."""
+    return name.endswith(".conf") and not name.startswith(".") and len(name) > len(".conf")
+
+
+# The rules of owned_path_error, each with the message a module words it in.
+PLACE = "place"
+NAME = "name"
+
+
+def owned_path_error(option, path, directories, messages, files=()):
+    """Why path cannot be a file the module owns (None when it can): the one check of the paths a
+    tuning module is given to own (sunrpc_slot_table's modprobe_conf/modules_load_conf, nfsd_threads'
+    conf_file).
+
+    The path must be absolute, then pass each rule of messages ((rule, text), in the order the
+    module reports them): PLACE - one of files, or a conf_name directly in one of directories (what
+    the tool reads); NAME - one of files, or a conf_name of SAFE_NAME_CHARS only. The first rule
+    that fails gives its text, formatted with option, path (%(path)r), and directories and files
+    each joined by ", ".
+    """
+    if not path or not os.path.isabs(path):
+        return "%s must be an absolute path, got %r" % (option, path)
+    name = os.path.basename(path)
+    exact = os.path.normpath(path) in [os.path.normpath(item) for item in files]
+    passes = {
+        PLACE: exact or (conf_name(name) and directly_in(path, directories)),
+        NAME: exact or (conf_name(name) and safe_name(name)),
+    }
+    for rule, text in messages:
+        if not passes[rule]:
+            return text % {"option": option, "path": path, "directories": ", ".join(directories), "files": ", ".join(files)}
+    return None
+
+
 def written_by(text, header):
     """True when text has header (without its newline) as one of its lines: a file this module wrote."""
     return header.rstrip("\n") in text.splitlines()

@@ -22,7 +22,8 @@ all three in one place:
   it for (owned_files.backup_result).
 
 The warnings the plan found are told as soon as it is made, so a run that fails later still
-says them. No I/O of its own: the locks are host/atomic_file's, everything else the steps'.
+says them. No I/O of its own: the module hands run() its lock (host/file_lock.locked), and
+everything else is the steps', so this floor imports nothing of host/.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Tuple
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,14 @@ class Steps:
     report: Callable[[Any, Any, Any, bool], dict]
 
 
-def run(module, steps):
-    """Run the steps in the flow's order; return the module result (the caller exits with it)."""
+def run(module, steps, lock):
+    """Run the steps in the flow's order; return the module result (the caller exits with it).
+
+    lock(module, path): the context manager that holds path's lock (host/file_lock.locked; it
+    takes none in check mode)."""
     with contextlib.ExitStack() as locks:
         for path in steps.lock_paths:
-            locks.enter_context(atomic_file.locked(module, path))
+            locks.enter_context(lock(module, path))
         views, plan = steps.read_and_plan()
         for warning in plan.warnings:
             module.warn(warning)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import int_setting
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import (
     IDLE_CLOSE_SECONDS,
     connects_since_mount_unexplained,
 )

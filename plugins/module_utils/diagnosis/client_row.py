@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths as nfs_paths
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import client_evidence
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.dstate import parse_dstate, summarize_dstate
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import mountstats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.dstate import parse_dstate, summarize_dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 
 
 def client_row(host, files, mount_point, mount_points=None, checkpoint_seconds=None):

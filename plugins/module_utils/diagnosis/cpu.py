@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence import rounded, scaled_share
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import server_samples
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals

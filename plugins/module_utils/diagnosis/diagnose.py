@@ -21,7 +21,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import headline
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import markdown
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import metadata_storm
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host
@@ -42,9 +42,10 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict impor
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.why_not import why_not
 
 
-def diagnose(bundle):
-    """The whole diagnosis of a bundle (see module docstring for the bundle shape)."""
-    return diagnose_run(read_run(bundle))
+def diagnose(bundle, parallel=None):
+    """The whole diagnosis of a bundle (see module docstring for the bundle shape); parallel: run.read_run's
+    (host/parallel_map from a module or filter, to read a large bundle's clients in forked workers)."""
+    return diagnose_run(read_run(bundle, parallel))
 
 
 def diagnose_run(run):

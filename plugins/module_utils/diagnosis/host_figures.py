@@ -30,10 +30,9 @@ import json
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import ClientEvidence, kept_probe, uses_checkpoint_seconds
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_row import client_row
-from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import parse_texts
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, FIGURES_FILE
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, FIGURES_FILE, parse_texts
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 
 # Raise when client_row (or what it calls: the mountstats delta, the D-state summary, the host evidence)
 # would give another row for the same files: figures written by an older writer are then not used.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import clock
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import network_loss

@@ -15,15 +15,14 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import paths 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import kept_probe, sample as _sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_row import client_row
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import FIGURES_FILE
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import capture
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import kernels
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import FIGURES_FILE
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import kernels
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary.plan import combine_hosts, context_throughput
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import parse_nfsd_stats, parse_pool_stats, parse_single_number
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import nfsd_delta, pool_stats_delta
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
@@ -45,7 +44,7 @@ METADATA_OPS = ("OPEN", "OPEN_NOATTR", "CLOSE", "GETATTR", "LOOKUP", "ACCESS", "
                 "RENAME", "MKDIR", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "LINK", "SYMLINK")
 
 
-# context.yml `saved.window` (module_utils/stats/saved_files.py): two snapshots saved by hand, or
+# context.yml `saved.window` (module_utils/paste/saved_files.py): two snapshots saved by hand, or
 # one snapshot against the zero counters of its mount.
 SAVED_SNAPSHOTS = "snapshots"
 
@@ -215,17 +214,29 @@ def _client_row_and_figures(client_files, host, mount_point, mount_points, check
     return (view, excluded, canary, evidence), (texts[FIGURES_FILE], probe_text, None if evidence is None or probe_text else evidence.probe)
 
 
-def _read_clients(client_files, mount_point, problems=None, mount_points=None, checkpoint_seconds=None):
+def _in_this_process(shared, hosts):
+    """[_chunk_rows(_read_chunk(shared, chunk)) for each chunk of hosts], here and in order: the reading without
+    forked workers (a small bundle, or a caller that passes no parallel map)."""
+    return [_chunk_rows(_read_chunk(shared, hosts[start:start + CLIENT_CHUNK])) for start in range(0, len(hosts), CLIENT_CHUNK)]
+
+
+def _read_clients(client_files, mount_point, problems=None, mount_points=None, checkpoint_seconds=None, parallel=None):
     """(usable client views, excluded clients, each usable client's ClientEvidence, every client's canary
     block): each client's files are taken once, their figures kept and their texts dropped (a bundle of
     thousands of clients never sits whole in memory); BundleError when no client is usable. problems:
     the list the reader adds unparsed files to (bundle["problems"]), kept in host order;
-    checkpoint_seconds: the run's, which the client's link rows are scaled to."""
+    checkpoint_seconds: the run's, which the client's link rows are scaled to; parallel: what forks the
+    readers (host/parallel_map, passed by the module or filter that reads the bundle: the diagnosis
+    forks nothing itself), None to read every client here."""
     problems = [] if problems is None else problems
     hosts = sorted(client_files)
-    workers = parallel_map.workers_for(hosts, PARALLEL_CLIENTS // 2) if len(hosts) > PARALLEL_CLIENTS else 1
+    many = parallel is not None and len(hosts) > PARALLEL_CLIENTS
+    workers = parallel.workers_for(hosts, PARALLEL_CLIENTS // 2) if many else 1
     shared = (client_files, mount_point, problems, mount_points, checkpoint_seconds)
-    chunks = parallel_map.chunked_map(_read_chunk, shared, hosts, CLIENT_CHUNK, workers, then=_chunk_rows)
+    if workers > 1:
+        chunks = parallel.chunked_map(_read_chunk, shared, hosts, CLIENT_CHUNK, workers, then=_chunk_rows)
+    else:
+        chunks = _in_this_process(shared, hosts)
     clients = []
     excluded = []
     evidence = {}
@@ -359,9 +370,11 @@ def probe_rate(probe):
     return float(summary["received_bits_per_second"]) / 8.0
 
 
-def read_run(bundle):
+def read_run(bundle, parallel=None):
     """The run's context, the usable client and server views, the achieved throughput and the
-    target arithmetic; BundleError names what the bundle lacks."""
+    target arithmetic; BundleError names what the bundle lacks. parallel: host/parallel_map (or
+    anything with its workers_for and chunked_map) to read a large bundle's clients in forked
+    workers; None reads them here."""
     context = bundle.get("context") or {}
     if not isinstance(context, dict):
         raise BundleError("context.yml must be a mapping")
@@ -377,7 +390,7 @@ def read_run(bundle):
     canary = context.get("canary") or {}
     # The canary's several NFS paths (context.yml canary.mount_points): every one's mountstats, judged together.
     clients, excluded_clients, evidence, canaries = _read_clients(client_files, mount_point, problems, canary.get("mount_points"),
-                                                                  _context_checkpoint_seconds(context, canary))
+                                                                  _context_checkpoint_seconds(context, canary), parallel)
     servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
     ops = op_totals(clients)
     capture_view = _capture_view(context, clients)

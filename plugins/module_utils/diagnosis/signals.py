@@ -188,10 +188,21 @@ BULK_IO_SIZE_BYTES = _signal(
     "bulk_io_size_bytes", "rsize/wsize below which a bulk write path sends more RPCs than it needs", "bytes", 1048576,
     "client_rpc_slots", "Linux's largest NFS I/O is 1 MiB (fs/nfs/internal.h NFS_MAX_FILE_IO_SIZE); a smaller wsize "
     "multiplies the WRITEs, each taking a slot and a round trip", comparison="<")
+NFS_READAHEAD_KIB = _signal(
+    "nfs_readahead_kib", "an NFS mount's read-ahead (its bdi's read_ahead_kb)", "KiB", 1024, "client_rpc_slots",
+    "below Linux's largest NFS READ (1 MiB, fs/nfs/internal.h NFS_MAX_FILE_IO_SIZE) a sequential reader never has a "
+    "full-size READ in flight; since 5.4 an NFS mount's default is the VM's 128 KiB (amazon-ec2-utils#7: 128 -> 15360 "
+    "KiB took an rsync from 14.4 s to 3.6 s on EFS; buroa/home-ops#5862: 1024 KiB +45 %)", comparison="<")
 CREATES_PER_WRITTEN_MIB = _signal(
     "creates_per_written_mib", "files created per second over MiB written per second, in one benchmark paste", "ratio",
     1.0, "access_pattern", "below one create per MiB written, files of 1 MiB or less (metadata_ops_per_mib's pattern) "
     "are created more slowly than they are written", comparison="<")
+
+SOCKET_UNREAD_BYTES = _signal(
+    "socket_unread_bytes", "bytes an NFS server's connection holds unread (ss/netstat Recv-Q on local port 2049)", "bytes",
+    2097152, "server_threads", "two of the largest NFS requests (a 1 MiB WRITE, fs/nfs/internal.h NFS_MAX_FILE_IO_SIZE, "
+    "plus headers): a server that reads its connection never lets more wait; nfs-ganesha#1374: 3767744 bytes on one of "
+    "16 connections that hung")
 
 # ---------------------------------------------------------------- access pattern and metadata
 SHARED_LOCK_SHARE = _signal(

@@ -6,7 +6,7 @@ and the restore phase's written.json and wait for read_go.json.
 
 One implementation for every module that starts on the controller's go (checkpoint_canary's
 ranks, tcp_probe's senders). The formats and the go plan are pure and live in
-module_utils/canary/barrier.py; the files are read and written through host/atomic_file.py (a go
+module_utils/canary/barrier.py; the files are read and written through host/file_read.py and file_write.py (a go
 file is renamed into place, so a half-written go is never read).
 """
 
@@ -16,7 +16,8 @@ import json
 import os
 import time
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
 
 # A stat and an open every 20 ms in the module's own process: nothing new starts on the host,
@@ -30,10 +31,10 @@ def path(directory, name):
 
 def prepare_dir(directory):
     """Create the per-run directory 0700, or accept an existing private directory of this user (the
-    controller may have created it to put an abort file in): atomic_file.private_dir_error, so a
+    controller may have created it to put an abort file in): file_write.private_dir_error, so a
     directory of another user, a group- or world-writable one, or a symlink is refused. Returns
     an error message or None."""
-    error = atomic_file.private_dir_error(directory, "barrier_dir", create=True)
+    error = file_write.private_dir_error(directory, "barrier_dir", create=True)
     if error:
         return error
     if os.path.lexists(path(directory, barrier.READY_FILE)):
@@ -44,7 +45,7 @@ def prepare_dir(directory):
 def run_id(directory):
     """The run id this module wrote into ready.json in directory (None when there is none)."""
     try:
-        document = json.loads(atomic_file.read_input(path(directory, barrier.READY_FILE), atomic_file.SMALL_LIMIT) or "null")
+        document = json.loads(file_read.read(path(directory, barrier.READY_FILE), file_read.SMALL_LIMIT) or "null")
     except (OSError, ValueError):
         return None
     value = document.get("run_id") if isinstance(document, dict) else None
@@ -52,19 +53,19 @@ def run_id(directory):
 
 
 def write_json(module, directory, name, document):
-    """Write one barrier file (never through a link: atomic_file.write_file's default); written.json
+    """Write one barrier file (never through a link: file_write.write_file's default); written.json
     carries the run id of ready.json, which the controller echoes in read_go.json."""
     if name == barrier.WRITTEN_FILE and "run_id" not in document:
         document = dict(document, run_id=run_id(directory) or barrier.new_run_id())
-    atomic_file.write_file(module, path(directory, name), json.dumps(document) + "\n", mode=0o600)
+    file_write.write_file(module, path(directory, name), json.dumps(document) + "\n", mode=0o600)
 
 
 def _read_signal_file(directory, name):
     """(text or None when absent, refusal message or None): go and abort files are read bounded, never through a link."""
     try:
-        return atomic_file.read_input(path(directory, name), atomic_file.SMALL_LIMIT), None
+        return file_read.read(path(directory, name), file_read.SMALL_LIMIT), None
     except OSError as exc:
-        return None, "%s refused: %s" % (name, atomic_file.describe_error(exc))
+        return None, "%s refused: %s" % (name, file_read.describe_error(exc))
 
 
 def wait_for_go(module, directory, ready_document, timeout):
@@ -106,7 +107,7 @@ def _announce_and_wait(module, directory, announce, go_name, timeout, what):
     try:
         write_json(module, directory, name, document)
     except OSError as exc:
-        # A link or a directory planted at our own file (atomic_file.FileRefused) or a full tmpfs: the
+        # A link or a directory planted at our own file (file_read.FileRefused) or a full tmpfs: the
         # controller never hears from this host, so this run is off, named, never a traceback (issue 45).
         info.update(signal="abort", abort="could not write %s: %s" % (path(directory, name), exc))
         return None, info

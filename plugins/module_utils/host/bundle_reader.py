@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one reader of a capture bundle directory: load_bundle() and saved_diagnosis().
 
-The file names, the context document and the schema checks are pure (module_utils/stats/bundle.py,
+The file names, the context document and the schema checks are pure (module_utils/bundle/bundle.py,
 bundle_values.py); only the reading is here, beside the other host I/O. Files are read through
-atomic_file.read_input (never through a link, regular files only, bounded; a missing or unreadable
+file_read.read (never through a link, regular files only, bounded; a missing or unreadable
 optional file is absent) and parsed by bundle_values: a value that breaks the schema is a
 BundleError naming the file and the key; an optional JSON file that does not parse at all is listed
 in bundle["problems"] instead of stopping the diagnosis. Every file of a bundle is read here,
@@ -20,10 +20,10 @@ import stat
 
 from collections.abc import Mapping
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle_values
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES, CONTEXT_FILE, DIAGNOSIS_FILE, JSON_SUFFIX, SERVER_FILES
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, CONTEXT_FILE, DIAGNOSIS_FILE, SERVER_FILES, parse_texts
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 
 
 LINK_PROBLEM = "%s is a symbolic link: not read (never followed out of the bundle)"
@@ -61,13 +61,13 @@ def _hosts(directory, problems):
 
 
 def _read(path, problems=None):
-    """A bundle file's text through the one bounded reader (atomic_file.read_input: never through a
+    """A bundle file's text through the one bounded reader (file_read.read: never through a
     link, regular files only, at most INPUT_LIMIT); None when missing or unreadable. A link is listed
     in problems (when given) and read as missing; BundleError naming the file and why otherwise (a
     link where no problems list is kept, a FIFO, over the cap)."""
     try:
-        return atomic_file.read_input(path)
-    except atomic_file.FileRefused as exc:
+        return file_read.read(path)
+    except file_read.FileRefused as exc:
         _refused(exc, problems)
         return None
     except OSError:
@@ -88,15 +88,15 @@ def _read_texts(directory, names, inside=None, problems=None):
     """{key: text} of the host's files that are there (names: {key: file name}), unparsed.
 
     The directories between inside and the host's files are the same for every file of the host: they are
-    checked once (atomic_file.check_inside), and each file is then opened without following a link at its
+    checked once (file_read.check_inside), and each file is then opened without following a link at its
     own name (read_input). Checking them again for each file cost ~0.1 ms a client, 1.5 s of CPU at 16,384
     clients (tests/bench/bench_diagnose_scale.py), for the same guarantee: the check and the open are two
     steps either way."""
     texts = {}
     if inside is not None:
         try:
-            atomic_file.check_inside(os.path.join(directory, "-"), inside)
-        except atomic_file.FileRefused as exc:
+            file_read.check_inside(os.path.join(directory, "-"), inside)
+        except file_read.FileRefused as exc:
             _refused(exc, problems)
             return texts
     for key, name in names.items():
@@ -104,24 +104,6 @@ def _read_texts(directory, names, inside=None, problems=None):
         if text is not None:
             texts[key] = text
     return texts
-
-
-def parse_texts(texts, names, where, problems):
-    """{key: text or parsed JSON} of a host's texts ({key: text}, as _read_texts reads them or the writer writes
-    them), in the file table's order; an optional JSON file that does not parse at all is left out and listed
-    in problems. The one parsing of a host's files: the reader's and the figures' writer's (diagnosis/host_figures.py)."""
-    files = {}
-    for key, name in names.items():
-        if key not in texts:
-            continue
-        if name.endswith(JSON_SUFFIX):
-            try:
-                files[key] = bundle_values.parse_json(texts[key], "%s/%s" % (where, name))
-            except bundle_values.NotParsed as exc:
-                problems.append("%s: not used" % exc)
-            continue
-        files[key] = texts[key]
-    return files
 
 
 def _read_host(directory, names, where, problems):

@@ -5,7 +5,7 @@
 
 A read-only I/O exception in module_utils, like host_reader: checkpoint_canary (every second
 while its ranks run) and nfs_client_stats (dstate_samples) take the same sample, so it is
-written once; what a sample means (task_state, dstate_task) stays in the pure stats/dstate.
+written once; what a sample means (task_state, dstate_task) stays in the pure kernel_text/dstate.
 
 Why it is this lean: a pass reads /proc/PID/stat for every task on the host, and the kernel
 formats each one on read. In the lab's 1-vCPU TCG clients a pass over 93 tasks took 199 ms of
@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 # /proc/PID/stat is one line well under a page; wchan is a symbol name; the first frames of a
 # stack (all a wait site needs) fit in a page too.

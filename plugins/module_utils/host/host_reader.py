@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read one host sample: CPU, disks and network interfaces, as the capture bundle stores them.
 
-The second (read-only) I/O exception in module_utils, beside atomic_file: three modules
+The second (read-only) I/O exception in module_utils, beside file_read/file_write: three modules
 (nfs_client_stats, nfsd_stats, checkpoint_canary) take the same sample, so the reading is
-written once. It only reads /proc and /sys (through atomic_file.read_optional) and runs no
+written once. It only reads /proc and /sys (through file_read.read, kernel=True) and runs no
 command, so it is the same in check mode; everything it derives lives in the pure module
 host_evidence.
 
@@ -25,7 +25,7 @@ import os
 import resource
 import time
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 
 SAMPLE_FORMAT = 1
 NET_TABLES = ("route", "fib_trie", "if_inet6", "ipv6_route")
@@ -68,28 +68,28 @@ def _interface_kind(directory, uevent):
 def read_interface(name, root):
     directory = os.path.join(root, name)
     # speed: Mb/s; -1 (virtio, no carrier) or EINVAL (link down) is unknown, never zero.
-    speed = _number(atomic_file.read_optional(os.path.join(directory, "speed")))
+    speed = _number(file_read.read(os.path.join(directory, "speed"), kernel=True))
     try:
         lower = sorted(entry[len("lower_"):] for entry in os.listdir(directory) if entry.startswith("lower_"))
     except OSError:
         lower = []
     statistics = {}
     for counter in NET_STATISTICS:
-        value = _number(atomic_file.read_optional(os.path.join(directory, "statistics", counter)))
+        value = _number(file_read.read(os.path.join(directory, "statistics", counter), kernel=True))
         if value is not None:
             statistics[counter] = value
     return {
-        "operstate": (atomic_file.read_optional(os.path.join(directory, "operstate")) or "").strip() or None,
+        "operstate": (file_read.read(os.path.join(directory, "operstate"), kernel=True) or "").strip() or None,
         "speed_mbps": speed if speed is not None and speed > 0 else None,
-        "mtu": _number(atomic_file.read_optional(os.path.join(directory, "mtu"))),
-        "kind": _interface_kind(directory, atomic_file.read_optional(os.path.join(directory, "uevent"))),
+        "mtu": _number(file_read.read(os.path.join(directory, "mtu"), kernel=True)),
+        "kind": _interface_kind(directory, file_read.read(os.path.join(directory, "uevent"), kernel=True)),
         "lower": lower,
         "statistics": statistics,
     }
 
 
 def _read_capped(path, errors, limit):
-    text = atomic_file.read_optional(path)
+    text = file_read.read(path, kernel=True)
     if text is None:
         errors.append("cannot read %s" % path)
         return ""
@@ -120,21 +120,21 @@ def read_host_sample(host, route_addresses=()):
               # CPU this process (the module, with Python's start and Ansible's wrapper) used before
               # the sample: the measurement's own cost, which the diagnosis takes out again.
               "sampler_cpu_seconds": _own_cpu_seconds()}
-    # The kernel decides facts the diagnosis states (module_utils/stats/kernels.py).
-    sample["kernel_release"] = (atomic_file.read_optional(os.path.join(proc, "sys", "kernel", "osrelease")) or "").strip() or None
-    uptime = (atomic_file.read_optional(os.path.join(proc, "uptime")) or "").split()
+    # The kernel decides facts the diagnosis states (module_utils/kernel_text/kernels.py).
+    sample["kernel_release"] = (file_read.read(os.path.join(proc, "sys", "kernel", "osrelease"), kernel=True) or "").strip() or None
+    uptime = (file_read.read(os.path.join(proc, "uptime"), kernel=True) or "").split()
     if uptime:
         try:
             sample["uptime"] = float(uptime[0])
         except ValueError:
             pass
-    stat = atomic_file.read_optional(os.path.join(proc, "stat"))
+    stat = file_read.read(os.path.join(proc, "stat"), kernel=True)
     if stat is None:
         errors.append("cannot read %s/stat" % proc)
     else:
         # Only the cpu lines: the rest (intr with thousands of counters) is large and unused.
         sample["proc_stat"] = "".join(line + "\n" for line in stat.splitlines() if line.startswith("cpu"))
-    sample["diskstats"] = atomic_file.read_optional(os.path.join(proc, "diskstats")) or ""
+    sample["diskstats"] = file_read.read(os.path.join(proc, "diskstats"), kernel=True) or ""
     try:
         names = sorted(os.listdir(root))
     except OSError as exc:

@@ -5,7 +5,7 @@
 
 find_holders is pure: it gets the processes' /proc/<pid>/{comm,cwd,root,fd/*,maps} values and
 the mount points of /proc/self/mountinfo. read_processes reads those values from /proc, through
-atomic_file's readers (the documented host/ I/O); it only reads links and small /proc files and
+file_read's reader (the documented host/ I/O); it only reads links and small /proc files and
 never touches anything under a mount point. A holder is anything that makes `umount` fail with
 EBUSY (or, with -l, would keep using the old mount): an open file, a current or root directory,
 a mapped file under the mount point, or another mount stacked below it.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 
 # readlink() of a deleted file's fd or map keeps the old path with this suffix (fs/d_path.c).
 _DELETED = " (deleted)"
@@ -90,15 +90,15 @@ def read_processes(proc_root):
         fds = {}
         try:
             for fd in os.listdir(os.path.join(base, "fd")):
-                fds[fd] = atomic_file.read_link(os.path.join(base, "fd", fd))
+                fds[fd] = file_read.read_link(os.path.join(base, "fd", fd))
         except OSError:
             pass
         processes.append({
             "pid": int(name),
-            "command": (atomic_file.read_optional(os.path.join(base, "comm")) or "").strip() or None,
-            "cwd": atomic_file.read_link(os.path.join(base, "cwd")),
-            "root": atomic_file.read_link(os.path.join(base, "root")),
+            "command": (file_read.read(os.path.join(base, "comm"), kernel=True) or "").strip() or None,
+            "cwd": file_read.read_link(os.path.join(base, "cwd")),
+            "root": file_read.read_link(os.path.join(base, "root")),
             "fds": fds,
-            "maps": atomic_file.read_optional(os.path.join(base, "maps")),
+            "maps": file_read.read(os.path.join(base, "maps"), kernel=True),
         })
     return processes

@@ -4,10 +4,12 @@
 """The one supervisor of the processes our modules start (issue 27 item 1).
 
 checkpoint_canary forks its ranks (a result pipe and a go pipe each) and a detached cleanup
-helper; tcp_probe_listener starts detached `timeout iperf3` listeners and later stops them.
-Both need the same few things, written here once: fork a child with its pipes, send it go,
-read what it reports, reap it, kill and wait a bounded time, detach a process from the play,
-and prove that a pid is still the process we started.
+helper; tcp_probe_listener starts detached `timeout iperf3` listeners and later stops them; the
+Slurm runner (host/slurm_supervisor.py) starts the canary in a session of its own and stops that
+session on scancel. They need the same few things, written here once: fork a child with its
+pipes, send it go, read what it reports, reap it, kill and wait a bounded time (every wait is
+wait_until's, on the monotonic clock), detach a process from the play, and prove that a pid is
+still the process we started.
 
 "Still ours" is the pid with its start time (/proc/PID/stat field 22, proc(5)): a recycled
 pid has a later start time. A process we did not fork ourselves (a listener, from a record)
@@ -25,10 +27,10 @@ import signal
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 # Our own children run on the live host: their /proc is the real one, never a test's fake host root.
 PROC = host_root.HostRoot().proc
@@ -49,7 +51,7 @@ class Child:
 
 
 def stat_text(pid, proc=PROC):
-    return atomic_file.read_optional("%s/%d/stat" % (proc, pid))
+    return file_read.read("%s/%d/stat" % (proc, pid), kernel=True)
 
 
 def task_state(pid, proc=PROC):
@@ -75,8 +77,8 @@ def gone(pid, starttime, proc=PROC):
 
 def identity(pid, proc=PROC):
     """(stat text, executable, raw cmdline) of pid for probe.identity_problem; stat None when gone."""
-    return (stat_text(pid, proc), atomic_file.read_link("%s/%d/exe" % (proc, pid)),
-            atomic_file.read_optional("%s/%d/cmdline" % (proc, pid)))
+    return (stat_text(pid, proc), file_read.read_link("%s/%d/exe" % (proc, pid)),
+            file_read.read("%s/%d/cmdline" % (proc, pid), kernel=True))
 
 
 def our_processes(record, proc=PROC):
@@ -248,11 +250,32 @@ def close_output(child):
         child.output_fd = None
 
 
-def kill(pid, signum=signal.SIGKILL):
+def kill(pid, signum=signal.SIGKILL, group=False):
+    """Send signum to pid, or with group to the process group pid leads; one already gone is no error."""
     try:
-        os.kill(pid, signum)
+        if group:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
     except OSError:
         pass
+
+
+def wait_until(done, seconds, interval=POLL_SECONDS, between=None):
+    """Call done() every interval seconds until it is true or `seconds` have passed; True when it was.
+
+    The bound is on the monotonic clock (a wall clock stepped back stretches no wait), and no sleep
+    runs past it. between(), when given, runs before each sleep.
+    """
+    deadline = time.monotonic() + seconds
+    while not done():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        if between is not None:
+            between()
+        time.sleep(min(interval, remaining))
+    return True
 
 
 def reap(pid):
@@ -267,9 +290,7 @@ def reap(pid):
 def reap_within(pids, seconds):
     """Reap each child, waiting at most `seconds` for each one."""
     for pid in pids:
-        deadline = time.time() + seconds
-        while not reap(pid) and time.time() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda pid=pid: reap(pid), seconds, 0.01)
 
 
 def kill_children(pids, grace, while_waiting=None):
@@ -278,24 +299,25 @@ def kill_children(pids, grace, while_waiting=None):
     for pid in pids:
         kill(pid)
     exited = dict((pid, False) for pid in pids)
-    deadline = time.time() + grace
-    while True:
+
+    def all_exited():
         for pid in pids:
             exited[pid] = exited[pid] or reap(pid)
-        if all(exited.values()) or time.time() >= deadline:
-            return exited
-        if while_waiting is not None:
-            while_waiting()
-        time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.time())))
+        return all(exited.values())
+
+    wait_until(all_exited, grace, between=while_waiting)
+    return exited
 
 
 def wait_gone(pids, seconds, proc=PROC):
     """The pids (not our children) still alive after up to `seconds`."""
-    deadline = time.monotonic() + seconds
-    left = [pid for pid in pids if alive(pid, proc)]
-    while left and time.monotonic() < deadline:
-        time.sleep(POLL_SECONDS)
-        left = [pid for pid in left if alive(pid, proc)]
+    left = list(pids)
+
+    def none_left():
+        left[:] = [pid for pid in left if alive(pid, proc)]
+        return not left
+
+    wait_until(none_left, seconds)
     return left
 
 
@@ -308,6 +330,23 @@ def terminate(pids, grace, proc=PROC):
         kill(pid)
     wait_gone(left, grace, proc)
     return set(left)
+
+
+def terminate_group(pid, grace, exited=None):
+    """Stop our child pid and the process group it leads (a child started in a session of its own).
+
+    SIGTERM to the group, up to grace seconds for the child to exit, then SIGKILL to the group
+    whether or not the child exited (what it forked and left behind goes too), and up to grace
+    seconds more. exited() says the child has exited (default reap(pid); a subprocess.Popen's
+    owner passes its poll, which keeps the exit status). True once the child has exited.
+    """
+    def child_exited():
+        return reap(pid) if exited is None else exited()
+
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        kill(pid, signum, group=True)
+        wait_until(child_exited, grace)
+    return child_exited()
 
 
 def detach(body):

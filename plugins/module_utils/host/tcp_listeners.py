@@ -24,7 +24,8 @@ import sys
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import probe
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
 
 # Two listeners listened within a second on this project's loaded 2-core test host
@@ -84,10 +85,10 @@ def is_local_address(address):
 
 
 def check_state_dir(state_dir, create=False):
-    """ProbeError unless state_dir is ours and private (atomic_file.private_dir_error: not a link,
+    """ProbeError unless state_dir is ours and private (file_write.private_dir_error: not a link,
     owned by this user, no group or other write); create=True makes a missing one 0700. Its
     records decide what stop signals, so a directory another user can write is never trusted."""
-    error = atomic_file.private_dir_error(state_dir, "state_dir", create=create)
+    error = file_write.private_dir_error(state_dir, "state_dir", create=create)
     if error:
         raise ProbeError(error)
 
@@ -95,7 +96,7 @@ def check_state_dir(state_dir, create=False):
 def read_records(state_dir):
     """[(file name, record dict or None when unreadable)] of the listener records in state_dir.
 
-    Only regular files, never through a link, at most atomic_file.SMALL_LIMIT bytes each
+    Only regular files, never through a link, at most file_read.SMALL_LIMIT bytes each
     (read_input); the caller has checked that state_dir is private (check_state_dir).
     """
     try:
@@ -105,7 +106,7 @@ def read_records(state_dir):
     records = []
     for name in names:
         try:
-            text = atomic_file.read_input(os.path.join(state_dir, name), atomic_file.SMALL_LIMIT)
+            text = file_read.read(os.path.join(state_dir, name), file_read.SMALL_LIMIT)
             record = json.loads(text) if text else None
         except (OSError, ValueError, RecursionError):
             record = None
@@ -127,9 +128,9 @@ def read_log(state_dir, record_or_pair):
     """A listener's log (ours, in the private state_dir), bounded and never through a link."""
     name = (probe.log_file_name(*record_or_pair) if isinstance(record_or_pair, tuple) else log_name(record_or_pair))
     try:
-        return atomic_file.read_input(os.path.join(state_dir, name), atomic_file.SMALL_LIMIT) or ""
+        return file_read.read(os.path.join(state_dir, name), file_read.SMALL_LIMIT) or ""
     except OSError as exc:
-        return "(log not read: %s)" % atomic_file.describe_error(exc)
+        return "(log not read: %s)" % file_read.describe_error(exc)
 
 
 def recorded_rows(host, records):
@@ -169,9 +170,9 @@ def wait_not_listening(host, pairs, seconds):
 def forget_records(module, state_dir, records):
     """Remove the records and logs of listeners that are gone, then state_dir when empty."""
     for name, record in records:
-        atomic_file.remove_file(module, os.path.join(state_dir, name))
+        file_write.remove_file(module, os.path.join(state_dir, name))
         if record is not None:
-            atomic_file.remove_file(module, os.path.join(state_dir, log_name(record)))
+            file_write.remove_file(module, os.path.join(state_dir, log_name(record)))
     try:
         os.rmdir(state_dir)
     except OSError:
@@ -215,7 +216,7 @@ def start_one(module, host, state_dir, pair, argv):
               "started": round(time.time(), 3), "limit_seconds": module.params["seconds"]}
     name = probe.state_file_name(address, port)
     try:
-        atomic_file.write_file(module, os.path.join(state_dir, name), json.dumps(record) + "\n", mode=0o600)
+        file_write.write_file(module, os.path.join(state_dir, name), json.dumps(record) + "\n", mode=0o600)
     except OSError as exc:
         # Unrecorded, nothing would ever stop it (stop reads the records): stop it now, we just started it
         # (SIGTERM to `timeout`, which passes it to iperf3; SIGKILL after the grace), then fail (issue 45).

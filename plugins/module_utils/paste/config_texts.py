@@ -40,6 +40,10 @@ _MODPROBE = re.compile(r"^\s*options\s+(sunrpc|nfs|nfsd|nfsv4|lockd)\s+(.{1,1000
 _SYSCTL = re.compile(r"^\s*((?:sunrpc|fs\.nfs)\.[\w.]{1,64})\s*=\s*(\d{1,12})\s*$")
 _SETRA = re.compile(r"\bblockdev\s+--setra\s+(\d{1,12})\s+(\S{1,200})")
 _ECHO_RA = re.compile(r"\becho\s+(\d{1,12})\s*>\s*(\S{0,200}read_ahead_kb)")
+# A bdi's read-ahead as shown (nfs-readahead show, `grep . /sys/class/bdi/*/read_ahead_kb`): "0:40/read_ahead_kb = 128".
+_BDI_RA = re.compile(r"/sys/class/bdi/(\d{1,4}:\d{1,7})/read_ahead_kb\s{0,8}[=:]\s{0,8}(\d{1,12})\b")
+# What says a text is about an NFS mount (an anonymous bdi 0:NN is any non-block file system's: NFS, Lustre, FUSE).
+_NFS_MOUNT_MARKS = ("type nfs", "-t nfs", "nfs-readahead", "nfsrahead", " nfs4 ", " nfs ", "nfsvers=", "vers=4")
 _RA_ATTR = re.compile(r"ATTRS?\{read_ahead_kb\}\s*=\s*\"(\d{1,12})\"")
 # A key starts after a non-word character (the lookbehind fails at once inside a word, so a run of word characters
 # costs one try a character, not 32) and its {attribute} holds no brace.
@@ -70,6 +74,12 @@ SMALL_IO = tf.fault(
     "small_io_size", "rsize/wsize below 1 MiB on a bulk write path: more WRITE RPCs for the same bytes, each a slot "
     "and a round trip.", "Remount with rsize=1048576,wsize=1048576 (or drop them: the server's maximum is "
     "negotiated).", NFS_MAN)
+SMALL_NFS_READAHEAD = dict(tf.fault(
+    "small_nfs_readahead", "An NFS mount reads ahead %s KiB (its bdi's read_ahead_kb): below one 1 MiB READ, a "
+    "sequential reader (a checkpoint restore) waits a round trip per small window.",
+    "Raise it on the NFS bdi only: nfsrahead (nfs-utils >= 2.6, /etc/nfs.conf [nfsrahead]) or a udev rule on "
+    "SUBSYSTEM==\"bdi\" matching NFS (amazon-ec2-utils#7), e.g. 1024-15360 KiB; measure, larger is not always faster "
+    "(home-ops#5862).", "https://github.com/amazonlinux/amazon-ec2-utils/pull/7"), kind="misconfiguration")
 READAHEAD_RULE = tf.fault(
     "readahead_rule_every_device", "A udev rule sets read_ahead_kb with no match that limits it to NFS: it applies "
     "to every device it sees (a rule is one line; a rule split over lines without '\\' loses its matches).",
@@ -170,6 +180,7 @@ def read(text):
         if options:
             _read_mount(findings, "nfsmount.conf [%s]" % name, options, number)
     _read_udev(findings, text)
+    _read_bdi(findings, text)
     return findings
 
 
@@ -299,6 +310,21 @@ def _read_ahead(findings, line, number):
     if echo:
         findings.append(tf.finding(None, "read_ahead_kb written", float(echo.group(1)), "%s = %s KiB" % (
             echo.group(2), echo.group(1)), number))
+
+
+def _read_bdi(findings, text):
+    """A bdi's read_ahead_kb as shown; below nfs_readahead_kib in a text about an NFS mount: a misconfiguration."""
+    nfs = any(mark in text for mark in _NFS_MOUNT_MARKS)
+    for number, line in tf.lines(text):
+        shown = _BDI_RA.search(line)
+        if not shown:
+            continue
+        kib = float(shown.group(2))
+        crossed = nfs and signals.NFS_READAHEAD_KIB.crossed(kib)
+        fault = dict(SMALL_NFS_READAHEAD, what=SMALL_NFS_READAHEAD["what"] % shown.group(2)) if crossed else None
+        findings.append(tf.finding(None, "read_ahead_kb of a bdi", kib, "bdi %s: read_ahead_kb = %s KiB%s" % (
+            shown.group(1), shown.group(2), "" if nfs else " (the text names no NFS mount: a figure only)"), number,
+            tf.threshold_text(signals.NFS_READAHEAD_KIB), crossed, fault=fault))
 
 
 def _read_udev(findings, text):

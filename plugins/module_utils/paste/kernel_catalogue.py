@@ -212,7 +212,8 @@ def _identifier(word):
 
 
 def _frame(number, body):
-    """A Frame from a call-trace line ("? name+0x1e/0xa0 [sunrpc]", "[<ffff...>] name+0x..", "? name"), or None."""
+    """A Frame from a call-trace line ("? name+0x1e/0xa0 [sunrpc]", "[<ffff...>] name+0x..", "? name", 32-bit ARM's
+    "[<pc>] (name) from [<lr>] (caller+0x..)"), or None."""
     words = body.split()[:8]
     unsure = False
     for at, word in enumerate(words):
@@ -221,10 +222,11 @@ def _frame(number, body):
             continue
         if word.startswith("[<"):
             continue
-        name, plus, offset = word.partition("+0x")
+        arm = word[:1] == "(" and word[-1:] == ")" and at + 1 < len(words) and words[at + 1] == "from"
+        name, plus, offset = (word[1:-1] if arm else word).partition("+0x")
         if plus and "/0x" not in offset or not _identifier(name):
             return None
-        if not plus and len(words) - at > 2:
+        if not plus and not arm and len(words) - at > 2:
             return None
         module = words[at + 1][1:-1] if at + 1 < len(words) and words[at + 1][:1] == "[" and words[at + 1][-1:] == "]" else None
         known = frame_meaning(name)
@@ -288,6 +290,13 @@ def find_stack_frames(text):
                 reports.append(current)
             in_trace = True
             continue
+        # `cat /proc/PID/stack` prints "[<0>] name+0x../0x.. [module]" lines and nothing else (fs/proc/base.c
+        # proc_pid_stack, addresses hidden since 4.15): a report of its own, with no task line.
+        if current is None and _body(line).startswith("[<0>] "):
+            current, in_trace = HungTask(number, None, None, None, [], None), True
+            reports.append(current)
+        # 32-bit ARM prints its backtrace after the task line with no "Call Trace:" (arch/arm/kernel/traps.c).
+        in_trace = in_trace or (current is not None and not current.frames and ") from [<" in line)
         if not in_trace:
             continue
         body = _body(line)

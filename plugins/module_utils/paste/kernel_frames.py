@@ -52,6 +52,10 @@ FRAMES = (
     ("nfs4_state_manager", "the NFSv4 state manager: recovering lease/session state with the server", "network"),
     ("nfs4_begin_drain_session", "drains the NFSv4.1 session's slots before a reset (waits for calls in flight)", "network"),
     ("nfs4_drain_slot_tbl", "drains the NFSv4.1 session's slots before a reset (waits for calls in flight)", "network"),
+    # fs/nfs/nfs4proc.c nfs_set_open_stateid_locked: with a v4.1 session, an OPEN's reply updates the open stateid only
+    # in the server's seqid order; the task sleeps 5 s at a time until the replies before it arrive.
+    ("nfs_set_open_stateid_locked", "waits for the OPEN replies before it, to update the open stateid in sequence (NFSv4.1 "
+     "seqid); a task that stays here waits for a reply or a seqid the server never sends", "fault_hang"),
     # fs/nfs/delegation.c: returning a delegation the server recalled (another client opened the file).
     ("nfs4_delegreturn", "returns a delegation (the server recalled it: another client opened the file)", "access_pattern"),
     ("nfs4_proc_delegreturn", "returns a delegation (DELEGRETURN call to the server)", "access_pattern"),
@@ -82,6 +86,27 @@ FRAMES = (
     ("nfs4_discover_server_trunking", "establishing the client ID at mount (trunking discovery): waits for the server", "network"),
     ("nfs4_init_client", "setting up the NFSv4 client at mount: waits for the server", "network"),
 )
+
+
+# Where an nfsd thread blocked inside the exported file system waits (issue 44), innermost frame first. On a lock
+# (a mutex, an rw semaphore, ZFS's range and rrw locks): the file system's own code holds it and does not let go - a
+# deadlock, which its tracker calls a bug (openzfs/zfs#2954 zfs_zget's mutex, #4362 zfs_range_lock, #4648
+# rrw_enter_read, #2864 dmu_zfetch's mutex). On I/O (io_schedule, ZFS's txg and zio waits, a journal or log force,
+# page writeback): the storage under the export does not complete the I/O. Patterns as in FRAMES.
+FS_LOCK_FRAMES = ("mutex_lock*", "__mutex_lock*", "rwsem_down_*", "down_read*", "down_write*", "__down_*", "rrw_enter*",
+                  "zfs_range_lock*", "*rangelock_enter*", "rw_enter*")
+FS_IO_FRAMES = ("io_schedule*", "txg_wait_*", "zio_wait", "dmu_tx_wait", "wait_on_page_writeback", "folio_wait_writeback",
+                "wait_on_page_bit*", "folio_wait_bit*", "jbd2_log_wait_commit", "jbd2_journal_*", "xlog_wait*",
+                "xfs_log_force*", "_xfs_log_force*", "submit_bio_wait", "blk_mq_get_tag")
+
+
+def file_system_wait(frames):
+    """("lock" or "io", the frame) of the innermost frame of FS_LOCK_FRAMES or FS_IO_FRAMES, or None."""
+    for name in frames:
+        for what, patterns in (("lock", FS_LOCK_FRAMES), ("io", FS_IO_FRAMES)):
+            if any(_matches(pattern, name) for pattern in patterns):
+                return what, name
+    return None
 
 
 def frame_meaning(name):

@@ -33,7 +33,9 @@ import time
 _HUNG = re.compile(r"\btask\s{1,8}(?P<task>[^\n]{1,64}?):(?P<pid>\d{1,10})\s{1,8}blocked for more than\s{1,8}(?P<seconds>\d{1,10})"
                    r"\s{1,8}seconds")
 # A frame the unwinder is not sure of is printed with "? " (arch/x86/kernel/dumpstack.c): kept apart, never what a task waits on.
-_FRAME = re.compile(r"(?:^|[\s>\]])(?P<unsure>\?\s{1,8})?(?P<name>[A-Za-z_][\w.]{0,510})\+0x[0-9a-fA-F]{1,16}/0x[0-9a-fA-F]{1,16}")
+# 32-bit ARM prints "[<pc>] (function) from [<lr>] (caller+0x3c/0xa0)" (arch/arm/kernel/traps.c dump_backtrace_entry): the
+# caller with its offset is read, so each line gives the frame above the one it names.
+_FRAME = re.compile(r"(?:^|[\s>\](])(?P<unsure>\?\s{1,8})?(?P<name>[A-Za-z_][\w.]{0,510})\+0x[0-9a-fA-F]{1,16}/0x[0-9a-fA-F]{1,16}")
 _NOT_RESPONDING = re.compile(r"\bnfs: server (?P<server>\S{1,255}) not responding, (?P<how>still trying|timed out)")
 _SERVER_OK = re.compile(r"\bnfs: server (?P<server>\S{1,255}) OK\b")
 # "RPC: ... timed out" and "rpc... timed out" (case-insensitive) are two searches, not `rpc.*timed out`: that shape
@@ -81,6 +83,10 @@ WAITS = (
 )
 
 
+# The waits of WAITS that are a wait for the server's replies (no capacity layer of their own).
+SERVER_REPLY_WAITS = frozenset(what for _names, what, layer in WAITS if layer is None)
+
+
 def recognise(text):
     """True when at least one line is a kernel message of the kinds read here (or a call trace)."""
     return any(mark.search(text) for mark in _KERNEL_MARKS) or any(rpc_timed_out(line) for line in text.split("\n")) or bool(
@@ -89,22 +95,23 @@ def recognise(text):
 
 def parse(text):
     """{"hung_tasks": [...], "outages": [...], "not_responding": [...], "rpc_timeouts": [...],
-    "state_messages": [...], "stale_handles": [...]} (lines kept as text, times in seconds where printed)."""
-    result = {"hung_tasks": [], "outages": [], "not_responding": [], "rpc_timeouts": [], "state_messages": [], "stale_handles": []}
+    "state_messages": [...], "stale_handles": [...], "still_trying": {server: None}} (lines kept as text, times in
+    seconds where printed; still_trying: the servers a hard mount kept retrying)."""
+    result = {"hung_tasks": [], "outages": [], "not_responding": [], "rpc_timeouts": [], "state_messages": [], "stale_handles": [],
+              "still_trying": {}}
     task = None
     away = {}
     for line in text.split("\n"):
         hung = _HUNG.search(line)
         if hung:
             task = {"task": hung.group("task").strip(), "pid": int(hung.group("pid")), "seconds": int(hung.group("seconds")),
-                    "time": line_time(line), "frames": []}
+                    "time": line_time(line), "frames": [], "guessed": []}
             result["hung_tasks"].append(task)
             continue
         if task is not None:
             frame = _FRAME.search(line)
             if frame:
-                if not frame.group("unsure"):
-                    task["frames"].append(frame.group("name"))
+                task["guessed" if frame.group("unsure") else "frames"].append(frame.group("name"))
                 continue
             if _TRACE_END.search(line):
                 task = None
@@ -115,6 +122,16 @@ def parse(text):
         task["waits_on"], task["layer"] = waits_on(task["frames"])
     result["hung_tasks"] = _longest_report(result["hung_tasks"])
     return result
+
+
+def last_line_time(text):
+    """Seconds of the last line that has a time prefix, or None (read only when an outage has no end: a scan of the
+    text from its end)."""
+    for line in reversed(text.split("\n")):
+        found = line_time(line)
+        if found is not None:
+            return found
+    return None
 
 
 def _longest_report(tasks):
@@ -134,6 +151,9 @@ def _read_event(result, away, line):
     down = _NOT_RESPONDING.search(line)
     if down:
         result["not_responding"].append(line.strip())
+        if down.group("how") == "still trying":
+            # a hard mount's server (a soft mount prints "timed out"): {server: None}, in the order first seen
+            result["still_trying"].setdefault(down.group("server"))
         away.setdefault(down.group("server"), line_time(line))
         return
     up = _SERVER_OK.search(line)

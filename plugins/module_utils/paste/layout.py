@@ -20,7 +20,7 @@ from collections import namedtuple
 # format read here comes near: a mountstats opts: line is about 500 characters, a device line two paths (each at
 # most PATH_MAX 4096 only in theory), a kernel log line at most 1024 (LOG_LINE_MAX, kernel/printk). Every parser is
 # linear in its input anyway (test_hostile_paste.py); the cut keeps a pasted blob's line from dominating the time
-# and the texts a reading keeps. What is read at all is bounded before this: atomic_file.INPUT_LIMIT, 16 MiB a file.
+# and the texts a reading keeps. What is read at all is bounded before this: file_read.INPUT_LIMIT, 16 MiB a file.
 LINE_LIMIT = 4096
 # Blanks that are not ASCII spaces but stand for them in a paste.
 _SPACE_LIKE = {"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\u2009": " ", "\ufeff": ""}

@@ -11,7 +11,9 @@ all three. The order is the order a person's paste is named by when no statistic
 - kernel messages: the catalogue built from the kernel's own printk formats (kernel_catalogue.py,
   docs/kernel-messages.md), every NFS, nfsd, lockd and sunrpc message of 5.10, 6.1 and 6.12, and the
   hung-task stack frames that say where a task waits (kernel_frames.py);
-- training logs (training_log.py), packet captures (net_capture.py), disk statistics (disk_stats.py),
+- training logs (training_log.py), packet captures (net_capture.py), disk statistics (disk_stats.py), bcc nfsslower (nfsslower.py),
+  socket lines of port 2049 (ss_sockets.py), I/O errors a program printed (io_errors.py),
+  NFS-Ganesha logs and dbus statistics (ganesha.py), mount.nfs errors (mount_errors.py),
   sar -n NFS/NFSD, perf and lock_stat (server_stats.py), benchmark outputs (benchmarks.py), mount lines,
   fstab, nfs.conf, udev rules and exports (config_texts.py).
 """
@@ -19,10 +21,10 @@ all three. The order is the order a person's paste is named by when no statistic
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import (
-    benchmarks, config_texts, disk_stats, kernel_catalogue, net_capture, server_stats, training_log)
+    benchmarks, config_texts, disk_stats, ganesha, io_errors, kernel_catalogue, mount_errors, net_capture, nfsslower, server_stats, ss_sockets, training_log)
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import LAYERS
 
-READERS = (training_log, net_capture, disk_stats, server_stats, benchmarks, config_texts)
+READERS = (training_log, io_errors, mount_errors, ganesha, net_capture, ss_sockets, disk_stats, server_stats, nfsslower, benchmarks, config_texts)
 KERNEL_MESSAGES = "kernel_messages"
 TAKEN_FOR = {KERNEL_MESSAGES: "NFS kernel messages (the catalogue of the kernel's own printk formats)"}
 TAKEN_FOR.update((module.KIND, module.TAKEN_FOR) for module in READERS)

@@ -16,20 +16,20 @@ partial.py weighs the readings of every file together.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, nfsstat_mounts
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import more_kinds, recognise
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import hangs, more_kinds, recognise
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import thresholds as limits
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.stats import human
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats, parse_mount_lines
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats import (
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats, parse_mount_lines
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     NFS3_PROCS,
     nfsd_text_from_nfsstat,
     nfsstat_tables,
     parse_nfsd_stats,
     parse_pool_stats,
 )
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.stats_delta import NEGATIVE_PRINTED, nfsd_delta, pool_stats_delta
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import NEGATIVE_PRINTED, nfsd_delta, pool_stats_delta
 
 CAN_SHOW = {
     "mountstats": "per op queue vs RTT vs execute, transport slots in use per send against max_slots, backlog, "
@@ -572,12 +572,17 @@ def _read_kernel_log(reading, text):
             direct = layer != "client_rpc_slots" or "slot" in what
             _suspect(reading, layer, 2 if direct else 1, "%d task(s) blocked more than %s waiting on %s" % (
                 len(tasks), human.seconds(longest), what), alternatives=() if direct else ("server_storage", "network"))
+        elif hangs.waits_for_the_server(what, tasks) and log["not_responding"]:
+            # A client task waiting for the server's replies (writeback, fsync, an RPC) in a log where the server was
+            # "not responding": the outage read below is what it waits for, not a hang of its own (issue 44).
+            _suspect(reading, "network", 1, "%d task(s) blocked more than %s waiting on %s while the server was not "
+                     "responding" % (len(tasks), human.seconds(longest), what), alternatives=("server_storage",))
         else:
             # A stack that waits on nothing a capacity layer explains (an exported file system's lock, a callback)
             # is a hang: the stack is the evidence, and no slot, thread or link setting frees it (issue 44).
-            add_fault(reading, _hang_fault(tasks), "%s blocked more than %s (%s)" % (
+            add_fault(reading, hangs.hang_fault(tasks), "%s blocked more than %s (%s)" % (
                 ", ".join(names[:4]), human.seconds(longest), what))
-    _read_outages(reading, log)
+    _read_outages(reading, log, text)
     for key, what in (("rpc_timeouts", "RPC timeouts"), ("state_messages", "NFSv4 state manager / lease messages"),
                       ("stale_handles", "stale file handles")):
         if log[key]:
@@ -587,26 +592,12 @@ def _read_kernel_log(reading, text):
         _suspect(reading, "network", 1, "%d RPC timeout message(s)" % len(log["rpc_timeouts"]), alternatives=("server_cpu",))
 
 
-def _hang_fault(tasks):
-    """The fault of tasks blocked where no capacity layer explains it: where their stacks wait, and who is blocked."""
-    frames = [frame for task in tasks for frame in task["frames"][:6] if not frame.startswith(("schedule", "__schedule", "io_schedule"))]
-    server = any(task["task"].startswith(("nfsd", "lockd")) for task in tasks)
-    where = ", ".join(dict.fromkeys(frames[:4])) or "frames not printed"
-    return {"name": "hung_task_%s" % ("nfsd" if server else "client"), "kind": "hang",
-            "what": "%s blocked in %s: %s" % (
-                "nfsd threads" if server else "tasks", where,
-                "the server's exported file system or its locks stopped answering, and every request behind them waits"
-                if server else "they wait on something no slot, thread or link setting frees"),
-            "fix": "read the stack's innermost frames (%s): a bug of that file system or driver (its tracker and the kernel's "
-                   "stable releases), or a lock held by another stuck task; a reboot of the %s only clears it" % (
-                       where, "server" if server else "client"),
-            "source": "kernel/hung_task.c check_hung_task (the report); the frames name the code that waits"}
-
-
-def _read_outages(reading, log):
+def _read_outages(reading, log, text):
     if not log["not_responding"]:
         return
     _speaks_for(reading, "network")
+    unended = [outage for outage in log["outages"] if not outage["ended"] and outage["server"] in log["still_trying"]]
+    last_time = kernel_log.last_line_time(text) if unended else None
     for outage in log["outages"]:
         away = (human.seconds(outage["seconds"]) if outage["seconds"] is not None
                 else "a time the log does not end (not back by its last line)" if not outage["ended"]
@@ -615,6 +606,11 @@ def _read_outages(reading, log):
              "away %s (\"not responding\" to \"OK\")" % away)
         _suspect(reading, "network", 2, "server %s did not answer for %s" % (outage["server"], away),
                  alternatives=("server_cpu", "server_threads"))
+        fault = hangs.server_not_back(outage, last_time) if outage["server"] in log["still_trying"] else None
+        if fault:
+            seconds = hangs.away_seconds(outage, last_time)
+            add_fault(reading, fault, "\"not responding, still trying\" and no \"OK\" by the last line%s" % (
+                ", %s later" % human.seconds(seconds) if seconds else ""))
 
 
 _READERS = {

@@ -4,7 +4,7 @@
 """What a saved or pasted file is, from its content only: the one recogniser of every kind. Pure.
 
 Each format's own test lives beside its parser (nfsiostat.py, mountstats_report.py,
-kernel_log.py; the kernel files' parsers in module_utils/stats); this file orders them, from the
+kernel_log.py; the kernel files' parsers in module_utils/kernel_text); this file orders them, from the
 most specific mark to the loosest, on text layout.clean() has repaired. saved_files.classify
 (ckptio.nfs.saved_stats_bundle) asks here too, so a file is the same kind on every path.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, mountstats_report, nfsiostat, nfsstat_mounts
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import parse_mount_lines
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import parse_mount_lines
 
 # What each kind is, as the results and diagnosis.md name it.
 KINDS = {

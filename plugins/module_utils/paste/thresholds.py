@@ -11,7 +11,7 @@ the paste's own, each with its source.
 from __future__ import annotations
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client, server
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 # Queue time (exe - RTT, or the printed avg queue / backlog wait) dominating RTT: client RPC
@@ -52,7 +52,7 @@ OP_MIX_MIN_OPS = signals.OP_MIX_MIN_OPS.threshold
 # trouble worth naming (RFC 5531 rejects; nfsstat's own "badcalls").
 BAD_CALLS_SHARE_LIMIT = signals.BAD_CALLS_SHARE.threshold
 # xprt connect_count since the mount beyond each transport's first connect (2 per TCP transport, 1 per RDMA)
-# and one reopening per IDLE_CLOSE_SECONDS unused: the bundle's rule (stats/mountstats.py says why).
+# and one reopening per IDLE_CLOSE_SECONDS unused: the bundle's rule (kernel_text/mountstats.py says why).
 connects_since_mount_unexplained = mountstats.connects_since_mount_unexplained
 IDLE_CLOSE_SECONDS = mountstats.IDLE_CLOSE_SECONDS
 # How a suspected layer's weight turns into a confidence: evidence of two independent kinds

@@ -8,7 +8,7 @@ batch script is the one `srun` line sbatch's --wrap takes, each argument quoted 
 job's state from `squeue`, what to cancel, and the node's result read back.
 
 The design (docs/slurm.md, "The canary as a Slurm job"): the play ships a self-contained runner
-(runner.py builds it: a zip of checkpoint_canary and the module_utils it imports) and each
+(runner.py builds it: a zip of checkpoint_canary and the module_utils it imports, host/slurm_supervisor.py its main) and each
 host's arguments (the options the role's check-mode call validated, with that host's
 barrier_dir and first_rank) into one job directory under canary_validation_barrier_dir, the
 same path on every node. sbatch allocates the nodes (--nodelist, --reservation) with

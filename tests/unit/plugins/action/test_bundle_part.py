@@ -18,14 +18,17 @@ from ansible.errors import AnsibleActionFail
 from ansible.playbook.task import Task
 
 from ansible_collections.ckptio.nfs.plugins.action import bundle_part
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import RPC_SAMPLE_FILES
 
 CAPTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captures"))
 # Bundles the roles wrote: canary_validation with figures.json and the probe (lab_figures, v43_*: the servers'
 # samples at go and end, a restore), without them (written before figures.json existed: the mount point is not
 # given, so none is made), and checkpoint_capture (capture.json). Older bundles' probe.json still held iperf3's
 # output, which now has a file of its own, and capture_clock_step was written by hand (its NOTES.txt): not here.
+# v47_bookworm_*: issue 47's bundles, with the canary's raw sunrpc samples (sunrpc_xprt.txt, rpc_tasks.txt,
+# rpc_latency.txt, given as rpc_samples) and iperf3's output kept in probe_iperf3.json.
 BUNDLES = ["lab_figures", "v43_loss_2pct", "v43_slow_storage", "mlperf_readback_two_paths", "restore_none_shared",
-           "capture_dd"]
+           "capture_dd", "v47_bookworm_baseline", "v47_bookworm_tuned"]
 # Left out of the fixtures when they were copied (their NOTES.txt): no diagnosis reads it.
 NOT_KEPT = "probe_iperf3.json"
 
@@ -71,8 +74,14 @@ def client_inputs(directory, mount_point):
         return values
     records = dict((key, json.loads(text(os.path.join(directory, "%s.json" % key))))
                    for key in ("canary", "capture") if os.path.exists(os.path.join(directory, "%s.json" % key)))
-    return {"before": read("before"), "after": read("after"), "dstate_text": text(os.path.join(directory, "dstate.txt")),
-            "records": records}
+    inputs = {"before": read("before"), "after": read("after"), "dstate_text": text(os.path.join(directory, "dstate.txt")),
+              "records": records}
+    # clients_run.yml passes the canary's rpc_samples: each text the sampler kept, null for one it did not.
+    rpc_samples = dict((key, text(os.path.join(directory, name)) if os.path.exists(os.path.join(directory, name)) else None)
+                       for key, name in RPC_SAMPLE_FILES.items())
+    if any(value is not None for value in rpc_samples.values()):
+        inputs["rpc_samples"] = dict(rpc_samples, mode="trace", notes=[])
+    return inputs
 
 
 def server_inputs(directory):
@@ -94,8 +103,10 @@ def rebuild(source, bundle):
         directory = os.path.join(source, "clients", host)
         results.append(run(dict(client_inputs(directory, context["mount_point"]), bundle=bundle, part="clients", host=host)))
         if os.path.exists(os.path.join(directory, "probe.json")):
-            # probe_clients.yml's record (iperf3's output, not kept in these fixtures, is given back as none)
-            probe = dict(json.loads(text(os.path.join(directory, "probe.json"))), iperf3=None)
+            # probe_clients.yml's record (iperf3's output, where these fixtures did not keep it, given back as none)
+            raw = os.path.join(directory, NOT_KEPT)
+            probe = dict(json.loads(text(os.path.join(directory, "probe.json"))),
+                         iperf3=json.loads(text(raw)) if os.path.exists(raw) else None)
             results.append(run({"bundle": bundle, "part": "clients", "host": host, "records": {"probe": probe}}))
     for host in sorted(os.listdir(os.path.join(source, "servers"))):
         directory = os.path.join(source, "servers", host)
@@ -123,6 +134,22 @@ def test_files_are_0644_and_directories_are_made(tmp_path):
     run({"bundle": str(tmp_path), "part": "servers", "host": "s1", "samples": {"host_start": {"time": 1.0}}})
     path = tmp_path / "servers" / "s1" / "host_start.json"
     assert path.read_text() == '{"time": 1.0}\n' and oct(path.stat().st_mode & 0o777) == "0o644"
+
+
+def test_a_clients_rpc_samples_are_written_verbatim_and_only_a_clients(tmp_path):
+    """Issue 47: the canary's rpc_samples become sunrpc_xprt.txt, rpc_tasks.txt, rpc_latency.txt, each text
+    verbatim, a null one not written; its notes and cost are canary.json's, not files."""
+    samples = {"sunrpc_xprt": "=== sample t=0.000 ===\n", "rpc_tasks": None, "rpc_latency": "", "mode": "trace",
+               "notes": ["rpc_tasks: no debugfs"], "cost": {"passes": 1}}
+    result = run({"bundle": str(tmp_path), "part": "clients", "host": "c1", "dstate_text": "1 0 \n", "rpc_samples": samples})
+    assert sorted(os.listdir(tmp_path / "clients" / "c1")) == ["dstate.txt", "rpc_latency.txt", "sunrpc_xprt.txt"]
+    assert (tmp_path / "clients" / "c1" / "sunrpc_xprt.txt").read_text() == samples["sunrpc_xprt"]
+    assert (tmp_path / "clients" / "c1" / "rpc_latency.txt").read_text() == ""
+    assert result["changed"] and len(result["files"]) == 3
+    with pytest.raises(AnsibleActionFail, match="rpc_samples .* are a clients part's, not a servers part's"):
+        run({"bundle": str(tmp_path), "part": "servers", "host": "s1", "rpc_samples": samples})
+    with pytest.raises(AnsibleActionFail, match="the context part takes context only"):
+        run({"bundle": str(tmp_path), "part": "context", "context": {}, "rpc_samples": samples})
 
 
 def test_check_mode_writes_nothing_and_says_what_would_change(tmp_path):

@@ -1,5 +1,5 @@
 """The one writer of a host's part of a bundle (filters ckptio.nfs.bundle_host_files, canary_record,
-probe_record; module_utils/stats/bundle_part.py): the files are byte-for-byte what the roles' Jinja
+probe_record; module_utils/bundle/bundle_part.py): the files are byte-for-byte what the roles' Jinja
 wrote before issue 27 (the old expressions are rendered here by Ansible's own templar, next to the new
 Python), and bad input is refused naming what is wrong."""
 from __future__ import annotations

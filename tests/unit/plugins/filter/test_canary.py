@@ -15,7 +15,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.ckptio.nfs.plugins.filter.internal import STEPS as CHECKED
 from ansible_collections.ckptio.nfs.plugins.plugin_utils import canary_steps
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_reader
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path

@@ -71,7 +71,7 @@ def test_nfs_diagnosis_from_memory():
      ["clients/nfs2/probe.json", "summary"]),
 ], ids=["nan", "list-for-a-string", "probe-summary-string"])
 def test_nfs_diagnosis_checks_the_same_schema_as_a_bundle_on_disk(context, probe, words):
-    """Issue 24 item 6: an in-memory bundle is held to the schema stats/bundle_values.py applies to files."""
+    """Issue 24 item 6: an in-memory bundle is held to the schema bundle/bundle_values.py applies to files."""
     files = {"mountstats_before": read_sample(*SEED, "clients", "nfs2", "mountstats_before.txt"),
              "mountstats_after": read_sample(*SEED, "clients", "nfs2", "mountstats_after.txt")}
     if probe is not None:

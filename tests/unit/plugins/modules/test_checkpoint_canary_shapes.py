@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import canary_shapes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import shapes as canary_shapes
 from ansible_collections.ckptio.nfs.plugins.modules import checkpoint_canary
 # The canary tests' live host (autouse) and arguments: 3 ranks x 64 KiB in 16 KiB blocks, allow_local.
 from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_checkpoint_canary import _args

@@ -46,10 +46,6 @@ def build_tree(host, monkeypatch):
     write(str(root / "proc/fs/nfsd/max_block_size"), "262144\n")
     write(str(root / "etc/nfs.conf"), DEBIAN_NFS_CONF)
     os.makedirs(str(root / "etc/nfs.conf.d"))
-    monkeypatch.setattr(module, "NFS_CONF", str(root / "etc/nfs.conf"))
-    monkeypatch.setattr(module, "NFS_CONF_D", str(root / "etc/nfs.conf.d"))
-    monkeypatch.setattr(module, "USR_NFS_CONF", str(root / "usr/etc/nfs.conf"))
-    point_start_paths(monkeypatch, root)
 
     def no_commands(self, argv, **kwargs):
         if os.path.basename(argv[0]) == "lsattr":
@@ -57,15 +53,6 @@ def build_tree(host, monkeypatch):
         pytest.fail("unexpected command: %r" % (argv,))
     monkeypatch.setattr(basic.AnsibleModule, "run_command", no_commands)
     return root
-
-
-def point_start_paths(monkeypatch, root):
-    """The unit, env script, defaults and record paths inside root (the host's own are never read)."""
-    monkeypatch.setattr(module, "SYSTEMD_UNIT_DIRS", tuple(str(root) + path for path in module.SYSTEMD_UNIT_DIRS))
-    monkeypatch.setattr(module, "ENV_SCRIPTS", tuple(str(root) + path for path in module.ENV_SCRIPTS))
-    monkeypatch.setattr(module, "EDITABLE_DEFAULTS", tuple(str(root) + path for path in module.EDITABLE_DEFAULTS))
-    monkeypatch.setattr(module, "SOURCED_ROOT", str(root))
-    monkeypatch.setattr(module, "RPCNFSDCOUNT_RECORD", str(root / "etc/ckptio/nfsd-rpcnfsdcount.record"))
 
 
 def dropin(root, name="ckptio-nfsd.conf"):

@@ -8,7 +8,6 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.ckptio.nfs.plugins.modules import nfsd_threads as module
-from ansible_collections.ckptio.nfs.tests.unit.plugins.modules.test_nfsd_threads import point_start_paths
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, read_sample, run_module, tree_checksums
 
 SYSTEMCTL = "/usr/bin/systemctl"
@@ -52,7 +51,8 @@ class Tree:
         return base
 
     def expected_dropin(self):
-        dd = next(path for path in module.DD_PATHS if os.path.exists(path))
+        # No dd under the fake root: the unit names the first of HostRoot.DD_PATHS (test_host_root.py tests the choice).
+        dd = "/usr/bin/dd"
         return ("# Managed by ckptio.nfs.nfsd_threads: knfsd connection limit (/proc/fs/nfsd/max_connections).\n"
                 "# nfs-utils has no setting for it (nfs.conf, rpc.nfsd and nfsdctl know none), so it is\n"
                 "# written before nfsd starts: clients reconnecting all at once after a restart are held\n"
@@ -73,12 +73,6 @@ def tree(fake_root, monkeypatch):
     write(world.path("proc/fs/nfsd/max_block_size"), "262144\n")
     write(world.path("etc/nfs.conf"), "[nfsd]\n# threads=8\n")
     os.makedirs(world.path("etc/nfs.conf.d"))
-    monkeypatch.setattr(module, "NFS_CONF", world.path("etc/nfs.conf"))
-    monkeypatch.setattr(module, "NFS_CONF_D", world.path("etc/nfs.conf.d"))
-    monkeypatch.setattr(module, "USR_NFS_CONF", world.path("usr/etc/nfs.conf"))
-    monkeypatch.setattr(module, "NFS_SERVER_DROPIN", world.dropin)
-    monkeypatch.setattr(module, "MAX_CONNECTIONS_VALUE_FILE", world.value_file)
-    point_start_paths(monkeypatch, world.root)
 
     def run_command(self, argv, **kwargs):
         world.commands.append(list(argv))

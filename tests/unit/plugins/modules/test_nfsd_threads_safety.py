@@ -172,13 +172,13 @@ def test_a_directory_where_our_connection_file_belongs_fails_cleanly(connections
 def test_a_failed_write_after_the_record_was_written_reports_changed(tree, monkeypatch):
     """The record is written first; the defaults file then fails (as an immutable one does): changed is true."""
     install(tree, BULLSEYE)
-    real = module.file_edits.atomic_file.write_file
+    real = module.file_edits.file_write.write_file
 
     def immutable_defaults(mod, path, *args, **kwargs):
         if path == defaults_path(tree):
             raise PermissionError(1, "Operation not permitted", path)
         return real(mod, path, *args, **kwargs)
-    monkeypatch.setattr(module.file_edits.atomic_file, "write_file", immutable_defaults)
+    monkeypatch.setattr(module.file_edits.file_write, "write_file", immutable_defaults)
     result = fail_module(module, args(tree, threads=32, persist_command_line=True))
     assert result["changed"] is True
     assert defaults_path(tree) in result["msg"] and record_path(tree) in result["msg"]

@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import saved_files
 from ansible_collections.ckptio.nfs.plugins.modules import diagnose_bundle, saved_stats_bundle
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_states_fstab import collection_root
 from ansible_collections.ckptio.nfs.tests.unit.utils import fail_module, run_module, sample_path, tree_checksums

@@ -46,8 +46,6 @@ def tree(fake_root, monkeypatch):
     write(str(root / "proc/self/mountinfo"), MOUNTINFO)
     write(str(root / "etc/modprobe.d/site.conf"), SITE_CONF)
     os.makedirs(str(root / "etc/modules-load.d"))
-    monkeypatch.setattr(module, "MODPROBE_DIRS", (str(root / "etc/modprobe.d"), str(root / "lib/modprobe.d")))
-    monkeypatch.setattr(module, "MODULES_LOAD_DIRS", (str(root / "etc/modules-load.d"),))
 
     def no_commands(self, argv, **kwargs):
         # backup_local asks lsattr for file attributes; anything that could touch the kernel fails the test.

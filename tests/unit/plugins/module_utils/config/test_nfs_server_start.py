@@ -7,11 +7,14 @@ import os
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import nfs_server_start as start
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
 
 # nfs-utils_env.sh is stored as .sh.txt: sanity runs shellcheck on *.sh (NOTES.txt).
 DISTRO = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "distro")
 DEFAULTS = "/etc/default/nfs-kernel-server"
 ENV_SCRIPT = "/usr/lib/systemd/scripts/nfs-utils_env.sh"
+# The defaults files nfsd_threads may edit, as a live host names them.
+EDITABLE = host_root.HostRoot("/").editable_defaults
 
 
 def fixture_text(distro, *parts):
@@ -37,7 +40,7 @@ def detect(distro, defaults=None, dropins=()):
         defaults = fixture_text(distro, "usr/share/nfs-kernel-server/conffiles/nfs-kernel-server.default")
     sourced = start.sourced_files(script) if script else []
     files = [(path, defaults if path == DEFAULTS else None) for path in sourced]
-    return start.detect(unit_of(distro) + list(dropins), ENV_SCRIPT, script, files)
+    return start.detect(unit_of(distro) + list(dropins), ENV_SCRIPT, script, files, EDITABLE)
 
 
 @pytest.mark.parametrize("distro, mechanism, count", [
@@ -91,11 +94,11 @@ def test_trixie_nfsdctl_autostart_reads_nfs_conf():
 
 
 def test_no_unit_is_unknown():
-    assert start.detect([], ENV_SCRIPT, None, [])["mechanism"] == start.UNKNOWN
+    assert start.detect([], ENV_SCRIPT, None, [], EDITABLE)["mechanism"] == start.UNKNOWN
 
 
 def test_args_variable_without_the_script_is_unknown():
-    found = start.detect(unit_of("debian-bullseye-1.3.4-6+deb11u1"), ENV_SCRIPT, None, [])
+    found = start.detect(unit_of("debian-bullseye-1.3.4-6+deb11u1"), ENV_SCRIPT, None, [], EDITABLE)
     assert found["mechanism"] == start.UNKNOWN and "missing" in found["reason"]
 
 

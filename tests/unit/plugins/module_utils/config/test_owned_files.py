@@ -1,6 +1,8 @@
 """Names a tuning module may own, its header check, and the FileEdit diffs."""
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import owned_files
 
 HEADER = "# Managed by ckptio.nfs.sunrpc_slot_table: NFS client RPC slot tables.\n"
@@ -48,3 +50,43 @@ def test_with_own_reads_every_file_with_ours_as_planned():
         ("/etc/modprobe.d/a.conf", "a\n"), ("/etc/modprobe.d/own.conf", "new\n")]
     # Ours removed by the run: left out, whatever is on disk now.
     assert owned_files.with_own(paths, "/etc/modprobe.d/own.conf", None, texts.get) == [("/etc/modprobe.d/a.conf", "a\n")]
+
+
+# ---- owned_path_error: the one check of a path a tuning module owns (issue 46) ----------------
+MODPROBE_DIRS = ("/etc/modprobe.d", "/lib/modprobe.d")
+# sunrpc_slot_table's rules: the name first, then the place.
+NAME_FIRST = ((owned_files.NAME, "%(option)s must name a .conf file, got %(path)r"),
+              (owned_files.PLACE, "%(option)s must be directly in one of %(directories)s, got %(path)r"))
+# nfsd_threads' rules: the place (nfs.conf itself, or a drop-in), then the name.
+PLACE_FIRST = ((owned_files.PLACE, "%(option)s must be %(files)s or in %(directories)s, got %(path)r"),
+               (owned_files.NAME, "%(option)s name may contain only safe characters, got %(path)r"))
+
+
+@pytest.mark.parametrize("path, expected", [
+    (None, "o must be an absolute path, got None"),
+    ("x.conf", "o must be an absolute path, got 'x.conf'"),
+    ("/etc/modprobe.d/ckptio-nfs.conf", None),
+    ("/lib/modprobe.d/ckptio-nfs.conf", None),
+    ("/etc/modprobe.d/x.txt", "o must name a .conf file, got '/etc/modprobe.d/x.txt'"),
+    ("/etc/modprobe.d/.x.conf", "o must name a .conf file, got '/etc/modprobe.d/.x.conf'"),
+    ("/etc/modprobe.d/a b.conf", "o must name a .conf file, got '/etc/modprobe.d/a b.conf'"),
+    # Wrong in both ways: the rule named first speaks.
+    ("/tmp/a b.txt", "o must name a .conf file, got '/tmp/a b.txt'"),
+    ("/etc/modprobe.d/sub/x.conf", "o must be directly in one of /etc/modprobe.d, /lib/modprobe.d, got '/etc/modprobe.d/sub/x.conf'"),
+])
+def test_owned_path_error_name_first(path, expected):
+    assert owned_files.owned_path_error("o", path, MODPROBE_DIRS, NAME_FIRST) == expected
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("/etc/nfs.conf", None),
+    ("/etc//nfs.conf", None),
+    ("/etc/nfs.conf.d/ckptio-nfsd.conf", None),
+    ("/etc/nfs.conf.d/.conf", "o must be /etc/nfs.conf or in /etc/nfs.conf.d, got '/etc/nfs.conf.d/.conf'"),
+    ("/etc/nfs.conf.d/x.txt", "o must be /etc/nfs.conf or in /etc/nfs.conf.d, got '/etc/nfs.conf.d/x.txt'"),
+    ("/etc/nfs.conf.d/a b.conf", "o name may contain only safe characters, got '/etc/nfs.conf.d/a b.conf'"),
+    # Wrong in both ways: the place speaks first here.
+    ("/tmp/a b.conf", "o must be /etc/nfs.conf or in /etc/nfs.conf.d, got '/tmp/a b.conf'"),
+])
+def test_owned_path_error_place_first_with_an_exact_file(path, expected):
+    assert owned_files.owned_path_error("o", path, ["/etc/nfs.conf.d"], PLACE_FIRST, files=["/etc/nfs.conf"]) == expected

@@ -17,7 +17,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.config import settings
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import slot_table_plan
 from ansible_collections.ckptio.nfs.plugins.module_utils.config import tuning_flow
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import parse_mountinfo
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import atomic_file
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_lock
 
 
 class FakeModule:
@@ -44,7 +44,7 @@ class Plan:
 def recording_steps(tmp_path, calls):
     """Steps that record what ran, and whether the file's lock was held at that moment."""
     path = str(tmp_path / "owned.conf")
-    lock = atomic_file.lock_path_for(path)
+    lock = file_lock.lock_path_for(path)
 
     def read_and_plan():
         calls.append(("read_and_plan", os.path.exists(lock)))
@@ -70,7 +70,7 @@ def test_check_mode_stops_at_the_gate_takes_no_lock_and_reports_the_state_as_fou
     calls = []
     _path, steps = recording_steps(tmp_path, calls)
     module = FakeModule(check_mode=True, diff=True)
-    result = tuning_flow.run(module, steps)
+    result = tuning_flow.run(module, steps, file_lock.locked)
     assert calls == [("read_and_plan", False), ("report", None)]
     assert result == {"changed": True, "diff_asked": True, "backup_files": {}}
     assert module.warnings == ["from the plan"]
@@ -81,7 +81,7 @@ def test_a_real_run_writes_under_the_lock_then_changes_live_without_it(tmp_path)
     calls = []
     path, steps = recording_steps(tmp_path, calls)
     module = FakeModule(check_mode=False)
-    result = tuning_flow.run(module, steps)
+    result = tuning_flow.run(module, steps, file_lock.locked)
     assert [name for name, _held in calls[:3]] == ["read_and_plan", "write_files", "change_live"]
     # Read and written under the lock; the live change (a modprobe, a mount) runs after its release.
     assert [held for _name, held in calls[:3]] == [True, True, False]
@@ -100,7 +100,7 @@ def test_a_plan_error_stops_the_run_before_any_write(tmp_path):
     def refuse():
         raise settings.PlanError("modprobe_conf: not ours")
     with pytest.raises(settings.PlanError, match="^modprobe_conf: not ours$"):
-        tuning_flow.run(FakeModule(check_mode=False), dataclasses.replace(steps, read_and_plan=refuse))
+        tuning_flow.run(FakeModule(check_mode=False), dataclasses.replace(steps, read_and_plan=refuse), file_lock.locked)
     assert calls == [] and os.listdir(str(tmp_path)) == []
 
 
@@ -178,3 +178,16 @@ def test_mount_plan_verify_names_what_the_kernel_kept():
                                mount_plan.outcome({"/etc/fstab": "/etc/fstab.1~"}, "umount+mount", mounts[-1], [found]))
     assert result["remounted"] == "umount+mount" and [item["name"] for item in result["pending"]] == ["nconnect"]
     assert result["backup_file"] == "/etc/fstab.1~" and result["backup_files"] == {"/etc/fstab": "/etc/fstab.1~"}
+
+
+def test_config_imports_nothing_of_host():
+    """config/ is a pure floor below host/ (issue 46): tuning_flow takes the lock from the module
+    (file_lock.locked) instead of importing host/ itself. Fails on 9eeadc4 (tuning_flow -> host/atomic_file)."""
+    config_dir = os.path.dirname(tuning_flow.__file__)
+    importing = []
+    for name in sorted(os.listdir(config_dir)):
+        if name.endswith(".py"):
+            with open(os.path.join(config_dir, name)) as handle:
+                if "module_utils.host" in handle.read():
+                    importing.append(name)
+    assert importing == []

@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_evidence, run
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network_loss import tcp_window
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import host_evidence
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host_evidence
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 

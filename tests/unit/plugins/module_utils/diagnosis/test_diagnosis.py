@@ -7,7 +7,7 @@ import re
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import checkpoint_capacity
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.markdown import render_markdown

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import report
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import canary_ranks
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import canary_ranks
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ansible_collections.ckptio.nfs.plugins.module_utils.compare import option
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import bundle as bundle_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle as bundle_files
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 MIB = 1024 * 1024

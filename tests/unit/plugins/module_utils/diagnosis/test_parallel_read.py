@@ -11,17 +11,33 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import parallel_map
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers need fork()")
 
 
 def _forced_parallel(monkeypatch):
-    """Every client read in two forked workers, one client per chunk."""
+    """Every client read in two forked workers, one client per chunk, when the caller passes parallel_map in (as the
+    modules and the filter do: the diagnosis forks nothing itself); the calls of chunked_map, to check it ran."""
     monkeypatch.setattr(run, "PARALLEL_CLIENTS", 0)
     monkeypatch.setattr(run, "CLIENT_CHUNK", 1)
     monkeypatch.setattr(parallel_map, "workers_for", lambda items, least: 2)
+    calls = []
+    real = parallel_map.chunked_map
+
+    def counted(*args, **kwargs):
+        calls.append(args[3:5])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(parallel_map, "chunked_map", counted)
+    return calls
+
+
+def test_no_parallel_map_passed_reads_every_client_here(monkeypatch):
+    """Without a parallel map (a caller that forks nothing) the clients are read in this process, whatever their count."""
+    calls = _forced_parallel(monkeypatch)
+    diagnose(load_bundle(sample_path("..", "captures", "healthy"), stream=True))
+    assert calls == []
 
 
 def _copy(tmp_path, name):
@@ -61,8 +77,9 @@ def test_chunked_map_applies_then_here_to_each_result_in_order(workers):
 @pytest.mark.parametrize("name", ["healthy", "loss_2pct", "one_shaped", "old_mount"])
 def test_forked_reading_gives_the_serial_diagnosis(monkeypatch, name):
     serial = diagnose(load_bundle(sample_path("..", "captures", name), stream=True))
-    _forced_parallel(monkeypatch)
-    assert diagnose(load_bundle(sample_path("..", "captures", name), stream=True)) == serial
+    calls = _forced_parallel(monkeypatch)
+    assert diagnose(load_bundle(sample_path("..", "captures", name), stream=True), parallel_map) == serial
+    assert calls == [(run.CLIENT_CHUNK, 2)]
 
 
 @needs_fork
@@ -73,8 +90,8 @@ def test_a_workers_unparsed_file_is_still_listed_once(monkeypatch, tmp_path):
     serial = diagnose(load_bundle(bundle, stream=True))
     unread = [row for row in serial["evidence"] if row["signal"] == "unreadable bundle file"]
     assert len(unread) == 1 and "nfs3/probe.json" in str(unread[0])
-    _forced_parallel(monkeypatch)
-    assert diagnose(load_bundle(bundle, stream=True)) == serial
+    calls = _forced_parallel(monkeypatch)
+    assert diagnose(load_bundle(bundle, stream=True), parallel_map) == serial and calls
 
 
 @needs_fork
@@ -84,7 +101,8 @@ def test_a_workers_refusal_names_the_file(monkeypatch, tmp_path):
         handle.write('{"ranks": [{"bytes": NaN}]}')
     with pytest.raises(BundleError) as serial:
         diagnose(load_bundle(bundle, stream=True))
-    _forced_parallel(monkeypatch)
+    calls = _forced_parallel(monkeypatch)
     with pytest.raises(BundleError) as forked:
-        diagnose(load_bundle(bundle, stream=True))
+        diagnose(load_bundle(bundle, stream=True), parallel_map)
+    assert calls
     assert str(forked.value) == str(serial.value) and "nfs3/canary.json" in str(forked.value)

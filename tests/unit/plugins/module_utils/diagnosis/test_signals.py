@@ -19,7 +19,7 @@ JUDGES = ["diagnosis/%s.py" % name for name in (
     "access", "client", "cpu", "metadata_storm", "mount_state", "network", "network_loss", "pace_host", "server", "verdict",
     "diagnose", "run")] + ["paste/%s.py" % name for name in (
         "readings", "partial", "thresholds", "net_capture", "disk_stats", "server_stats", "benchmarks", "config_texts",
-        "text_figures", "training_log", "training_lines")]
+        "text_figures", "training_log", "training_lines", "hangs", "nfsslower", "ss_sockets", "io_errors", "ganesha", "mount_errors")]
 # Module-level numbers in those files that are no threshold: units, formats, sizes of a list shown.
 NOT_THRESHOLDS = {"HEADER_BYTES", "DEFAULT_MTU", "MIB", "NAMED", "WRITE_SIZE_FOR_LITTLE", "LITTLE_RTT_MS",
                   "PRACTICAL_LINK_EFFICIENCY", "PARALLEL_CLIENTS", "CLIENT_CHUNK",

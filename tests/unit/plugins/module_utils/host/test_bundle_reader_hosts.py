@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import HostFiles
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.bundle import CLIENT_FILES
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES
 
 
 class _NoScan(list):

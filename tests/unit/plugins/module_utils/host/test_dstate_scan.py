@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import dstate
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 
 def _task(proc, pid, comm, state, wchan=None):

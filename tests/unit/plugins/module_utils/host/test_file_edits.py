@@ -1,4 +1,4 @@
-"""apply_edits through atomic_file: order, backups, the failure message; write_kernel_value."""
+"""apply_edits through file_write: order, backups, the failure message; write_kernel_value."""
 from __future__ import annotations
 
 import pytest

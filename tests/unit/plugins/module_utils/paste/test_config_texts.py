@@ -2,9 +2,12 @@
 entries) and constructed ones."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.paste import config_texts
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import config_texts, partial, readings
+from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.paste import kinds
 
 
@@ -95,3 +98,19 @@ def test_hostile_input_is_read_in_under_a_second(name, text):
     (_found, seconds_recognise), (_read, seconds_read) = kinds.timed(config_texts.recognise, text), kinds.timed(
         config_texts.read, text)
     assert seconds_recognise + seconds_read < 1.0, name
+
+
+CORPUS = sample_path("..", "paste_corpus")
+
+
+def test_an_nfs_mounts_readahead_of_128_kib_is_a_misconfiguration():
+    # amazon-ec2-utils#7: nfs-readahead shows /sys/class/bdi/0:40/read_ahead_kb = 128 for an EFS (NFSv4.1) mount; the
+    # PR's udev rule raising it to 15360 took the rsync from 14.4 s to 3.6 s (home-ops#5862: 1024 KiB +45 %).
+    with open(os.path.join(CORPUS, "023_ec2utils_7_efs_readahead_before_after", "paste.txt"), encoding="utf-8") as handle:
+        reading = readings.read_file("paste.txt", handle.read())
+    result = partial.partial_diagnosis([reading])
+    fault = result["faults"][0]
+    assert fault["name"] == "small_nfs_readahead" and fault["kind"] == "misconfiguration" and "128 KiB" in fault["what"]
+    # The same figure on a bdi of a text that names no NFS mount (a Lustre or FUSE bdi is 0:NN too) is a figure only.
+    reading = readings.read_file("ra.txt", "/lfs2 0:52 /sys/class/bdi/0:52/read_ahead_kb = 128\n")
+    assert not reading["faults"]

@@ -15,7 +15,8 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, nfsstat_mounts
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import readings, recognise
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import mountstats, nfsd_stats, saved_files
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import mountstats, nfsd_stats
+from ansible_collections.ckptio.nfs.plugins.module_utils.paste import saved_files
 
 LIMIT_SECONDS = 2.0
 # Stop a run that backtracks (sre checks for signals while it matches) instead of waiting minutes for it.

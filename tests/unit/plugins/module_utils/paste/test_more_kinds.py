@@ -94,11 +94,11 @@ def _paste_text(text):
 
 def test_a_text_that_holds_an_nfs_kernel_line_is_never_refused():
     # Real pastes whose NFS kernel lines no catalogue entry or hang report explains: rpcdebug's "RPC:" lines
-    # (nfs-ganesha#549, #906), an nfsd stack without its hung-task header (openzfs#4648), /proc/PID/stack frames in
-    # [nfsv4] (nfs-ganesha#1327). They were refused ("holds no figure"); they are read, said as such, and the
-    # partial diagnosis lists the captures that would tell more.
+    # (nfs-ganesha#549, #906), an nfsd stack without its hung-task header (openzfs#4648). They were refused ("holds no
+    # figure"); they are read, said as such, and the partial diagnosis lists the captures that would tell more.
+    # (nfs-ganesha#1327's /proc/PID/stack is now a hang report of its own: test_server_hangs.py.)
     for entry in ("039_ganesha_549_client_xprt_pending", "043_zfs_4648_nfsd_deadlock_zfs_vget",
-                  "052_ganesha_1327_dstate_open_stateid_stack", "058_ganesha_906_rpcdebug_send_epipe"):
+                  "058_ganesha_906_rpcdebug_send_epipe"):
         reading, result = _paste(os.path.join(CORPUS, entry, "paste.txt"))
         assert reading["tells_nothing"] is None, (entry, reading["tells_nothing"])
         assert any("NFS kernel line(s)" in note for note in reading["notes"]), (entry, reading["notes"])

@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import kernel_log, layout, mountstats_report, nfsiostat, readings
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import recognise
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats import iter_mountstats
+from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.paste import layouts
 
 FILES = layouts.fixture_files()

@@ -1,5 +1,5 @@
 """A guard for every regular expression the paste modules apply to pasted text (issue 45): each module-level
-compiled pattern of plugins/module_utils/paste/ (and of the stats/ parsers a paste reaches) is timed on a family
+compiled pattern of plugins/module_utils/paste/ (and of the kernel_text/ parsers a paste reaches) is timed on a family
 of hostile strings built from its own literal characters and words. A pattern that backtracks (nested or adjacent
 unbounded quantifiers over overlapping classes, `.*` then more `.*`, `^\\s*` under re.M that runs over blank lines)
 takes seconds on 30,000 characters; a linear one takes about a millisecond.
@@ -25,10 +25,10 @@ except ImportError:  # pragma: no cover - Python before 3.11
 
 from ansible_collections.ckptio.nfs.plugins.module_utils import paste
 
-# The stats/ and config/ modules whose patterns a paste's text reaches (recognise, readings, saved_files).
-REACHED = ("ansible_collections.ckptio.nfs.plugins.module_utils.stats.mountstats",
-           "ansible_collections.ckptio.nfs.plugins.module_utils.stats.nfsd_stats",
-           "ansible_collections.ckptio.nfs.plugins.module_utils.stats.kernels",
+# The kernel_text/ and config/ modules whose patterns a paste's text reaches (recognise, readings, saved_files).
+REACHED = ("ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats",
+           "ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats",
+           "ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.kernels",
            "ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo")
 LENGTH = 30000
 # A linear pattern searches 30,000 characters in about 1 ms here; a quadratic one in seconds.

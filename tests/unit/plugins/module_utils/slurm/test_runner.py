@@ -6,6 +6,7 @@ its path): the module's own JSON result, the directory removed once read, and on
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import time
 import zipfile
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes, slurm_supervisor
 from ansible_collections.ckptio.nfs.plugins.module_utils.slurm import job, runner
 
 
@@ -61,7 +63,7 @@ def test_the_zip_holds_the_module_its_module_utils_and_ansibles_and_a_package_fi
     names = set(zipfile.ZipFile(str(tmp_path / "canary.pyz")).namelist())
     assert "__main__.py" in names
     assert "ansible_collections/ckptio/nfs/plugins/modules/checkpoint_canary.py" in names
-    assert "ansible_collections/ckptio/nfs/plugins/module_utils/host/canary_run.py" in names
+    assert "ansible_collections/ckptio/nfs/plugins/module_utils/host/canary/run.py" in names
     assert "ansible/module_utils/basic.py" in names
     for package in ("ansible", "ansible_collections", "ansible_collections/ckptio", "ansible_collections/ckptio/nfs",
                     "ansible_collections/ckptio/nfs/plugins", "ansible_collections/ckptio/nfs/plugins/modules"):
@@ -138,7 +140,34 @@ def test_a_canary_that_runs_past_the_jobs_bound_is_stopped_by_the_runner(tmp_pat
 
 
 def test_the_runners_waits_are_on_the_monotonic_clock_and_bounded():
-    # Every `while` of the supervisor ends on a monotonic deadline (a stepped wall clock stretches none).
-    loops = [line.strip() for line in runner.SUPERVISOR.splitlines() if line.strip().startswith("while ")]
-    assert len(loops) == 3 and all("time.monotonic() < deadline" in line for line in loops), loops
-    assert "time.time()" not in runner.SUPERVISOR.replace("time.strftime", "")
+    # The supervisor has no wait loop of its own: each of its waits is processes.wait_until (the canary's run,
+    # the play's collection) or processes.terminate_group (the kill), whose one loop ends on a monotonic deadline.
+    tree = ast.parse(open(slurm_supervisor.__file__).read())
+    assert not [node for node in ast.walk(tree) if isinstance(node, (ast.While, ast.For)) and _sleeps(node)]
+    calls = [ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    assert calls.count("processes.wait_until") == 2 and calls.count("processes.terminate_group") == 1, calls
+    assert "time.time" not in calls and "time.sleep" not in calls
+    [wait_until] = [node for node in ast.parse(open(processes.__file__).read()).body
+                    if isinstance(node, ast.FunctionDef) and node.name == "wait_until"]
+    source = ast.unparse(wait_until)
+    assert "time.monotonic()" in source and "time.time()" not in source
+
+
+def _sleeps(node):
+    return any(isinstance(call, ast.Call) and ast.unparse(call.func) == "time.sleep" for call in ast.walk(node))
+
+
+def test_the_zips_main_is_the_supervisor_file_itself(tmp_path):
+    runner.build(str(tmp_path / "canary.pyz"))
+    with zipfile.ZipFile(str(tmp_path / "canary.pyz")) as archive:
+        main = archive.read("__main__.py")
+        assert main == archive.read("ansible_collections/ckptio/nfs/plugins/module_utils/host/slurm_supervisor.py")
+    with open(slurm_supervisor.__file__, "rb") as stream:
+        assert main == stream.read()
+
+
+def test_the_role_builds_the_zip_by_running_runner_py_as_a_script(tmp_path):
+    # slurm_ship.yml: `{{ ansible_playbook_python }} .../plugins/module_utils/slurm/runner.py DEST`, no collection on the path.
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    subprocess.check_call([sys.executable, runner.__file__, str(tmp_path / "canary.pyz")], env=env, cwd=str(tmp_path))
+    assert "__main__.py" in zipfile.ZipFile(str(tmp_path / "canary.pyz")).namelist()

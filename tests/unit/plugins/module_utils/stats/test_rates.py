@@ -6,7 +6,8 @@ import math
 import pytest
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import markdown
-from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates, report
+from ansible_collections.ckptio.nfs.plugins.module_utils.stats import rates
+from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
 
 MB = 1e6
 
