@@ -9,7 +9,7 @@ clients and the controller, in order), so the comparison imports that playbook o
 import cannot loop (import_playbook is static: no loop, no templated name), so the playbook holds one
 import per slot, under a `when` that skips a slot with no option. This script writes them, between
 the playbook's BEGIN and END lines, from MAX_OPTIONS in plugins/module_utils/compare/plan.py (the
-one number of options the filter ckptio.nfs.compare_options accepts); tests/unit/test_compare_slots.py
+one number of options the step compare_options, behind ckptio.nfs.internal, accepts); tests/unit/test_compare_slots.py
 fails when the playbook differs from what it writes. --check writes nothing and exits 1 on a difference.
 """
 

@@ -5,11 +5,12 @@
 
 A filter plugin of a collection is public: `ansible-doc -t filter -l` lists it. A role inside a
 collection cannot carry its own filter_plugins (ansible-core adds a role's plugin directories
-only for roles outside a collection, playbook/role/__init__.py), so the twelve steps of
-client_tuning, server_tuning and the rolling/audit playbooks live in plugins/plugin_utils and
-are called through this filter: `{{ value | ckptio.nfs.internal('client_tuning_report', ...) }}`.
-Documentation for the filter is in internal.yml next to this one, for each step in the YAML file
-of the step's name in plugins/plugin_utils.
+only for roles outside a collection, playbook/role/__init__.py), so the steps of the roles and
+playbooks live in plugins/plugin_utils and are called through this filter:
+`{{ value | ckptio.nfs.internal('client_tuning_report', ...) }}` (the rule: docs/architecture.md,
+"Public or internal"). Each step is checked against its own argument spec before it runs: the
+options of the YAML file of its name in plugins/plugin_utils (plugin_utils/step_spec.py).
+Documentation for the filter is in internal.yml next to this one.
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.plugin_utils import (
-    client_tuning, nfsd_connections, rollout, server_tuning, slurm_canary, slurm_drain, tuning_profile)
+    bundle_steps, canary_steps, capture_steps, client_tuning, compare_steps, hosts, nfsd_connections, rollout, server_tuning,
+    slurm_canary, slurm_drain, step_spec, tuning_profile)
 
-STEPS = {}
-for _module in (client_tuning, server_tuning, nfsd_connections, rollout, tuning_profile, slurm_drain, slurm_canary):
-    STEPS.update(_module.STEPS)
+MODULES = (client_tuning, server_tuning, nfsd_connections, rollout, tuning_profile, slurm_drain, slurm_canary, canary_steps,
+           capture_steps, bundle_steps, hosts, compare_steps)
+FUNCTIONS = {}
+for _module in MODULES:
+    FUNCTIONS.update(_module.STEPS)
+# Each step with the argument spec its documentation gives (checked when it is called).
+STEPS = step_spec.steps(FUNCTIONS)
 
 
 def internal(value, step, *args, **kwargs):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 
 from collections.abc import Mapping
@@ -121,29 +122,62 @@ def export_rows(reads):
     return rows, warnings
 
 
-def server_tuning_report(nfsd_result, connection_need, max_connections_plan, profile, conf_file, clients_group,
-                         exports=None, state="present", threads=None, apply_live=True, check_mode=False,
-                         client_io_size=1048576, max_connections_setting="auto"):
-    for name, value in (("_input", nfsd_result), ("connection_need", connection_need),
-                        ("max_connections_plan", max_connections_plan)):
-        if not isinstance(value, Mapping):
-            raise AnsibleFilterError("server_tuning_report: %s must be a mapping, got %r" % (name, value))
-    nfsd, need = nfsd_result, connection_need
-    rows, export_warnings = export_rows(exports)
+@dataclasses.dataclass(frozen=True)
+class ReportInputs:
+    """What the role passes the report besides nfsd_threads' result: one dict, its spec the `inputs`
+    suboptions of server_tuning_report.yml (checked by ckptio.nfs.internal before the step runs)."""
+
+    connection_need: Mapping
+    max_connections_plan: Mapping
+    profile: str
+    conf_file: str
+    clients_group: str
+    exports: tuple = ()
+    state: str = "present"
+    threads: object = None
+    apply_live: bool = True
+    check_mode: bool = False
+    client_io_size: int = 1048576
+    max_connections_setting: object = "auto"
+
+    @classmethod
+    def from_mapping(cls, inputs):
+        if not isinstance(inputs, Mapping):
+            raise AnsibleFilterError("server_tuning_report: inputs must be a mapping, got %r" % (inputs,))
+        names = [field.name for field in dataclasses.fields(cls)]
+        values = dict((name, inputs[name]) for name in names if inputs.get(name) is not None)
+        for name in ("connection_need", "max_connections_plan"):
+            if not isinstance(values.get(name), Mapping):
+                raise AnsibleFilterError("server_tuning_report: inputs.%s must be a mapping, got %r" % (name, inputs.get(name)))
+        values["exports"] = tuple(values.get("exports") or ())
+        # A whole number reaches a role's vars dict as text on ansible-core before 2.19 (its templating
+        # renders a var to a string): the report keeps the setting's type, a number or auto, on every core.
+        setting = values.get("max_connections_setting", "auto")
+        if isinstance(setting, str) and setting.strip().isdigit():
+            values["max_connections_setting"] = int(setting)
+        return cls(**values)
+
+
+def server_tuning_report(nfsd_result, inputs):
+    if not isinstance(nfsd_result, Mapping):
+        raise AnsibleFilterError("server_tuning_report: _input must be a mapping, got %r" % (nfsd_result,))
+    given = ReportInputs.from_mapping(inputs)
+    nfsd, need, plan = nfsd_result, given.connection_need, given.max_connections_plan
+    rows, export_warnings = export_rows(given.exports)
     return {
-        "role": "server_tuning", "profile": profile, "check_mode": check_mode,
-        "changed": changed_lines(nfsd, state, threads, conf_file),
-        "pending": pending_lines(nfsd, apply_live),
-        "warnings": warning_lines(nfsd, _number(client_io_size), need, clients_group) + export_warnings,
+        "role": "server_tuning", "profile": given.profile, "check_mode": given.check_mode,
+        "changed": changed_lines(nfsd, given.state, given.threads, given.conf_file),
+        "pending": pending_lines(nfsd, given.apply_live),
+        "warnings": warning_lines(nfsd, _number(given.client_io_size), need, given.clients_group) + export_warnings,
         "settings": [dict(row, scope="nfsd") for row in nfsd.get("settings") or []],
         "exports": rows,
         "max_block_size": nfsd.get("max_block_size"),
         "persist": persist_summary(nfsd),
         "connections": {
-            "clients_group": clients_group, "clients": need.get("clients"), "connections": need.get("connections"),
+            "clients_group": given.clients_group, "clients": need.get("clients"), "connections": need.get("connections"),
             "extra": need.get("extra"), "margin_percent": need.get("margin_percent"), "margin": need.get("margin"),
-            "need": need.get("need"), "setting": max_connections_setting,
-            "max_connections": max_connections_plan.get("max_connections"), "reason": max_connections_plan.get("reason"),
+            "need": need.get("need"), "setting": given.max_connections_setting,
+            "max_connections": plan.get("max_connections"), "reason": plan.get("reason"),
             "limit": nfsd.get("connection_limit", {}), "sufficient": connections_sufficient(nfsd, need),
         },
     }

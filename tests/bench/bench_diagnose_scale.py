@@ -64,7 +64,7 @@ def written_capture(root):
 
 
 def _figures(directory, mount_point):
-    """[figures.json] of a client directory as the writer (filter ckptio.nfs.bundle_host_files) writes it with the
+    """[figures.json] of a client directory as the writer (ckptio.nfs.bundle_part) writes it with the
     client's statistics files and canary.json, from the same texts; [] where the writer leaves it out."""
     from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import host_figures
     from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES

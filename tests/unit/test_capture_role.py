@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.filter.capture import capture_window
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.capture_steps import capture_window
 from ansible_collections.ckptio.nfs.plugins.modules import nfs_client_stats
 from ansible_collections.ckptio.nfs.tests.unit.test_safety_bad_input import Rejected, RoleWalk, Unmodelled, build_world, role_base
 

@@ -7,8 +7,8 @@ docs/capture-bundle.md describes every file. The one reader that loads a bundle 
 module_utils/host/bundle_reader.py (load_bundle, saved_diagnosis): it turns a directory into the
 in-memory shape diagnosis.diagnose() takes, from the tables here; diagnose_bundle and
 checkpoint_report both use it, so a file added here is seen by both. The role that writes bundles (roles/canary_validation) takes the
-file names from the same table (filter ckptio.nfs.bundle_files) and its context.yml from
-context_document() (filter ckptio.nfs.canary_context).
+file names from the same table (step bundle_files) and its context.yml from
+context_document() (step canary_context, behind ckptio.nfs.internal).
 
 Files are parsed by bundle_values (the one YAML/JSON parser of a bundle and its schema): a value
 that breaks the schema (a list where a mapping belongs, words or .nan where a number belongs, a
@@ -167,8 +167,8 @@ def stats_files(kind, before, after, dstate_text=None):
     kind "clients": before/after are ckptio.nfs.nfs_client_stats results (mountstats, sunrpc from
     the first read, host samples) and dstate_text the D-state samples, left out when None; kind
     "servers": ckptio.nfs.nfsd_stats results (nfsd, pool_stats, host samples, the threads after
-    the window when the host has the file). The capture role writes these (filter
-    ckptio.nfs.bundle_stats_files); the canary's are the same list.
+    the window when the host has the file). Both roles write these through
+    ckptio.nfs.bundle_part (bundle_part.host_files).
     """
     names = file_names(kind) if kind in ("clients", "servers") else None
     if names is None:

@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one writer of a host's part of a bundle (clients/<host>/ or servers/<host>/): what goes in
-each file, as [{name, content}] for ansible.builtin.copy on the controller.
+"""The one writer of a host's part of a bundle (clients/<host>/ or servers/<host>/) and of its
+context.yml: what goes in each file, as [{name, content}], which the action ckptio.nfs.bundle_part
+writes on the controller through the one atomic writer.
 
 Both roles that make bundles use it (roles/checkpoint_capture: capture.json; roles/canary_validation:
-canary.json, probe.json), through the filters in plugins/filter/bundle.py; the reader is bundle.py,
-whose file table names every file. The records are built here, not in a Jinja dict literal, and
+canary.json, probe.json), through ckptio.nfs.bundle_part (plugins/action/bundle_part.py), and
+saved_stats_bundle writes its context.yml with context_text(); the reader is bundle.py, whose file
+table names every file. The records are built here, not in a Jinja dict literal, and
 rendered as ansible.builtin.to_nice_json / to_json render them (json.dumps, ASCII, indent 4 and
 sorted keys for the records, one line for the host samples), each with its final newline, so the
 files are byte-for-byte what the roles wrote before (issue 27, item 3).
@@ -15,6 +17,11 @@ files are byte-for-byte what the roles wrote before (issue 27, item 3).
 from __future__ import annotations
 
 import json
+
+try:
+    import yaml
+except ImportError:  # a host module that imports this file writes no context.yml; the controller has PyYAML
+    yaml = None
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
 
@@ -28,6 +35,28 @@ PLAN_KEYS = ("go_at", "margin_seconds", "fanout_seconds", "not_ready")
 def document(record):
     """A record file's text: ansible.builtin.to_nice_json's rendering, and a final newline."""
     return json.dumps(record, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+
+
+def context_text(context):
+    """context.yml's text: block YAML in the document's own key order, UTF-8, indent 2, folded at 80
+    columns - the bytes ansible.builtin.to_nice_yaml(indent=2, sort_keys=false) gave the roles' bundles
+    (yaml.dump with ansible-core's dumper, a SafeDumper, and allow_unicode), so no bundle changes."""
+    return yaml.safe_dump(context, default_flow_style=False, sort_keys=False, allow_unicode=True, indent=2)
+
+
+def context_part(context):
+    """[{name, content}] of a bundle's context.yml, for the same writer as a host's files."""
+    return [{"name": bundle.CONTEXT_FILE, "content": context_text(context)}]
+
+
+def samples_part(kind, samples):
+    """[{name, content}] of host samples {file key: sample} (a server's at the canary's start and end),
+    each one line as every host_*.json, in the file table's order."""
+    names = bundle.file_names(kind)
+    unknown = sorted(set(samples or {}) - set(names))
+    if unknown:
+        raise ValueError("no file %s in a %s part" % (", ".join(unknown), kind))
+    return [{"name": names[key], "content": sample_line(samples[key])} for key in names if key in (samples or {})]
 
 
 def sample_line(sample):

@@ -6,7 +6,7 @@
 Pure: no I/O. The module (plugins/modules/checkpoint_canary.py) writes the ready and done files
 and reads the go and abort files through module_utils/host/file_read.py and file_write.py; the role
 (roles/canary_validation/tasks/clients.yml) waits for the ready files and writes go/abort
-through the filter ckptio.nfs.canary_barrier (plugins/filter/canary.py).
+through the step canary_barrier (plugins/plugin_utils/canary_steps.py, behind ckptio.nfs.internal).
 
 Why a barrier: a start time guessed before launching ("start_at = now + lead") fails exactly where
 it matters (a slow controller, many hosts, few forks): a fresh clone printed "start_at is 8.2 s in
@@ -44,7 +44,7 @@ READ_GO_FILE = "read_go.json"
 # sitting out the whole bound for a host that will never read. json.dumps writes `"key": value`.
 WRITTEN_READY_PATTERN = r'"read_ready": (?P<read_ready>true|false)'
 # This run's id: the host writes it into ready.json (and written.json), the controller echoes it in
-# go.json / read_go.json (wait_for's match_groupdict gives it, filter canary_barrier passes it on),
+# go.json / read_go.json (wait_for's match_groupdict gives it, step canary_barrier passes it on),
 # and a go without this run's id is not obeyed: a go file left from an earlier run is not a go.
 RUN_ID_PATTERN = r'"run_id": "(?P<run_id>[0-9a-f]{8,64})"'
 # Both in one search_regex for written.json: its keys are written in this order.

@@ -6,7 +6,7 @@ read back instead of parsing the files again (issue 27).
 
 Reading a client is parsing its two mountstats samples, D-state samples, host samples and canary.json into
 the row the run keeps (client_row.client_row): 0.8 ms a client, 13 s of CPU at 16,384 clients
-(tests/bench/README.md). The writer (filter ckptio.nfs.bundle_host_files, from the texts it writes) works
+(tests/bench/README.md). The writer (ckptio.nfs.bundle_part, from the texts it writes) works
 the same row out once, on the controller, and writes it in figures.json; the reader takes the row from
 there only while it is what reading the files would give:
 - every file it came from (SOURCES) is there with the same SHA-256, and no other one is: an edited,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.paste import layout as paste_layout, recognise
-from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle, bundle_part
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats, since_mount_sample
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
@@ -32,11 +32,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats 
 )
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import mountstats_delta
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:
-    HAS_YAML = False
+HAS_YAML = bundle_values.HAS_YAML
 
 WRITER = "ckptio.nfs.saved_stats_bundle"
 WINDOW_SNAPSHOTS = "snapshots"
@@ -355,8 +351,8 @@ def partial_context(diagnosis, target, label, network, why):
 
 
 def context_text(context):
-    """context.yml as written: block YAML in the document's key order (the same bytes for the same plan)."""
-    return yaml.safe_dump(context, default_flow_style=False, sort_keys=False, allow_unicode=False, width=1000)
+    """context.yml as written: the bundle's one renderer (bundle_part.context_text), as the roles write it."""
+    return bundle_part.context_text(context)
 
 
 def written_here(context_yaml):

@@ -9,7 +9,8 @@ from ansible.errors import AnsibleFilterError
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.ckptio.nfs.plugins.filter.bundle import FilterModule
+from ansible_collections.ckptio.nfs.plugins.filter.internal import STEPS as CHECKED
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import bundle_steps
 
 try:
     from ansible.template import trust_as_template
@@ -17,7 +18,8 @@ except ImportError:  # ansible-core before 2.19 trusts every template
     def trust_as_template(expression):
         return expression
 
-FILTERS = FilterModule().filters()
+# Each step as ckptio.nfs.internal calls it: checked against its argument spec first.
+FILTERS = dict(CHECKED, bundle_host_files=bundle_steps.bundle_host_files)
 
 CLOCK = {"changed": False, "failed": False, "offset_seconds": -0.25, "uncertainty_seconds": 0.001, "samples": 5,
          "bound_seconds": 0.5, "within_bound": True, "message": "ok \u00e9", "reader": "date", "readings": [[1.0, 2.0, 3.0]]}
@@ -148,7 +150,7 @@ def test_a_read_a_skipped_task_never_set_is_no_read_on_every_ansible_core():
     (lambda: FILTERS["bundle_host_files"]("clients", records={"nope": {}}), "bundle_host_files: 'nope'"),
     (lambda: FILTERS["bundle_host_files"]("clients", "text"), "before must be a dict, got str"),
     (lambda: FILTERS["canary_record"]({}, "c1", 1.0, {}, GO), "canary_record: the clock or a go plan lacks 'offset_seconds'"),
-    (lambda: FILTERS["canary_record"]([], "c1", 1.0, CLOCK, GO), "the canary's result must be a dict"),
+    (lambda: FILTERS["canary_record"]([], "c1", 1.0, CLOCK, GO), "step 'canary_record': argument '_input' is of type .*list"),
     (lambda: FILTERS["probe_record"]({}, {"server": "s"}, 10), "probe_record: the target lacks 'port'"),
     (lambda: FILTERS["probe_record"]({}, {"server": "s", "port": "x", "streams": 1}, 10), "must be integers"),
 ])
@@ -158,10 +160,10 @@ def test_bad_input_is_refused_naming_it(call, message):
 
 
 def test_the_servers_samples_at_go_and_end_are_written_as_to_json_wrote_them():
-    from ansible_collections.ckptio.nfs.plugins.filter.canary import canary_server_samples
     sample = {"format": 1, "time": 2.5, "cpu": {"idle": 0.9}, "name": "s\u00e9"}
-    files = canary_server_samples({"results": [{"item": {"item": "s1"}, "host_sample": sample}]}, {})["files"]
-    assert [item["content"] for item in files] == [render("{{ sample | to_json }}", sample=sample)]
+    samples = FILTERS["canary_server_samples"]({"results": [{"item": {"item": "s1"}, "host_sample": sample}]}, {})["samples"]
+    files = bundle_steps.part_files("servers", "s1", samples=samples["s1"])
+    assert files == [{"name": "servers/s1/host_start.json", "content": render("{{ sample | to_json }}", sample=sample)}]
 
 
 def test_canary_json_carries_the_shape_paths_and_drain_when_the_canary_returned_them():

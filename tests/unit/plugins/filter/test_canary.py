@@ -12,7 +12,8 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter.canary import FilterModule
+from ansible_collections.ckptio.nfs.plugins.filter.internal import STEPS as CHECKED
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import canary_steps
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
 from ansible_collections.ckptio.nfs.plugins.module_utils.report import report
@@ -20,7 +21,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import bundle_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import diagnose as diagnosis
 from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path
 
-FILTERS = FilterModule().filters()
+# Each step as ckptio.nfs.internal calls it: checked against its argument spec first.
+FILTERS = CHECKED
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "canary_validation")
 CAPTURES = ("healthy", "one_thread", "seed_like_v41", "shaped_link", "slow_storage")
 
@@ -34,9 +36,9 @@ def client_results(loaded):
     return [loaded["clients"][host]["canary"] for host in sorted(loaded["clients"])]
 
 
-def test_all_filters_exposed():
-    assert sorted(FILTERS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_host_go",
-                               "canary_probe_errors", "canary_server_samples", "canary_waits"]
+def test_all_steps_exposed():
+    assert sorted(canary_steps.STEPS) == ["bundle_files", "canary_barrier", "canary_context", "canary_failures", "canary_host_go",
+                                          "canary_probe_errors", "canary_server_samples", "canary_waits"]
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -83,7 +85,7 @@ def test_context_counts_unfinished_ranks_in_bytes_not_in_time():
     assert "network" not in nobody and nobody["target"]["checkpoint_bytes"] == 5
     with pytest.raises(AnsibleFilterError, match="target_window_seconds"):
         FILTERS["canary_context"]([], "/mnt/nfs", "run", "shared_file", "soon")
-    with pytest.raises(AnsibleFilterError, match="module results"):
+    with pytest.raises(AnsibleFilterError, match="step 'canary_context': Elements value for option '_input' is of type .*str"):
         FILTERS["canary_context"](["text"], "/mnt/nfs", "run", "shared_file", 300)
 
 
@@ -105,11 +107,10 @@ def test_server_samples_keep_the_servers_whose_sample_came_back():
     end = {"results": [{"item": "s1", "host_sample": {"format": 1, "time": 9.0}}, {"item": "s3", "host_sample": None},
                        {"item": "s2", "skipped": True}]}
     samples = FILTERS["canary_server_samples"](start, end)
-    assert samples["hosts"] == ["s1", "s3"]
-    assert [(item["host"], item["name"], item["sample"]) for item in samples["files"]] == [
-        ("s1", "host_start.json", {"format": 1, "time": 1.0}), ("s1", "host_end.json", {"format": 1, "time": 9.0}),
-        ("s3", "host_end.json", None)]
-    assert FILTERS["canary_server_samples"]({}, None) == {"hosts": [], "files": []}
+    assert samples == {"hosts": ["s1", "s3"], "samples": {"s1": {"host_start": {"format": 1, "time": 1.0},
+                                                                 "host_end": {"format": 1, "time": 9.0}},
+                                                          "s3": {"host_end": None}}}
+    assert FILTERS["canary_server_samples"]({}, None) == {"hosts": [], "samples": {}}
 
 
 def test_bundle_files_are_the_readers_table():
@@ -170,7 +171,7 @@ def test_canary_host_go_puts_go_on_the_hosts_clock_as_go_json_does():
     # Unmeasured (no result, skipped, failed): the host's clock is taken as the controller's, as for a client.
     for clock in (None, {}, {"skipped": True}, {"failed": True, "offset_seconds": 9.0}):
         assert FILTERS["canary_host_go"](go_at, clock) == go_at
-    with pytest.raises(AnsibleFilterError, match="go_at"):
+    with pytest.raises(AnsibleFilterError, match="step 'canary_host_go': argument '_input' is of type .*str"):
         FILTERS["canary_host_go"]("soon", None)
 
 
@@ -188,7 +189,7 @@ def test_the_servers_sample_at_go_waits_for_go_on_the_servers_own_clock():
     start = [task for task in run_tasks if task["name"].startswith("Sample every server when the ranks start")]
     assert len(start) == 1
     assert start[0]["ckptio.nfs.nfsd_stats"]["wait_until"] == (
-        "{{ canary_validation__barrier.go_at | ckptio.nfs.canary_host_go(hostvars[item].canary_validation__server_clock"
+        "{{ canary_validation__barrier.go_at | ckptio.nfs.internal('canary_host_go', hostvars[item].canary_validation__server_clock"
         " | default(none)) }}")
 
 
@@ -287,10 +288,10 @@ def test_server_samples_take_the_write_end_sample_when_the_restore_took_one():
     end = {"results": [{"item": "s1", "host_sample": {"time": 2.0}}]}
     write_end = {"results": [{"item": "s1", "host_sample": {"time": 1.0}}]}
     pick = FILTERS["canary_server_samples"]
-    assert [f["sample"]["time"] for f in pick(start, end, write_end)["files"]] == [1.0]
+    assert pick(start, end, write_end)["samples"] == {"s1": {"host_end": {"time": 1.0}}}
     skipped = {"results": [{"item": "s1", "skipped": True}], "skipped": True}
-    assert [f["sample"]["time"] for f in pick(start, end, skipped)["files"]] == [2.0]
-    assert [f["sample"]["time"] for f in pick(start, end, None)["files"]] == [2.0]
+    assert pick(start, end, skipped)["samples"] == {"s1": {"host_end": {"time": 2.0}}}
+    assert pick(start, end, None)["samples"] == {"s1": {"host_end": {"time": 2.0}}}
 
 
 def test_probe_errors_name_each_failed_step_host_by_host_in_the_order_they_ran():
@@ -311,7 +312,7 @@ def test_probe_errors_name_each_failed_step_host_by_host_in_the_order_they_ran()
     hostvars["c3"] = dict(canary_validation__probe={"summary": None})
     assert FILTERS["canary_probe_errors"](groups, hostvars, ["nfs_clients"]) == [
         "c1: no result", "c2: iperf3: connection refused", "c2: copy failed"]
-    with pytest.raises(AnsibleFilterError, match="canary_probe_errors: give groups and hostvars"):
+    with pytest.raises(AnsibleFilterError, match="step 'canary_probe_errors': argument '_input' is of type .*list"):
         FILTERS["canary_probe_errors"]([], hostvars, [])
 
 
@@ -325,5 +326,5 @@ def test_waits_are_the_roles_bounds(restore, expected):
 
 
 def test_waits_refuse_a_non_number_naming_the_option():
-    with pytest.raises(AnsibleFilterError, match="canary_waits: kill_grace must be a number"):
+    with pytest.raises(AnsibleFilterError, match="step 'canary_waits': argument 'kill_grace' is of type .*str"):
         FILTERS["canary_waits"](600, 900, "soon")

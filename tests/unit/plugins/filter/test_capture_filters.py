@@ -7,16 +7,18 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter.capture import FilterModule
+from ansible_collections.ckptio.nfs.plugins.filter.internal import STEPS as CHECKED
+from ansible_collections.ckptio.nfs.plugins.plugin_utils import bundle_steps, capture_steps
 from ansible_collections.ckptio.nfs.tests.unit.utils import read_sample
 
-FILTERS = FilterModule().filters()
+# Each step as ckptio.nfs.internal calls it: checked against its argument spec first.
+FILTERS = CHECKED
 NOW = 1796137300.0
 CLIENTS = ("..", "captures", "clock_step", "clients")
 
 
-def test_all_filters_exposed():
-    assert sorted(FILTERS) == ["bundle_stats_files", "capture_client", "capture_context", "capture_sampling", "capture_window"]
+def test_all_steps_exposed():
+    assert sorted(capture_steps.STEPS) == ["capture_client", "capture_context", "capture_sampling", "capture_window"]
 
 
 def test_window_takes_the_roles_empty_defaults_for_the_unused_forms():
@@ -72,13 +74,15 @@ def test_context_of_nothing_written_and_no_size_has_no_target():
 
 
 def test_stats_files_for_a_client():
-    names = [item["name"] for item in FILTERS["bundle_stats_files"]("clients", read("nfs2", "before"), read("nfs2", "after"), "")]
-    assert names == ["mountstats_before.txt", "mountstats_after.txt", "sunrpc.txt", "host_before.json", "host_after.json", "dstate.txt"]
+    # The part ckptio.nfs.bundle_part writes (plugin_utils/bundle_steps.part_files), named from the bundle.
+    names = [item["name"] for item in bundle_steps.part_files("clients", "c1", read("nfs2", "before"), read("nfs2", "after"), "")]
+    assert names == ["clients/c1/%s" % name for name in ("mountstats_before.txt", "mountstats_after.txt", "sunrpc.txt",
+                                                         "host_before.json", "host_after.json", "dstate.txt")]
 
 
 def test_stats_files_of_a_result_without_the_texts_fail_clearly():
-    with pytest.raises(AnsibleFilterError, match="bundle_stats_files: 'raw_mountstats'"):
-        FILTERS["bundle_stats_files"]("clients", {}, {})
+    with pytest.raises(ValueError, match="bundle_host_files: 'raw_mountstats'"):
+        bundle_steps.part_files("clients", "c1", {}, {})
 
 
 @pytest.mark.parametrize("window, sampler, seen", [

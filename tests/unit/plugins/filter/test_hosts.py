@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.filter.hosts import FilterModule
+from ansible_collections.ckptio.nfs.plugins.filter.internal import STEPS as CHECKED
 
-HOSTS_WITH = FilterModule().filters()["hosts_with"]
+HOSTS_WITH = CHECKED["hosts_with"]
 HOSTVARS = {
     "c1": {"ckptio_checkpoint_mount": "/mnt/c", "job": {"ansible_job_id": "1"}},
     "c2": {"job": {"skipped": True}, "record": None},
@@ -25,7 +25,7 @@ def test_defined_undefined_and_dotted_names_keep_the_hosts_order():
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
-    ((["c1"], []), {}, "give hostvars"),
+    ((["c1"], []), {}, "step 'hosts_with': argument 'hostvars' is of type .*list"),
     ((["c1"], HOSTVARS), {"defined": [""]}, "defined must be variable names"),
     ((["c1"], HOSTVARS), {"undefined": [3]}, "undefined must be variable names"),
 ])
@@ -34,7 +34,7 @@ def test_bad_input_is_refused_naming_it(args, kwargs, message):
         HOSTS_WITH(*args, **kwargs)
 
 
-HOST_VALUES = FilterModule().filters()["host_values"]
+HOST_VALUES = CHECKED["host_values"]
 
 
 def test_host_values_in_the_hosts_order_skipping_or_defaulting_the_absent():
@@ -49,7 +49,7 @@ def test_host_values_in_the_hosts_order_skipping_or_defaulting_the_absent():
 
 
 @pytest.mark.parametrize("args, message", [
-    ((["c1"], [], "job"), "give hostvars"),
+    ((["c1"], [], "job"), "step 'host_values': argument 'hostvars' is of type .*list"),
     ((["c1"], HOSTVARS, ""), "path must be a variable name"),
     ((["c1"], HOSTVARS, None), "path must be a variable name"),
 ])

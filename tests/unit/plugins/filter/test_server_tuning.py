@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 
 import pytest
@@ -9,7 +10,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.plugin_utils.server_tuning import ASYNC_NOTE, SYNC_NOTE, STEPS
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.server_tuning import ASYNC_NOTE, SYNC_NOTE, STEPS, ReportInputs
 
 REPORT = STEPS["server_tuning_report"]
 FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "plugin_utils")
@@ -33,7 +34,7 @@ def report(nfsd=None, need=None, exports=(), **kwargs):
                  "conf_file": "/etc/nfs.conf.d/ckptio-nfsd.conf", "clients_group": "nfs_clients", "threads": 64,
                  "exports": list(exports)}
     arguments.update(kwargs)
-    return REPORT(dict(NFSD, **(nfsd or {})), **arguments)
+    return REPORT(dict(NFSD, **(nfsd or {})), arguments)
 
 
 def read(path, text):
@@ -77,8 +78,8 @@ def test_rollback_names_the_removed_drop_in():
 def test_unknown_live_counts_read_n_a():
     nfsd = dict(NFSD)
     del nfsd["threads_before"], nfsd["threads_after"]
-    assert REPORT(nfsd, connection_need=NEED, max_connections_plan=PLAN, profile="checkpoint", conf_file="/x.conf",
-                  clients_group="g", threads=64)["changed"] == ["nfsd threads: 64 (live n/a -> n/a)"]
+    assert REPORT(nfsd, {"connection_need": NEED, "max_connections_plan": PLAN, "profile": "checkpoint", "conf_file": "/x.conf",
+                         "clients_group": "g", "threads": 64})["changed"] == ["nfsd threads: 64 (live n/a -> n/a)"]
 
 
 def test_connection_limit_change():
@@ -156,13 +157,20 @@ def test_inputs_must_be_results(argument):
     else:
         arguments[argument] = None
     with pytest.raises(AnsibleFilterError, match=argument):
-        REPORT(nfsd, **arguments)
+        REPORT(nfsd, arguments)
 
 
 def test_documented_under_its_name():
     with open(os.path.join(FILTER_DIR, "server_tuning_report.yml")) as handle:
         documentation = yaml.safe_load(handle)["DOCUMENTATION"]
     assert documentation["name"] == "server_tuning_report"
-    options = set(documentation["options"]) - {"_input"}
-    code = REPORT.__code__
-    assert options == set(code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount])
+    assert set(documentation["options"]) == {"_input", "inputs"}
+    # The one dict's suboptions are the typed value's fields, each documented.
+    assert set(documentation["options"]["inputs"]["options"]) == set(field.name for field in dataclasses.fields(ReportInputs))
+
+
+def test_a_setting_given_as_text_keeps_its_number():
+    # ansible-core before 2.19 renders a role's vars dict to text: 64 arrives as "64".
+    assert report(max_connections_setting="64")["connections"]["setting"] == 64
+    assert report(max_connections_setting="auto")["connections"]["setting"] == "auto"
+    assert report()["connections"]["setting"] == "auto"

@@ -153,7 +153,7 @@ def _release_when_ready(directory, document, delay=0.0):
         time.sleep(delay)
         name = barrier.ABORT_FILE if "abort" in document else barrier.GO_FILE
         if name == barrier.GO_FILE:
-            # The controller echoes the run id the host wrote into ready.json (filter canary_barrier).
+            # The controller echoes the run id the host wrote into ready.json (step canary_barrier).
             document.setdefault("run_id", json.loads((directory / barrier.READY_FILE).read_text())["run_id"])
         (directory / (name + ".tmp")).write_text(json.dumps(document))
         os.rename(str(directory / (name + ".tmp")), str(directory / name))

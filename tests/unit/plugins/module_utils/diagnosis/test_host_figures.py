@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.filter.bundle import bundle_host_files
+from ansible_collections.ckptio.nfs.plugins.plugin_utils.bundle_steps import bundle_host_files
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import client_row, host_figures, run
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle

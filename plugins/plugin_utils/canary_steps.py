@@ -4,9 +4,9 @@
 """Controller-side decisions of roles/canary_validation: the MLPerf aggregate in context.yml, which
 clients failed, the start lead, which server samples go into the bundle, the bundle's file names.
 
-The logic is in module_utils/canary and module_utils/bundle (plan.py, bundle.py), where the modules use it too; these
-wrappers only check their input. Documentation for each filter is in the YAML file of the same
-name next to this one.
+The logic is in module_utils/canary and module_utils/bundle (plan.py, bundle.py), where the modules use it
+too; these wrappers only check their input. Steps behind ckptio.nfs.internal (docs/architecture.md, "Public or
+internal"): each one's documentation and argument spec is the YAML file of its name next to this one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import barrier, clock, probe, restore
 from ansible_collections.ckptio.nfs.plugins.module_utils.canary import plan as canary
-from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle, bundle_part
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle
 
 
 def _results(value, name):
@@ -117,22 +117,17 @@ def canary_server_samples(start_results, end_results, write_end_results=None):
     # write-end task (no restore) leaves the sample after the last rank ended.
     if isinstance(write_end_results, Mapping) and not write_end_results.get("skipped"):
         end_results = write_end_results
-    names = bundle.file_names("servers")
-    files = []
     # async_status over the start jobs: each result's item is the job, whose item is the host.
-    for result in _results(start_results, "canary_server_samples"):
-        if result and "host_sample" in result:
-            files.append({"host": result["item"]["item"], "name": names["host_start"], "sample": result["host_sample"],
-                          "content": bundle_part.sample_line(result["host_sample"])})
-    for result in _results(end_results, "canary_server_samples"):
-        if result and "host_sample" in result:
-            files.append({"host": result["item"], "name": names["host_end"], "sample": result["host_sample"],
-                          "content": bundle_part.sample_line(result["host_sample"])})
-    hosts = []
-    for item in files:
-        if item["host"] not in hosts:
-            hosts.append(item["host"])
-    return {"hosts": hosts, "files": files}
+    found = [(result["item"]["item"], "host_start", result["host_sample"])
+             for result in _results(start_results, "canary_server_samples") if result and "host_sample" in result]
+    found += [(result["item"], "host_end", result["host_sample"])
+              for result in _results(end_results, "canary_server_samples") if result and "host_sample" in result]
+    hosts, samples = [], {}
+    for host, key, sample in found:
+        if host not in hosts:
+            hosts.append(host)
+        samples.setdefault(host, {})[key] = sample
+    return {"hosts": hosts, "samples": samples}
 
 
 def canary_waits(barrier_timeout, timeout, kill_grace, restore=False):
@@ -159,17 +154,14 @@ def bundle_files(kind):
         raise AnsibleFilterError("bundle_files: %s" % exc)
 
 
-class FilterModule:
-    """ckptio.nfs canary_validation filters."""
-
-    def filters(self):
-        return {
-            "canary_context": canary_context,
-            "canary_failures": canary_failures,
-            "canary_barrier": canary_barrier,
-            "canary_host_go": canary_host_go,
-            "canary_server_samples": canary_server_samples,
-            "canary_probe_errors": canary_probe_errors,
-            "canary_waits": canary_waits,
-            "bundle_files": bundle_files,
-        }
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "canary_context": canary_context,
+    "canary_failures": canary_failures,
+    "canary_barrier": canary_barrier,
+    "canary_host_go": canary_host_go,
+    "canary_server_samples": canary_server_samples,
+    "canary_probe_errors": canary_probe_errors,
+    "canary_waits": canary_waits,
+    "bundle_files": bundle_files,
+}

@@ -2,8 +2,8 @@
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which hosts of a group have (or lack) a variable, and what each holds: the roles' one way to ask
-it, instead of a select/map/selectattr chain in each task. Documentation is in hosts_with.yml and
-host_values.yml next to this one.
+it, instead of a select/map/selectattr chain in each task. Steps behind ckptio.nfs.internal; documentation
+and argument spec in hosts_with.yml and host_values.yml next to this one.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def host_values(hosts, hostvars, path, default=_ABSENT):
     return values
 
 
-class FilterModule:
-    """ckptio.nfs host selection filters."""
-
-    def filters(self):
-        return {"hosts_with": hosts_with, "host_values": host_values}
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "hosts_with": hosts_with,
+    "host_values": host_values,
+}

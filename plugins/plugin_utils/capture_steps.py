@@ -2,11 +2,11 @@
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller-side decisions of roles/checkpoint_capture (ckptio.nfs.capture): the window and its
-checks, the D-state sampler, each client's capture.json, context.yml, and the statistics files of a
-host's part of the bundle.
+checks, the D-state sampler, each client's capture.json and context.yml (written, with the
+statistics files of a host's part, by ckptio.nfs.bundle_part).
 
-The logic is in module_utils/bundle (capture.py, bundle.py); these wrappers only check their input.
-Documentation for each filter is in the YAML file of the same name next to this one.
+The logic is in module_utils/bundle (capture.py); these wrappers only check their input. Steps behind
+ckptio.nfs.internal: each one's documentation and argument spec is the YAML file of its name next to this one.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle, capture
+from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import capture
 
 
 def _mapping(value, name, what):
@@ -86,22 +86,10 @@ def capture_context(records, window, mount_point, label, target_window_seconds, 
         raise AnsibleFilterError(str(exc))
 
 
-def bundle_stats_files(kind, before, after, dstate_text=None):
-    try:
-        return bundle.stats_files(kind, _mapping(before, "bundle_stats_files", "before"),
-                                  _mapping(after, "bundle_stats_files", "after"), dstate_text)
-    except (ValueError, KeyError) as exc:
-        raise AnsibleFilterError("bundle_stats_files: %s" % exc)
-
-
-class FilterModule:
-    """ckptio.nfs checkpoint_capture filters."""
-
-    def filters(self):
-        return {
-            "capture_window": capture_window,
-            "capture_sampling": capture_sampling,
-            "capture_client": capture_client,
-            "capture_context": capture_context,
-            "bundle_stats_files": bundle_stats_files,
-        }
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "capture_window": capture_window,
+    "capture_sampling": capture_sampling,
+    "capture_client": capture_client,
+    "capture_context": capture_context,
+}

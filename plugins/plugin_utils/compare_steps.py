@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The architecture comparison's filters (ckptio.nfs.compare_architectures): which options run, and
-where each left its bundle. The logic is module_utils/compare/plan.py; documentation in
+"""The architecture comparison's steps (ckptio.nfs.compare_architectures, through ckptio.nfs.internal): which options run, and
+where each left its bundle. The logic is module_utils/compare/plan.py; documentation and spec in
 compare_options.yml and compare_bundles.yml next to this one.
 """
 
@@ -24,8 +24,8 @@ def compare_bundles(options, context_files, reports_dir, since=""):
     return plan.option_bundles(options, list(context_files or []), reports_dir, since)
 
 
-class FilterModule:
-    """ckptio.nfs architecture comparison filters."""
-
-    def filters(self):
-        return {"compare_options": compare_options, "compare_bundles": compare_bundles}
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "compare_options": compare_options,
+    "compare_bundles": compare_bundles,
+}

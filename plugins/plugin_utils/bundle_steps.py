@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: ckptio.nfs contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The writer of a host's part of a bundle, for both roles that make bundles (checkpoint_capture,
-canary_validation): the files ([{name, content}], for one ansible.builtin.copy loop) and the canary's
-and the probe's records.
+"""A part of a bundle, for both roles that make bundles (checkpoint_capture, canary_validation): the
+files of a host's part or of context.yml ([{name, content}], which the action ckptio.nfs.bundle_part
+writes), and the canary's and the probe's records (steps behind ckptio.nfs.internal).
 
 The logic is in module_utils/bundle/bundle_part.py (and a client's figures.json in
-module_utils/diagnosis/host_figures.py); these wrappers only check their input.
-Documentation for each filter is in the YAML file of the same name next to this one.
+module_utils/diagnosis/host_figures.py); these wrappers only check their input. Each step's
+documentation and argument spec is the YAML file of its name next to this one.
 """
 
 from __future__ import annotations
@@ -59,6 +59,30 @@ def bundle_host_files(kind, before=None, after=None, dstate_text=None, records=N
     return _with_figures(files, after) if kind == "clients" and before is not None and after is not None else files
 
 
+def part_files(part, host=None, before=None, after=None, dstate_text=None, records=None, samples=None, context=None,
+               rpc_samples=None):
+    """[{name, content}] of one part, names relative to the bundle: clients/<host>/..., servers/<host>/...
+    (the statistics, records, host samples and a client's raw sunrpc samples given - rpc_samples, the
+    canary's, issue 47) or context.yml. ValueError names what is wrong."""
+    given = (before, after, dstate_text, records, samples, rpc_samples)
+    if part == "context":
+        if context is None or host is not None or any(item is not None for item in given):
+            raise ValueError("the context part takes context only")
+        return bundle_part.context_part(context)
+    if context is not None:
+        raise ValueError("context is the context part's; a %s part takes host, before, after, dstate_text, records, "
+                         "samples and rpc_samples" % part)
+    if not host or "/" in host or host in (".", ".."):
+        raise ValueError("a %s part needs host, a directory name, got %r" % (part, host))
+    if rpc_samples is not None and part != "clients":
+        raise ValueError("rpc_samples (the canary's) are a clients part's, not a %s part's" % part)
+    try:
+        files = bundle_host_files(part, before, after, dstate_text, records, rpc_samples) + bundle_part.samples_part(part, samples)
+    except AnsibleFilterError as exc:
+        raise ValueError(str(exc))
+    return [dict(item, name="%s/%s/%s" % (part, host, item["name"])) for item in files]
+
+
 def _with_figures(files, after):
     """files and the client's figures.json (diagnosis/host_figures.py: the diagnosis's own reading of the
     files, which module_utils/bundle cannot import), before the records, so a record written last still
@@ -92,12 +116,8 @@ def probe_record(probe, target, seconds, clock=None):
         raise AnsibleFilterError("probe_record: port, streams and seconds must be integers (%s)" % exc)
 
 
-class FilterModule:
-    """ckptio.nfs bundle writer filters."""
-
-    def filters(self):
-        return {
-            "bundle_host_files": bundle_host_files,
-            "canary_record": canary_record,
-            "probe_record": probe_record,
-        }
+# The steps ckptio.nfs.internal calls, by name.
+STEPS = {
+    "canary_record": canary_record,
+    "probe_record": probe_record,
+}
