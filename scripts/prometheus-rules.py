@@ -12,7 +12,10 @@ import argparse
 import os
 import sys
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import alert_rules, dashboard
+# The activated checkout (scripts/activate) puts the collection on ANSIBLE_COLLECTIONS_PATH, not on sys.path.
+sys.path[:0] = [path for path in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if path]
+
+from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import alert_rules, dashboard  # noqa: E402 pylint: disable=wrong-import-position
 
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "prometheus")
 FILES = {"ckptio-nfs.rules.yml": alert_rules.rules_text, "ckptio-nfs-dashboard.json": dashboard.dashboard_text}

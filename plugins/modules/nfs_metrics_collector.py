@@ -19,7 +19,7 @@ description:
     collection''s own parsers), C(ckptio-nfs-metrics.service) and C(ckptio-nfs-metrics.timer) in O(unit_directory);
     then C(systemctl daemon-reload) and C(systemctl enable --now ckptio-nfs-metrics.timer). O(state=absent) disables the
     timer and removes those files and C(ckptio_nfs.prom); it touches no other file.'
-  - The textfile directory must exist (node_exporter's package makes it): on a host without node_exporter the module
+  - The textfile directory must exist (node_exporter's package makes it). On a host without node_exporter the module
     fails naming O(textfile_directory), before any change.
 author:
   - ckptio.nfs contributors (@ckptio)
@@ -261,8 +261,8 @@ def main():
     if params["state"] == "absent":
         message = "collector removed" if changed else "collector absent already"
     else:
-        message = "collector %s: %s every %d s in %s" % ("installed" if changed else "in place", collector.TEXTFILE_NAME,
-                                                       params["interval"], params["textfile_directory"])
+        message = "collector %s: %s every %d s in %s" % (
+            "installed" if changed else "in place", collector.TEXTFILE_NAME, params["interval"], params["textfile_directory"])
     result = dict(changed=changed, changed_files=sorted(write) + sorted(remove), commands=commands, textfile=textfile,
                   message=message)
     if diff is not None:

@@ -85,7 +85,7 @@ def _value(lines, name):
 
 def cpu_per_run(argv, runs):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    for _ in range(runs):
+    for _run in range(runs):
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / runs
@@ -117,9 +117,9 @@ def main():
             textfiles = os.path.join(case, "textfile")
             os.makedirs(textfiles)
             ours = our_series(program, proc_root, textfiles)
-            print("| %d | %d | %d | %s | %d | %s |" % (nconnect, len(theirs), len(transport),
-                                                   _value(theirs, "node_mountstats_nfs_transport_sends_total"), len(ours),
-                                                   _value(ours, "ckptio_nfs_client_rpc_sends_total")))
+            print("| %d | %d | %d | %s | %d | %s |" % (
+                nconnect, len(theirs), len(transport), _value(theirs, "node_mountstats_nfs_transport_sends_total"),
+                len(ours), _value(ours, "ckptio_nfs_client_rpc_sends_total")))
         textfiles = os.path.join(work, "n16", "textfile")
         argv = [sys.executable, "-I", program, "--textfile-directory", textfiles, "--root", os.path.join(work, "n16")]
         ours = cpu_per_run(argv, args.runs)

@@ -32,11 +32,12 @@ WRITING_BYTES_PER_SECOND = 1e6
 SPLIT = "op, direction"
 
 
-def _name(key, families=exposition.CLIENT):
-    return families[key].name
+def _name(key, families=None):
+    """A family's metric name (families: exposition.CLIENT unless given)."""
+    return (exposition.CLIENT if families is None else families)[key].name
 
 
-def _rate(key, selector="", families=exposition.CLIENT):
+def _rate(key, selector="", families=None):
     return "rate(%s%s[%s])" % (_name(key, families), selector, RATE_WINDOW)
 
 
@@ -74,8 +75,8 @@ def rules():
             % (queue.name, queue.threshold, signals.QUEUE_MS_FLOOR.name, signals.QUEUE_MS_FLOOR.threshold)),
         _alert(
             "CkptioNfsSlotTableFull",
-            _on_mount("(%s >= %s > 0) and %s > 0" % (_name("slots_allocated"), _name("slot_table_size"),
-                                                    _name("backlog_queue")), _writing()),
+            _on_mount("(%s >= %s > 0) and %s > 0" % (
+                _name("slots_allocated"), _name("slot_table_size"), _name("backlog_queue")), _writing()),
             "client_rpc_slots", "warning",
             "The RPC slot table of {{ $labels.mountpoint }} ({{ $labels.instance }}) is full",
             "The transports serving this mount allocated every slot and requests wait for one while it writes (sunrpc sysfs "
@@ -127,9 +128,18 @@ def _alert(name, expr, layer, severity, summary, description, hold=HOLD):
 
 
 def rules_text():
-    """The rules file's text (controller side: PyYAML comes with ansible-core); block style, keys in rule order."""
+    """The rules file's text (controller side: PyYAML comes with ansible-core); block style, keys in rule order,
+    long expressions folded at 110 columns (a folded plain scalar reads back as the same one-line string)."""
     import yaml  # pylint: disable=import-outside-toplevel
 
     header = ("# Prometheus alert rules of ckptio.nfs, written by scripts/prometheus-rules.py from\n"
               "# plugins/module_utils/telemetry/alert_rules.py (thresholds: diagnosis/signals.py). Do not edit.\n")
-    return header + yaml.safe_dump(rules(), sort_keys=False, default_flow_style=False, width=1000, allow_unicode=False)
+
+    class IndentedDumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+        """Lists indented under their key, as yamllint (ansible-lint's yaml rule) wants them."""
+
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
+
+    return header + yaml.dump(rules(), Dumper=IndentedDumper, sort_keys=False, default_flow_style=False, width=110,
+                              allow_unicode=False)

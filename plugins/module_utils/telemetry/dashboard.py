@@ -141,4 +141,3 @@ def dashboard():
 def dashboard_text():
     """The dashboard file's text: sorted, indented JSON (Grafana imports it as it is)."""
     return json.dumps(dashboard(), indent=2, sort_keys=True) + "\n"
-
