@@ -20,7 +20,9 @@ import os
 import sys
 import time
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root
+from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     parse_nfsd_stats,
@@ -35,14 +37,57 @@ TEXTFILE_MODE = 0o644
 
 
 def client_samples(root, mount_points=()):
-    """(samples, read): the checkpoint mounts' series, and whether /proc/self/mountstats was read."""
+    """(samples, sources read): the checkpoint mounts' series; which of mountstats, sunrpc sysfs and debugfs were read."""
     text = root.read(root.mountstats)
     if text is None:
-        return [], False
+        return [], {"mountstats": False}
+    mounts = exposition.select_mounts(iter_mountstats(text), mount_points)
+    views, sources = slot_views(root, text, [mount.mount_point for mount in mounts])
     samples = []
-    for mount in exposition.select_mounts(iter_mountstats(text), mount_points):
-        samples.extend(exposition.mount_samples(mount))
-    return samples, True
+    for mount in mounts:
+        slot_figures, waiters = views.get(mount.mount_point, (None, None))
+        samples.extend(exposition.mount_samples(mount, slot_figures, waiters))
+    return samples, dict(sources, mountstats=True)
+
+
+def _servers(root):
+    """{mount point: NFS server address} of this host's NFS mounts (mountinfo's addr=, else the source's host)."""
+    mounts = parse_mountinfo(root.read(root.mountinfo) or "")
+    return dict((mount["mount_point"], nfs_server_of(mount)) for mount in mounts if mount["fstype"] in NFS_FSTYPES)
+
+
+def slot_views(root, mountstats_text, mount_points):
+    """({mount point: (slot figures or None, session-slot waiters or None)}, {sunrpc_sysfs, debugfs_tasks: read}).
+
+    One read of the live views the canary samples (host/sunrpc_sampler: sysfs xprt_info, debugfs rpc_clnt tasks),
+    mapped to each mount by diagnosis/slot_samples (source port, else server address). A figure is exported only for
+    a mount its transports or RPC clients were mapped to - or, when nothing names them, on a host whose NFS mounts all
+    go to one server (then the host's are that server's): never another server's figures under this mount's name.
+    On NFSv4 one RPC client and one session serve every mount of a server, so those mounts show the same figures.
+    """
+    header = "=== sample t=0.000 ===\n"
+    xprt, tasks = sunrpc_sampler.xprt_text(root), sunrpc_sampler.tasks_text(root, [])
+    files = dict((key, header + text) for key, text in (("sunrpc_xprt", xprt), ("rpc_tasks", tasks)) if text is not None)
+    sources = {"sunrpc_sysfs": xprt is not None, "debugfs_tasks": tasks is not None}
+    if not files:
+        return {}, sources
+    servers = _servers(root)
+    one_server = len(set(servers.values())) == 1
+    views = {}
+    for point in mount_points:
+        mine = dict(files)
+        if servers.get(point):
+            mine["host_after"] = {"nfs_server_addresses": [servers[point]]}
+        summary = slot_samples.summarize(mine, point, mountstats_text) or {}
+        transport, session = summary.get("transport"), summary.get("session")
+        slot_figures = waiters = None
+        if transport and (transport["mapped"] or one_server):
+            slot_figures = {"slots_allocated": transport["peak_in_use"], "slot_table_size": transport["cap"],
+                            "backlog_queue": transport["max_backlog"], "pending_queue": transport["mean_pending"]}
+        if session and (session["mapped"] or one_server):
+            waiters = session["max_waiters"]
+        views[point] = (slot_figures, waiters)
+    return views, sources
 
 
 def server_samples(root):
@@ -61,9 +106,9 @@ def server_samples(root):
 
 def collect(root, mount_points=(), now=None):
     """The .prom text of one run."""
-    client, mountstats_read = client_samples(root, mount_points)
+    client, sources = client_samples(root, mount_points)
     server, nfsd_read = server_samples(root)
-    sources = {"mountstats": mountstats_read, "nfsd": nfsd_read}
+    sources["nfsd"] = nfsd_read
     return exposition.render(client=client, server=server, sources=sources, now=time.time() if now is None else now)
 
 

@@ -337,34 +337,10 @@ class RpcSampler:
         self.sizes[key] += len(text)
 
     def _xprt_text(self):
-        switches = os.path.join(self.host.sunrpc_sysfs, "xprt-switches")
-        if not os.path.isdir(switches):
-            return None
-        parts = []
-        for switch in _entries(switches, "switch-"):
-            for xprt in _entries(os.path.join(switches, switch), "xprt-"):
-                for name in XPRT_FILES:
-                    text = file_read.read(os.path.join(switches, switch, xprt, name), XPRT_LIMIT, kernel=True)
-                    if text is not None:
-                        parts.append("--- xprt-switches/%s/%s/%s ---\n%s" % (switch, xprt, name, _ended(text)))
-        return "".join(parts)
+        return xprt_text(self.host)
 
     def _tasks_text(self):
-        clients = os.path.join(self.host.sunrpc_debugfs, "rpc_clnt")
-        if not os.path.isdir(clients):
-            return None
-        parts = []
-        for client in _entries(clients, ""):
-            for name in CLIENT_FILES:
-                path = os.path.join(clients, client, name)
-                text = file_read.read(path, TASKS_LIMIT, kernel=True)
-                if text is not None:
-                    parts.append("--- rpc_clnt/%s/%s ---\n%s" % (client, name, _ended(text)))
-                elif name == "tasks" and os.path.exists(path):
-                    note = "rpc_tasks: rpc_clnt/%s/tasks unreadable or over %d MiB in a sample: left out" % (client, TASKS_LIMIT // 1048576)
-                    if note not in self.notes:
-                        self.notes.append(note)
-        return "".join(parts)
+        return tasks_text(self.host, self.notes)
 
     def end(self):
         """Close the window: the tracepoints off and their instance gone (safe to call twice)."""
@@ -390,3 +366,38 @@ class RpcSampler:
 
 def _ended(text):
     return text if text.endswith("\n") or not text else text + "\n"
+
+
+def xprt_text(host):
+    """One read of every transport's files (XPRT_FILES) as the sample container's sections, or None without sunrpc sysfs."""
+    switches = os.path.join(host.sunrpc_sysfs, "xprt-switches")
+    if not os.path.isdir(switches):
+        return None
+    parts = []
+    for switch in _entries(switches, "switch-"):
+        for xprt in _entries(os.path.join(switches, switch), "xprt-"):
+            for name in XPRT_FILES:
+                text = file_read.read(os.path.join(switches, switch, xprt, name), XPRT_LIMIT, kernel=True)
+                if text is not None:
+                    parts.append("--- xprt-switches/%s/%s/%s ---\n%s" % (switch, xprt, name, _ended(text)))
+    return "".join(parts)
+
+
+def tasks_text(host, notes):
+    """One read of every RPC client's debugfs files (CLIENT_FILES) as sections, or None without debugfs; what could
+    not be read is added to notes once."""
+    clients = os.path.join(host.sunrpc_debugfs, "rpc_clnt")
+    if not os.path.isdir(clients):
+        return None
+    parts = []
+    for client in _entries(clients, ""):
+        for name in CLIENT_FILES:
+            path = os.path.join(clients, client, name)
+            text = file_read.read(path, TASKS_LIMIT, kernel=True)
+            if text is not None:
+                parts.append("--- rpc_clnt/%s/%s ---\n%s" % (client, name, _ended(text)))
+            elif name == "tasks" and os.path.exists(path):
+                note = "rpc_tasks: rpc_clnt/%s/tasks unreadable or over %d MiB in a sample: left out" % (client, TASKS_LIMIT // 1048576)
+                if note not in notes:
+                    notes.append(note)
+    return "".join(parts)

@@ -83,3 +83,57 @@ def test_a_mount_point_that_is_not_utf8_still_gives_valid_text(tmp_path):
     text = collector.collect(HostRoot(str(root)), now=1)
     text.encode("utf-8")
     assert 'mountpoint="/mnt/caf\\\\xe9"' in text
+
+
+KERNEL = os.path.join(FIXTURES, "..", "kernels", "bookworm", "sunrpc")
+
+
+def _live_root(tmp_path, sample_index=1):
+    """A fake 6.1 client during a write: one sample of the lab's sysfs and debugfs views (tests/fixtures/kernels/
+    bookworm/sunrpc/load, 4 dd writers on a 2-session-slot v4.1 mount) laid out as the kernel's files."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import samples
+
+    root = tmp_path / "live"
+    (root / "proc" / "self").mkdir(parents=True)
+    with open(os.path.join(KERNEL, "load", "mountstats_after.txt"), encoding="utf-8") as stream:
+        (root / "proc" / "self" / "mountstats").write_text(stream.read(), encoding="utf-8")
+    (root / "proc" / "self" / "mountinfo").write_text(
+        "60 25 0:52 / /mnt/nfs rw,relatime shared:1 - nfs4 nfs1:/srv/nfs rw,vers=4.1,addr=10.0.0.1\n", encoding="utf-8")
+    for name, base in (("sunrpc_xprt.txt", root / "sys" / "kernel" / "sunrpc"),
+                       ("rpc_tasks.txt", root / "sys" / "kernel" / "debug" / "sunrpc")):
+        with open(os.path.join(KERNEL, "load", name), encoding="utf-8") as stream:
+            sample = samples.parse_samples(stream.read()).samples[sample_index]
+        for path, text in sample.sections:
+            target = base / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_a_61_client_exports_its_session_slot_waiters_and_transport_slots(tmp_path):
+    text = collector.collect(HostRoot(str(_live_root(tmp_path))), ["/mnt/nfs"], now=1)
+    labels = 'mountpoint="/mnt/nfs",export="nfs1:/srv/nfs"'
+    waiters = [line for line in text.splitlines() if line.startswith("ckptio_nfs_client_session_slot_waiters{%s}" % labels)]
+    assert len(waiters) == 1 and int(waiters[0].rsplit(" ", 1)[1]) > 0
+    assert "ckptio_nfs_client_rpc_slot_table_size{%s}" % labels in text
+    assert 'ckptio_nfs_collector_source_up{source="sunrpc_sysfs"} 1' in text
+    assert 'ckptio_nfs_collector_source_up{source="debugfs_tasks"} 1' in text
+
+
+def test_without_the_live_views_their_series_are_absent_and_the_sources_say_so(tmp_path):
+    text = collector.collect(HostRoot(str(_client_root(tmp_path))), now=1)
+    assert "session_slot_waiters" not in text and "rpc_slots_allocated" not in text
+    assert 'ckptio_nfs_collector_source_up{source="sunrpc_sysfs"} 0' in text
+    assert 'ckptio_nfs_collector_source_up{source="debugfs_tasks"} 0' in text
+
+
+def test_another_servers_figures_never_go_under_a_mount(tmp_path):
+    # Two servers on the host and nothing mapping the transports to either: no slot figure for the mount.
+    root = _live_root(tmp_path)
+    with open(root / "proc" / "self" / "mountinfo", "a", encoding="utf-8") as stream:
+        stream.write("61 25 0:53 / /mnt/other rw,relatime shared:2 - nfs4 nfs9:/x rw,vers=4.1,addr=10.0.0.9\n")
+    (root / "proc" / "self" / "mountinfo").write_text(
+        "60 25 0:52 / /mnt/nfs rw,relatime shared:1 - nfs4 nfs1:/srv/nfs rw,vers=4.1,addr=10.0.0.5\n"
+        "61 25 0:53 / /mnt/other rw,relatime shared:2 - nfs4 nfs9:/x rw,vers=4.1,addr=10.0.0.9\n", encoding="utf-8")
+    text = collector.collect(HostRoot(str(root)), ["/mnt/nfs"], now=1)
+    assert "rpc_slot_table_size" not in text
