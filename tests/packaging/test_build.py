@@ -29,7 +29,7 @@ ANSIBLE_GALAXY = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
 RUNTIME_FILES = {"README.md", "COPYING", "CHANGELOG.rst", "requirements.txt",
                  "changelogs/changelog.yaml", "changelogs/config.yaml"}
 RUNTIME_DIRS = ("meta/", "plugins/", "roles/", "playbooks/", "docs/", "inventories/example/",
-                "tests/unit/", "tests/fixtures/")
+                "tests/unit/", "tests/fixtures/", "prometheus/")
 # Written by ansible-galaxy itself.
 BUILD_FILES = {"MANIFEST.json", "FILES.json"}
 
@@ -140,7 +140,7 @@ def test_the_parts_a_user_needs_are_there(built):
         assert "roles/%s/README.md" % role in shipped, "galaxy-importer rejects a role without a README"
     playbooks = sorted(path for path in shipped if path.startswith("playbooks/") and path.count("/") == 1)
     assert playbooks == ["playbooks/audit.yml", "playbooks/capture.yml", "playbooks/compare_architectures.yml",
-                         "playbooks/diagnose.yml", "playbooks/paste.yml", "playbooks/tune_clients.yml",
+                         "playbooks/diagnose.yml", "playbooks/monitor.yml", "playbooks/paste.yml", "playbooks/tune_clients.yml",
                          "playbooks/tune_servers.yml", "playbooks/validate_checkpoint.yml"]
     assert [path for path in shipped if path.startswith("docs/") and path.endswith(".md")]
     assert manifest["collection_info"]["license"] == ["GPL-3.0-or-later"]
