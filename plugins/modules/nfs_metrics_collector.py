@@ -117,6 +117,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read, file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import metrics_collector as collector
+# Not called here: imported so that AnsiballZ packs it - install.program_bytes() reads its source as the zip's
+# __main__.py (AnsiballZ follows imports, not importlib.import_module names).
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import metrics_zip_main  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import install
 
 INTERVAL_RANGE = (5, 3600)

@@ -144,3 +144,36 @@ def test_systemd_quoting_keeps_a_mount_point_with_blanks_one_argument():
     assert install.systemd_quote("/mnt/my ckpt") == '"/mnt/my ckpt"'
     assert install.systemd_quote("/mnt/100%") == "/mnt/100%%"
     assert install.systemd_quote("/plain") == "/plain"
+
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Install the collector through Ansible (AnsiballZ packs the module and what it imports)
+      ckptio.nfs.nfs_metrics_collector:
+        textfile_directory: {textfiles}
+        install_directory: {lib}
+        unit_directory: {units}
+"""
+LOCALHOST = """
+all:
+  hosts:
+    localhost:
+      ansible_connection: local
+      ansible_python_interpreter: {python}
+"""
+
+
+def test_through_ansible_the_module_packs_the_program_it_installs(tmp_path):
+    # A unit test imports the modules from the tree; only AnsiballZ shows what the module really ships (the zip's
+    # __main__.py was missing from it: the module must import every file install.program_bytes() reads).
+    from ansible_collections.ckptio.nfs.tests.unit.utils import run_playbook
+
+    places = dict((name, tmp_path / name) for name in ("textfiles", "lib", "units"))
+    places["textfiles"].mkdir()
+    places["units"].mkdir()
+    run = run_playbook(tmp_path, PLAYBOOK.format(**places), LOCALHOST.format(python=sys.executable), ["--check", "--diff"])
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "sha256" in run.stdout and "OnUnitActiveSec=15s" in run.stdout
+    assert sorted(os.listdir(places["units"])) == [] and not places["lib"].exists()
