@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 
+from collections.abc import Mapping
+
 try:
     import yaml
 except ImportError:  # a host module that imports this file writes no context.yml; the controller has PyYAML
@@ -41,7 +43,26 @@ def context_text(context):
     """context.yml's text: block YAML in the document's own key order, UTF-8, indent 2, folded at 80
     columns - the bytes ansible.builtin.to_nice_yaml(indent=2, sort_keys=false) gave the roles' bundles
     (yaml.dump with ansible-core's dumper, a SafeDumper, and allow_unicode), so no bundle changes."""
-    return yaml.safe_dump(context, default_flow_style=False, sort_keys=False, allow_unicode=True, indent=2)
+    return yaml.safe_dump(plain(context), default_flow_style=False, sort_keys=False, allow_unicode=True, indent=2)
+
+
+def plain(value):
+    """value with every str, int, float, bool, mapping and list made the plain Python type: ansible-core 2.19 hands an
+    action templated values as subclasses (its tagged str, float, int), which yaml's SafeDumper refuses ("cannot
+    represent an object": molecule-fanout's context.yml, where the role passes `... | float`)."""
+    if isinstance(value, Mapping):
+        return dict((plain(key), plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return value
 
 
 def context_part(context):

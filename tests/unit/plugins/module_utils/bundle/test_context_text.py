@@ -52,3 +52,24 @@ def test_saved_stats_bundle_writes_context_yml_with_the_same_renderer():
 
 def test_the_context_part_is_context_yml():
     assert bundle_part.context_part({"label": "x"}) == [{"name": "context.yml", "content": "label: x\n"}]
+
+
+class _TaggedStr(str):
+    """Stands for ansible-core 2.19's templated str (a subclass yaml's SafeDumper refuses)."""
+
+
+class _TaggedFloat(float):
+    """Stands for a templated `... | float`."""
+
+
+def test_templated_values_from_ansible_render_as_plain_ones():
+    # molecule-fanout: context.yml failed with "cannot represent an object" on the role's `| float` window.
+    from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_part
+
+    tagged = {_TaggedStr("mount_point"): _TaggedStr("/var/tmp/ckptio-fanout"),
+              "target": {"checkpoint_bytes": 268435456, "window_seconds": _TaggedFloat(300.0)},
+              "canary": {"synchronized": True, "clients": [_TaggedStr("c1"), _TaggedStr("c2")]}}
+    plain = {"mount_point": "/var/tmp/ckptio-fanout", "target": {"checkpoint_bytes": 268435456, "window_seconds": 300.0},
+             "canary": {"synchronized": True, "clients": ["c1", "c2"]}}
+    assert bundle_part.context_text(tagged) == bundle_part.context_text(plain)
+    assert "window_seconds: 300.0" in bundle_part.context_text(tagged)
