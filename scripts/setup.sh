@@ -68,7 +68,8 @@ fi
 
 # --- promtool and node_exporter (Debian packages), for the textfile collector's checks -------
 # promtool checks the exposition text and the alert rules (unit tests); node_exporter is the
-# series-count bench's reference (tests/bench/bench_metric_series.py). Taken out of the .debs
+# series-count bench's reference (tests/bench/bench_metric_series.py); prometheus serves the
+# HTTP API that `ckptio.nfs.diagnose` reads a past checkpoint from (its tests and the lab). Taken out of the .debs
 # into the cache rather than installed: installing the packages would start their services on
 # this machine. Keyed on the package versions apt offers.
 # extract_deb_binary PACKAGE PATH-IN-DEB NAME: prints the cached binary's path (empty when apt has none).
@@ -76,7 +77,8 @@ extract_deb_binary() {
   local package=$1 inside=$2 name=$3 version dir tmp deb
   version=$(apt-cache policy "$package" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
   [ -n "$version" ] && [ "$version" != "(none)" ] || return 0
-  dir="$CKPTIO_CACHE/$package-$version"
+  # One directory per binary: a package gives two (prometheus: promtool and prometheus).
+  dir="$CKPTIO_CACHE/$package-$version-$name"
   if [ ! -x "$dir/$name" ]; then
     log "extracting $name from $package $version"
     tmp=$(mktemp -d)
@@ -95,6 +97,7 @@ extract_deb_binary() {
 }
 PROMTOOL=$(extract_deb_binary prometheus usr/bin/promtool promtool)
 NODE_EXPORTER=$(extract_deb_binary prometheus-node-exporter usr/bin/prometheus-node-exporter node_exporter)
+PROMETHEUS=$(extract_deb_binary prometheus usr/bin/prometheus prometheus)
 
 # --- Put this checkout where Ansible and ansible-test expect a collection -------------------
 # Playbooks only need ckptio.nfs on ANSIBLE_COLLECTIONS_PATH: a symlink to the checkout keeps
@@ -115,6 +118,7 @@ export CKPTIO_STAGE="\${CKPTIO_STAGE:-$CKPTIO_CACHE/stage-$repo_key}"
 export CKPTIO_DEPS='$DEPS'
 export CKPTIO_PROMTOOL='$PROMTOOL'
 export CKPTIO_NODE_EXPORTER='$NODE_EXPORTER'
+export CKPTIO_PROMETHEUS='$PROMETHEUS'
 export VIRTUAL_ENV='$VENV'
 export PATH='$VENV/bin':"\$PATH"
 export ANSIBLE_COLLECTIONS_PATH='$LINKS:$DEPS'
