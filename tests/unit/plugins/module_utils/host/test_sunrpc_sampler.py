@@ -238,14 +238,42 @@ def test_a_killed_run_leaves_tracing_off(tmp_path):
         run.stdout.close()
 
 
-def test_a_costly_pass_stretches_its_own_interval_not_the_d_state_one(tmp_path, monkeypatch):
-    seen = []
-    monkeypatch.setattr(sunrpc_sampler.dstate, "sampling_interval", lambda base, cost: seen.append((base, cost)) or 5.0)
+class _FakeCpu:
+    """process_time() for the sampler: each read of the views costs what the test says."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def process_time(self):
+        return self.seconds
+
+    def time(self):
+        return 0.0
+
+
+def test_the_window_s_cpu_stays_within_the_budget_a_costly_pass_pushes_the_next_out(tmp_path, monkeypatch):
+    cpu = _FakeCpu()
+    monkeypatch.setattr(sunrpc_sampler, "time", cpu)
     sampler = sunrpc_sampler.RpcSampler(_kernel_host(tmp_path), "queues")
+    xprt_text = sampler._xprt_text
+
+    def costly():
+        cpu.seconds += 0.25  # a pass of the 2-slot baseline's task lists on a TCG client
+        return xprt_text()
+
+    sampler._xprt_text = costly
     sampler.begin(0.0)
-    sampler.sample(now=1.0)
-    assert sampler.sample(now=2.0) == 0.0 and sampler.sample(now=5.9) == 0.0
-    sampler.sample(now=6.0)
+    assert sampler.due_at() == 0.0
+    assert sampler.sample(now=0.0) == 0.25
+    # 0.25 s of CPU is 5 % of 5 s: nothing before t=5, at t=5 the next pass (then 0.5 s over 10 s).
+    assert sampler.due_at() == 5.0
+    assert sampler.sample(now=1.0) == 0.0 and sampler.sample(now=4.9) == 0.0
+    assert sampler.sample(now=5.0) == 0.25 and sampler.due_at() == 10.0
+    sampler._xprt_text = xprt_text  # cheap passes again: every INTERVAL once the share is back within the budget
+    sampler.sample(now=10.0)
+    assert sampler.due_at() == 11.0
+    sampler.end()
     result = sampler.result()
-    assert result["cost"]["passes"] == 2 and result["sunrpc_xprt"].count("=== sample") == 2
-    assert result["cost"]["longest_interval_seconds"] == 5.0 and [base for base, _cost in seen] == [1.0, 1.0]
+    assert result["cost"]["passes"] == 3 and result["sunrpc_xprt"].count("=== sample") == 3
+    assert result["cost"]["cpu_seconds"] == 0.5 and result["cost"]["longest_interval_seconds"] == 5.0
+    assert sampler.due_at() is None  # the window is closed: the monitor no longer wakes for it
