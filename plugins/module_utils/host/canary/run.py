@@ -264,6 +264,9 @@ def run_phases(module, places, planned, servers, host):
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         supervised.ranks = canary_ranks.start_ranks(
             plan, lambda entry: canary_ranks.rank_body(write_fds, entry, rank_params, barrier), places.control_fds())
+        # The sunrpc sampler's set-up (a tracing instance) while the ranks wait for their go, after their fork (so
+        # they do not hold its watchdog's pipe); write_phase() opens and closes its window.
+        supervised.sampler.rpc.prepare()
         go_at, signal_info = supervised.wait_for_go(places.path(), planned.start_at)
         phases.update(barrier=signal_info, start_at=go_at)
         if go_at is not None:
@@ -277,6 +280,7 @@ def run_phases(module, places, planned, servers, host):
             if places.local is not None:
                 phases["drained"] = supervised.drain_phase(places, plan, written)
     finally:
+        supervised.sampler.rpc.end()
         supervised.let_go()
         if barrier is not None:
             barrier.close()
