@@ -288,7 +288,7 @@ host_samples:
 dstate_text: {description: "The same samples in the capture-bundle C(dstate.txt) format (C(EPOCH COUNT wchan1,wchan2,...)).", returned: always, type: str}
 dstate_summary: {description: "Samples, samples with a task in D, peak count, longest run and C(wchan) counts.", returned: when the ranks ran, type: dict}
 rpc_samples:
-  description: "C(sunrpc_xprt), C(rpc_tasks), C(rpc_latency) (texts, null when not seen), C(mode), C(notes) (what was not seen, tracing's clean-up), C(cost) (CPU seconds, in and around the window)."
+  description: "C(sunrpc_xprt), C(rpc_tasks), C(rpc_latency) (texts, null when not seen), C(mode), C(notes) (what was not seen, tracing's clean-up), C(cost)."
   returned: when the ranks ran
   type: dict
 dstate_peak: {description: "Most tasks seen in D state in one sample.", returned: always, type: int}
