@@ -7,8 +7,8 @@ A systemd timer runs it every few seconds on each client and server (the `nfs_me
 module installs it as a zip of these very files, so what runs is what the unit tests run). It reads
 through HostRoot (bounded reads of /proc and /sys), parses with the collection's own parsers, and
 replaces TEXTFILE_NAME in node_exporter's textfile directory atomically: node_exporter reads only
-*.prom files, so the temporary file is a dot-file without that suffix and a scrape never sees half
-a file (node_exporter's textfile collector docs: "write to a temporary file and rename").
+*.prom files, so the temporary file (file_write's, a dot-file without that suffix) is never scraped
+half written (node_exporter's textfile collector docs: "write to a temporary file and rename").
 
 Only stdlib and the collection's module_utils: nodes have no Ansible.
 """
@@ -22,6 +22,7 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
@@ -113,26 +114,16 @@ def collect(root, mount_points=(), now=None):
 
 
 def write_textfile(directory, text):
-    """Replace directory/TEXTFILE_NAME with text: a temp file in the same directory, fsync, rename.
+    """Replace directory/TEXTFILE_NAME with text through file_write.replace_file (temp file in the same
+    directory, fsync, rename): node_exporter reads only *.prom, and the temp file is a dot-file without
+    that suffix, so a scrape never sees half a file.
 
     The directory must exist (node_exporter's package makes it): a missing one is an error, not
-    created, so a node without node_exporter gets a message and no stray directory. Nothing is
-    followed: the temp file is created O_EXCL|O_NOFOLLOW and rename(2) replaces a link at the
-    final name instead of writing through it.
+    created, so a node without node_exporter gets a message and no stray directory. A link or a
+    non-regular file at the name is refused (FileRefused, an OSError), never written through.
     """
     final = os.path.join(directory, TEXTFILE_NAME)
-    temp = os.path.join(directory, ".%s.%d.tmp" % (TEXTFILE_NAME, os.getpid()))
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, TEXTFILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            os.fchmod(stream.fileno(), TEXTFILE_MODE)
-            stream.write(text.encode("utf-8"))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.rename(temp, final)
-    finally:
-        if os.path.lexists(temp):
-            os.unlink(temp)
+    file_write.replace_file(final, text, mode=TEXTFILE_MODE, inside=directory)
     return final
 
 

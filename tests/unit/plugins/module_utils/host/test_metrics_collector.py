@@ -65,15 +65,18 @@ def test_a_missing_textfile_directory_is_a_message_and_nothing_is_created(tmp_pa
     assert not missing.exists()
 
 
-def test_a_link_at_the_file_name_is_replaced_never_written_through(tmp_path):
+def test_a_link_at_the_file_name_is_refused_never_written_through(tmp_path, capsys):
+    # file_write's rule for every file that is not an admin's configuration: a link at our name is refused, named.
     textfiles = tmp_path / "textfile"
     textfiles.mkdir()
     victim = tmp_path / "victim"
     victim.write_text("keep\n", encoding="utf-8")
     (textfiles / collector.TEXTFILE_NAME).symlink_to(victim)
-    assert collector.main(["--textfile-directory", str(textfiles), "--root", str(_client_root(tmp_path))]) == 0
+    assert collector.main(["--textfile-directory", str(textfiles), "--root", str(_client_root(tmp_path))]) == 1
+    assert collector.TEXTFILE_NAME in capsys.readouterr().err
     assert victim.read_text(encoding="utf-8") == "keep\n"
-    assert not (textfiles / collector.TEXTFILE_NAME).is_symlink()
+    assert (textfiles / collector.TEXTFILE_NAME).is_symlink()
+    assert sorted(os.listdir(textfiles)) == [collector.TEXTFILE_NAME], "no temp file left"
 
 
 def test_a_mount_point_that_is_not_utf8_still_gives_valid_text(tmp_path):
