@@ -43,7 +43,7 @@ def client_samples(root, mount_points=()):
     if text is None:
         return [], {"mountstats": False}
     mounts = exposition.select_mounts(iter_mountstats(text), mount_points)
-    views, sources = slot_views(root, text, [mount.mount_point for mount in mounts])
+    views, sources = slot_views(root, mounts)
     samples = []
     for mount in mounts:
         slot_figures, waiters = views.get(mount.mount_point, (None, None))
@@ -57,38 +57,46 @@ def _servers(root):
     return dict((mount["mount_point"], nfs_server_of(mount)) for mount in mounts if mount["fstype"] in NFS_FSTYPES)
 
 
-def slot_views(root, mountstats_text, mount_points):
+def slot_views(root, mounts):
     """({mount point: (slot figures or None, session-slot waiters or None)}, {sunrpc_sysfs, debugfs_tasks: read}).
 
     One read of the live views the canary samples (host/sunrpc_sampler: sysfs xprt_info, debugfs rpc_clnt tasks),
-    mapped to each mount by diagnosis/slot_samples (source port, else server address). A figure is exported only for
-    a mount its transports or RPC clients were mapped to - or, when nothing names them, on a host whose NFS mounts all
-    go to one server (then the host's are that server's): never another server's figures under this mount's name.
-    On NFSv4 one RPC client and one session serve every mount of a server, so those mounts show the same figures.
+    parsed once (slot_samples.parse_files) and mapped to each of mounts (parsed mountstats blocks) by
+    diagnosis/slot_samples (source port, else server address). A figure is exported only for a mount its transports or
+    RPC clients were mapped to - or, when nothing names them, on a host whose NFS mounts all go to one server (then the
+    host's are that server's): never another server's figures under this mount's name. On NFSv4 one RPC client and one
+    session serve every mount of a server, so those mounts show the same figures.
     """
     header = "=== sample t=0.000 ===\n"
     xprt, tasks = sunrpc_sampler.xprt_text(root), sunrpc_sampler.tasks_text(root, [])
     files = dict((key, header + text) for key, text in (("sunrpc_xprt", xprt), ("rpc_tasks", tasks)) if text is not None)
     sources = {"sunrpc_sysfs": xprt is not None, "debugfs_tasks": tasks is not None}
-    if not files:
+    parsed = slot_samples.parse_files(files)
+    if parsed is None:
         return {}, sources
     servers = _servers(root)
     one_server = len(set(servers.values())) == 1
     views = {}
-    for point in mount_points:
-        mine = dict(files)
-        if servers.get(point):
-            mine["host_after"] = {"nfs_server_addresses": [servers[point]]}
-        summary = slot_samples.summarize(mine, point, mountstats_text) or {}
-        transport, session = summary.get("transport"), summary.get("session")
-        slot_figures = waiters = None
-        if transport and (transport["mapped"] or one_server):
-            slot_figures = {"slots_allocated": transport["peak_in_use"], "slot_table_size": transport["cap"],
-                            "backlog_queue": transport["max_backlog"], "pending_queue": transport["mean_pending"]}
-        if session and (session["mapped"] or one_server):
-            waiters = session["max_waiters"]
-        views[point] = (slot_figures, waiters)
+    for mount in mounts:
+        address, ports = slot_samples.endpoints(mount)
+        if address is None:
+            # mountstats prints no addr= on 6.1: mountinfo's server of this mount point (slot_samples' own fallback).
+            address = servers.get(mount.mount_point) or None
+        summary = slot_samples.summarize_parsed(parsed, address, ports)
+        views[mount.mount_point] = (_slot_figures(summary.get("transport"), one_server),
+                                    _session_waiters(summary.get("session"), one_server))
     return views, sources
+
+
+def _slot_figures(transport, one_server):
+    if not transport or not (transport["mapped"] or one_server):
+        return None
+    return {"slots_allocated": transport["peak_in_use"], "slot_table_size": transport["cap"],
+            "backlog_queue": transport["max_backlog"], "pending_queue": transport["mean_pending"]}
+
+
+def _session_waiters(session, one_server):
+    return session["max_waiters"] if session and (session["mapped"] or one_server) else None
 
 
 def server_samples(root):

@@ -140,3 +140,36 @@ def test_another_servers_figures_never_go_under_a_mount(tmp_path):
         "61 25 0:53 / /mnt/other rw,relatime shared:2 - nfs4 nfs9:/x rw,vers=4.1,addr=10.0.0.9\n", encoding="utf-8")
     text = collector.collect(HostRoot(str(root)), ["/mnt/nfs"], now=1)
     assert "rpc_slot_table_size" not in text
+
+
+def test_the_live_texts_are_parsed_once_per_run_whatever_the_mounts(tmp_path, monkeypatch):
+    # Three mounts of one server: the sysfs/debugfs texts and mountstats are parsed once each, not once per mount.
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
+    from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import mountstats, samples
+
+    root = _live_root(tmp_path)
+    stats = root / "proc" / "self" / "mountstats"
+    text = stats.read_text(encoding="utf-8")
+    block = text[text.index("device nfs1:/srv/nfs"):]
+    stats.write_text(text + "".join(block.replace("/mnt/nfs", "/mnt/" + name) for name in ("a", "b")), encoding="utf-8")
+    with open(root / "proc" / "self" / "mountinfo", "a", encoding="utf-8") as stream:
+        for number, name in ((61, "a"), (62, "b")):
+            stream.write("%d 25 0:5%d / /mnt/%s rw,relatime shared:1 - nfs4 nfs1:/srv/nfs rw,vers=4.1,addr=10.0.0.1\n"
+                         % (number, number - 60, name))
+    alone = collector.collect(HostRoot(str(root)), ["/mnt/b"], now=1)
+    calls = {"parse_samples": 0, "iter_mountstats": 0}
+
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(samples, "parse_samples", counted("parse_samples", samples.parse_samples))
+    for module in (collector, slot_samples, mountstats):
+        monkeypatch.setattr(module, "iter_mountstats", counted("iter_mountstats", mountstats.iter_mountstats))
+    every = collector.collect(HostRoot(str(root)), now=1)
+    assert calls == {"parse_samples": 2, "iter_mountstats": 1}
+    assert every.count("ckptio_nfs_client_rpc_slot_table_size{") == 3
+    mine = [line for line in every.splitlines() if 'mountpoint="/mnt/b"' in line]
+    assert mine and mine == [line for line in alone.splitlines() if 'mountpoint="/mnt/b"' in line]
