@@ -130,16 +130,6 @@ def with_bytecode(program):
     return out.getvalue()
 
 
-def compile_ms(program):
-    """CPU of compiling the zip's sources once, in this process (what zipimport does at each start)."""
-    with zipfile.ZipFile(io.BytesIO(program)) as source:
-        texts = [source.read(name) for name in source.namelist() if name.endswith(".py")]
-    start = time.process_time()
-    for text in texts:
-        compile(text, "x", "exec", dont_inherit=True)
-    return (time.process_time() - start) * 1000
-
-
 def series_table(program, work, binary):
     print("| nconnect | node_exporter mountstats series | of them transport | its sends | ckptio_nfs series | our sends |")
     print("|---:|---:|---:|---:|---:|---:|")
@@ -172,21 +162,20 @@ def cpu_table(programs, work, runs, rounds=5):
         with zipfile.ZipFile(path) as archive:
             names = [name for name in archive.namelist() if name.endswith(".py")]
             size = sum(archive.getinfo(name).file_size for name in names)
-        argvs.append((label, (len(names), size, compile_ms(program)),
+        argvs.append((label, (len(names), size),
                       [sys.executable, "-I", path, "--textfile-directory", textfiles, "--root", case]))
     figures = dict((label, []) for label, _info, _argv in argvs)
     for index in range(rounds):
         order = argvs if index % 2 == 0 else argvs[::-1]
         for label, _info, argv in order:
             figures[label].append(cpu_per_run(argv, runs) * 1000)
-    print("| program (nconnect=16 fixture) | .py files | source bytes | compiling them once | CPU per run, median of %d rounds "
-          "of %d runs | spread |" % (rounds, runs))
-    print("|---|---:|---:|---:|---:|---|")
+    print("| program (nconnect=16 fixture) | .py files | source bytes | CPU per run, median of %d rounds of %d runs | spread |"
+          % (rounds, runs))
+    print("|---|---:|---:|---:|---|")
     for label, info, _argv in argvs:
-        files, size, compiling = info or ("", "", None)
-        print("| %s | %s | %s | %s | **%.1f ms** | %.1f-%.1f |" % (
-            label, files, size, "" if compiling is None else "%.1f ms" % compiling, statistics.median(figures[label]),
-            min(figures[label]), max(figures[label])))
+        files, size = info or ("", "")
+        print("| %s | %s | %s | **%.1f ms** | %.1f-%.1f |" % (
+            label, files, size, statistics.median(figures[label]), min(figures[label]), max(figures[label])))
 
 
 def main():
