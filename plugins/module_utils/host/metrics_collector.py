@@ -22,7 +22,6 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
@@ -31,6 +30,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats 
     parse_single_number,
 )
 from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import exposition
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 
 TEXTFILE_NAME = "ckptio_nfs.prom"
 # node_exporter serves the file to anyone who can scrape it; nothing in it is secret.
@@ -61,11 +61,11 @@ def slot_views(root, mounts):
     """({mount point: (slot figures or None, session-slot waiters or None)}, {sunrpc_sysfs, debugfs_tasks: read}).
 
     One read of the live views the canary samples (host/sunrpc_sampler: sysfs xprt_info, debugfs rpc_clnt tasks),
-    parsed once (slot_samples.parse_files) and mapped to each of mounts (parsed mountstats blocks) by
-    diagnosis/slot_samples (source port, else server address). A figure is exported only for a mount its transports or
-    RPC clients were mapped to - or, when nothing names them, on a host whose NFS mounts all go to one server (then the
-    host's are that server's): never another server's figures under this mount's name. On NFSv4 one RPC client and one
-    session serve every mount of a server, so those mounts show the same figures.
+    mapped to each mount by diagnosis/slot_samples (source port, else server address). A figure is exported only for
+    a mount its transports or RPC clients were mapped to - or, when nothing names them, on a host whose NFS mounts all
+    go to one server (then the host's are that server's): never another server's figures under this mount's name.
+    On NFSv4 one RPC client and one session serve every mount of a server, so those mounts show the same figures.
+    The texts are parsed once (slot_samples.parse_files) for all of mounts, the parsed mountstats blocks of the run.
     """
     header = "=== sample t=0.000 ===\n"
     xprt, tasks = sunrpc_sampler.xprt_text(root), sunrpc_sampler.tasks_text(root, [])
