@@ -36,6 +36,7 @@ Each sample starts with `=== sample t=SECONDS ===` (seconds since the window sta
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import time
@@ -79,6 +80,9 @@ TEXT_KEYS = ("sunrpc_xprt", "rpc_tasks", "rpc_latency")
 # pass's budget, dstate.SAMPLER_MAX_SHARE); a costly pass pushes the next one out until the share is back within it.
 INTERVAL = 1.0
 BUDGET_SHARE = dstate.SAMPLER_MAX_SHARE
+# What a watchdog reads when the undo was done in time (start_watchdog); mount(2) flags.
+DONE = b"done"
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 # tracefs makes an instance's files on mkdir and drops them on rmdir; a test's fake tracefs replaces both.
 MKDIR = os.mkdir
 RMDIR = os.rmdir
@@ -142,30 +146,94 @@ def clear_left_instance(host):
     return "a previous run's tracing instance %s is still there and could not be removed" % instance
 
 
-def start_watchdog(instance):
-    """A detached process that removes instance once the write end returned here is closed (by
-    stop(), or by the kernel when this process dies, SIGKILL included). Returns that write end."""
+def start_watchdog(undo):
+    """A detached process that calls undo() once the write end returned here is closed (by stop(), or by the kernel
+    when this process dies, SIGKILL included), unless DONE was written to it first. Returns that write end."""
     read_end, write_end = os.pipe()
 
     def watch():
         processes.quiet_stdio()
         os.closerange(3, read_end)
         os.closerange(read_end + 1, 65536)
+        done = False
         while True:
             try:
-                if not os.read(read_end, 64):
-                    break
+                data = os.read(read_end, 64)
             except InterruptedError:
                 continue
             except OSError:
                 break
-        remove_instance(instance)
+            if not data:
+                break
+            done = done or DONE in data
+        if not done:
+            undo()
 
     try:
         processes.detach(watch)
     finally:
         os.close(read_end)
     return write_end
+
+
+def _mount_debugfs(path):
+    """mount(2) debugfs at path (nosuid, nodev, noexec, as systemd's sys-kernel-debug.mount); '' or the errno's text."""
+    lib = processes.libc()
+    if lib.mount(b"debugfs", path.encode(), b"debugfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+        return os.strerror(ctypes.get_errno())
+    return ""
+
+
+def _umount(path):
+    """umount(2) path (no lazy detach: a busy debugfs stays, and is said); '' or the errno's text."""
+    if processes.libc().umount2(path.encode(), 0) != 0:
+        return os.strerror(ctypes.get_errno())
+    return ""
+
+
+# rpc_mount_debugfs's mount(2) and umount(2) and the mount-point test; a test's fake host replaces them.
+MOUNT = _mount_debugfs
+UMOUNT = _umount
+ISMOUNT = os.path.ismount
+
+
+class DebugfsMount:
+    """checkpoint_canary's rpc_mount_debugfs: debugfs mounted for the window where nothing is mounted at its place, and
+    unmounted after it - only when this run mounted it (also by a watchdog when the module is killed)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.mounted = False
+        self.watchdog_fd = None
+
+    def mount(self, notes):
+        """Mount debugfs at path when nothing is mounted there; True when this run mounted it."""
+        if ISMOUNT(self.path) or not os.path.isdir(self.path) or os.path.islink(self.path):
+            return False
+        error = MOUNT(self.path)
+        if error:
+            notes.append("rpc_tasks: rpc_mount_debugfs: could not mount debugfs at %s: %s" % (self.path, error))
+            return False
+        self.mounted = True
+        self.watchdog_fd = start_watchdog(lambda: UMOUNT(self.path))
+        notes.append("rpc_tasks: debugfs was not mounted: mounted at %s for the window (rpc_mount_debugfs) and unmounted after it"
+                     % self.path)
+        return True
+
+    def unmount(self, notes):
+        """Unmount what mount() mounted (a tracefs it brought at tracing/ first); safe to call again."""
+        if not self.mounted:
+            return
+        self.mounted = False
+        tracing = os.path.join(self.path, "tracing")
+        error = (UMOUNT(tracing) if ISMOUNT(tracing) else "") or UMOUNT(self.path)
+        if error:
+            notes.append("rpc_tasks: the debugfs this run mounted at %s could not be unmounted: %s" % (self.path, error))
+        elif self.watchdog_fd is not None:
+            os.write(self.watchdog_fd, DONE)
+        if self.watchdog_fd is not None:
+            os.close(self.watchdog_fd)
+            self.watchdog_fd = None
 
 
 class Tracer:
@@ -192,7 +260,7 @@ class Tracer:
         except OSError as exc:
             notes.append("tracing: could not make %s: %s" % (self.instance, file_read.describe_error(exc)))
             return False
-        self.watchdog_fd = start_watchdog(self.instance)
+        self.watchdog_fd = start_watchdog(lambda: remove_instance(self.instance))
         if not _write(os.path.join(self.instance, "buffer_size_kb"), "%d" % self.buffer_kb()):
             notes.append("tracing: could not size the buffer of %s; not traced" % self.instance)
             self.stop()
@@ -288,9 +356,11 @@ class Tracer:
 class RpcSampler:
     """The sunrpc views of one canary's write window; mode is checkpoint_canary's rpc_sampling (MODES)."""
 
-    def __init__(self, host, mode="queues"):
+    def __init__(self, host, mode="queues", mount_debugfs=False):
         self.host = host
         self.mode = mode
+        # rpc_mount_debugfs: debugfs mounted for the window where it is not (DebugfsMount), else None.
+        self.debugfs = DebugfsMount(os.path.dirname(host.sunrpc_debugfs)) if mount_debugfs and mode != "off" else None
         self.started = None
         self.prepared = False
         self.xprt = []
@@ -321,13 +391,16 @@ class RpcSampler:
             self.notes.append(left)
         if self.mode == "off":
             return
+        if self.debugfs is not None and not os.path.isdir(os.path.join(self.host.sunrpc_debugfs, "rpc_clnt")):
+            self.debugfs.mount(self.notes)
         self.has_views = (os.path.isdir(os.path.join(self.host.sunrpc_sysfs, "xprt-switches"))
                           or os.path.isdir(os.path.join(self.host.sunrpc_debugfs, "rpc_clnt")))
         if not os.path.isdir(os.path.join(self.host.sunrpc_sysfs, "xprt-switches")):
-            self.notes.append("sunrpc_xprt: no %s/xprt-switches (the kernel predates sunrpc sysfs, 5.14): not sampled"
+            self.notes.append("sunrpc_xprt: unmeasured: no %s/xprt-switches (the kernel predates sunrpc sysfs, 5.14)"
                               % self.host.sunrpc_sysfs)
         if not os.path.isdir(os.path.join(self.host.sunrpc_debugfs, "rpc_clnt")):
-            self.notes.append("rpc_tasks: no %s/rpc_clnt (debugfs not mounted, or not readable): not sampled" % self.host.sunrpc_debugfs)
+            self.notes.append("rpc_tasks: unmeasured: no %s/rpc_clnt (debugfs not mounted, or not readable%s)"
+                              % (self.host.sunrpc_debugfs, "" if self.debugfs else "; rpc_mount_debugfs=true mounts it for the window"))
         if self.mode != "trace":
             return
         tracing = tracefs_dir(self.host)
@@ -413,6 +486,8 @@ class RpcSampler:
             spent = time.process_time()
             self.tracer.stop(self.notes)
             self.trace_teardown_cpu_seconds += time.process_time() - spent
+        if self.debugfs is not None:
+            self.debugfs.unmount(self.notes)
 
     def result(self):
         """{sunrpc_xprt, rpc_tasks, rpc_latency: text or None (not sampled), mode, notes, cost}. cost: the passes' CPU
