@@ -9,8 +9,8 @@ stretched its own interval to 10 s, and a sampler read only inside it got 3-4 sa
 (tests/fixtures/captures/v47_bookworm_tuned/NOTES.txt). A pass every INTERVAL, as long as the CPU it has spent in
 the window (measured, process_time) stays within BUDGET_SHARE of one CPU over the window's seconds (a pass of the
 2-slot baseline's task lists took ~0.2 s of CPU there, so ~4 s apart; tests/bench/bench_rpc_sampling.py).
-This file only reads and keeps text verbatim, in the capture bundle's formats
-(docs/capture-bundle.md): the parsers are module_utils/kernel_text's (one per format).
+This file keeps text verbatim, in the capture bundle's formats (docs/capture-bundle.md), read by
+host/sunrpc_views.py (the readers the metrics collector shares); the parsers are module_utils/kernel_text's.
 
 - sunrpc_xprt.txt: every transport's /sys/kernel/sunrpc/xprt-switches/*/xprt-*/xprt_info and
   xprt_state and dstaddr (sysfs, kernels 5.14 and later; measured on 6.1 and 6.12, absent on 5.10:
@@ -43,19 +43,11 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import sunrpc_views
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 # checkpoint_canary's rpc_sampling: nothing; sysfs + debugfs queues; queues and the tracepoints.
 MODES = ("off", "queues", "trace")
-# dstaddr: the server address, a file of its own on 6.1 (xprt_info has only dst_port): how a transport is tied to a mount.
-XPRT_FILES = ("xprt_info", "xprt_state", "dstaddr")
-CLIENT_FILES = ("tasks", "info")
-# xprt_info is ~220 bytes (sysfs says 4096); a tasks file is one ~110-byte line per RPC: 4 MiB is
-# ~38,000 RPCs of one client (the lab's 2-slot baseline held ~450).
-XPRT_LIMIT = 64 * 1024
-TASKS_LIMIT = 4 * 1024 * 1024
-# Directories walked per sample at most (a host with thousands of mounts stays bounded).
-MAX_ENTRIES = 512
 # The tracefs instance of ours: its own ring buffer and event switches, so a user's tracing is untouched.
 INSTANCE = "ckptio-canary"
 # Only what kernel_text/rpc_latency reads (nfs4_setup_sequence was traced until 0.6.0 and never read).
@@ -69,6 +61,8 @@ TRACE_FILTERS = (("sunrpc/rpc_stats_latency", 'progname == "nfs"'), ("nfs4/nfs4_
 TRACE_BUFFER_TOTAL_KB = 16 * 1024
 TRACE_BUFFER_MIN_KB = 256
 TRACE_TEXT_LIMIT = 64 * 1024 * 1024
+# A per_cpu/cpuN/stats file is ~250 bytes.
+STATS_LIMIT = 64 * 1024
 _TRACE_CHUNK = 1024 * 1024
 # The most sample text kept per file over a window (it travels in the module's result): past it,
 # later samples are left out and a note says from when.
@@ -86,16 +80,6 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 # tracefs makes an instance's files on mkdir and drops them on rmdir; a test's fake tracefs replaces both.
 MKDIR = os.mkdir
 RMDIR = os.rmdir
-
-
-def _entries(directory, prefix):
-    """Names in directory starting with prefix, real directories only (no link followed), sorted, bounded."""
-    try:
-        with os.scandir(directory) as scan:
-            names = [entry.name for entry in scan if entry.name.startswith(prefix) and entry.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
-    return sorted(names, key=lambda name: (len(name), name))[:MAX_ENTRIES]
 
 
 def tracefs_dir(host):
@@ -318,8 +302,8 @@ class Tracer:
     def overruns(self):
         """Events the kernel dropped or overwrote, summed from per_cpu/cpu*/stats; None when unreadable."""
         total = None
-        for cpu in _entries(os.path.join(self.instance, "per_cpu"), "cpu"):
-            text = file_read.read(os.path.join(self.instance, "per_cpu", cpu, "stats"), XPRT_LIMIT, kernel=True) or ""
+        for cpu in sunrpc_views.entries(os.path.join(self.instance, "per_cpu"), "cpu"):
+            text = file_read.read(os.path.join(self.instance, "per_cpu", cpu, "stats"), STATS_LIMIT, kernel=True) or ""
             for line in text.splitlines():
                 name, _sep, value = line.partition(":")
                 if name.strip() in ("overrun", "dropped events") and value.strip().isdigit():
@@ -473,10 +457,10 @@ class RpcSampler:
         self.sizes[key] += len(text)
 
     def _xprt_text(self):
-        return xprt_text(self.host)
+        return sunrpc_views.xprt_text(self.host)
 
     def _tasks_text(self):
-        return tasks_text(self.host, self.notes)
+        return sunrpc_views.tasks_text(self.host, self.notes)
 
     def end(self):
         """Close the window: the tracepoints off, their buffer read, their instance gone (safe to call twice, and
@@ -508,42 +492,3 @@ class RpcSampler:
                           "after_window_cpu_seconds": round(self.trace_teardown_cpu_seconds, 4),
                           "budget_share": BUDGET_SHARE,
                           "trace_events": list(self.tracer.events) if self.tracer is not None else []})
-
-
-def _ended(text):
-    return text if text.endswith("\n") or not text else text + "\n"
-
-
-def xprt_text(host):
-    """One read of every transport's files (XPRT_FILES) as the sample container's sections, or None without sunrpc sysfs."""
-    switches = os.path.join(host.sunrpc_sysfs, "xprt-switches")
-    if not os.path.isdir(switches):
-        return None
-    parts = []
-    for switch in _entries(switches, "switch-"):
-        for xprt in _entries(os.path.join(switches, switch), "xprt-"):
-            for name in XPRT_FILES:
-                text = file_read.read(os.path.join(switches, switch, xprt, name), XPRT_LIMIT, kernel=True)
-                if text is not None:
-                    parts.append("--- xprt-switches/%s/%s/%s ---\n%s" % (switch, xprt, name, _ended(text)))
-    return "".join(parts)
-
-
-def tasks_text(host, notes):
-    """One read of every RPC client's debugfs files (CLIENT_FILES) as sections, or None without debugfs; what could
-    not be read is added to notes once."""
-    clients = os.path.join(host.sunrpc_debugfs, "rpc_clnt")
-    if not os.path.isdir(clients):
-        return None
-    parts = []
-    for client in _entries(clients, ""):
-        for name in CLIENT_FILES:
-            path = os.path.join(clients, client, name)
-            text = file_read.read(path, TASKS_LIMIT, kernel=True)
-            if text is not None:
-                parts.append("--- rpc_clnt/%s/%s ---\n%s" % (client, name, _ended(text)))
-            elif name == "tasks" and os.path.exists(path):
-                note = "rpc_tasks: rpc_clnt/%s/tasks unreadable or over %d MiB in a sample: left out" % (client, TASKS_LIMIT // 1048576)
-                if note not in notes:
-                    notes.append(note)
-    return "".join(parts)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler, sunrpc_views
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_part
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "kernels", "bookworm", "sunrpc")
@@ -88,7 +88,7 @@ def test_links_are_not_followed_and_an_oversized_task_list_is_left_out_with_a_no
     os.symlink(str(elsewhere), os.path.join(tmp_path, "sys/kernel/sunrpc/xprt-switches/switch-0/xprt-1-tcp"))
     with open(os.path.join(tmp_path, "sys/kernel/debug/sunrpc/rpc_clnt/4/tasks"), "w") as handle:
         handle.write("x" * 200)
-    monkeypatch.setattr(sunrpc_sampler, "TASKS_LIMIT", 100)
+    monkeypatch.setattr(sunrpc_views, "TASKS_LIMIT", 100)
     sampler = sunrpc_sampler.RpcSampler(host, "queues")
     sampler.begin(0.0)
     sampler.sample(now=1.0)
