@@ -177,6 +177,13 @@ def _client_slots_recs(facts):
     return [_grant_rec(facts, min(values))]
 
 
+# What raises a server's session grant, by its kernel's rule (kernel_text/kernels.session_slot_grant).
+_GRANT_HOW = {
+    "fixed": "on the server: fewer nfsd threads or more memory raise what it grants a new session",
+    "dynamic": "on the server: more memory for nfsd's reply cache lets a session's slots grow further",
+}
+
+
 def _grant_rec(facts, requested):
     """The clients request the profile's session slots (requested, the least of them): what caps the session then is the
     server's grant (rpc_latency.txt's nfs4_sequence_done, slot_table.server_grant), named from the figures."""
@@ -202,9 +209,8 @@ def _grant_rec(facts, requested):
     return dict(rec, value=granted,
                 action="the server granted %d session slots (the clients request %d): raise the server's grant, then remount"
                        % (granted, requested),
-                how="on the server: fewer nfsd threads or more memory raise what it grants a new session (%s); then "
-                    "unmount/mount the clients' mounts (a session's slots are granted at CREATE_SESSION)"
-                    % facts["session_grant"]["text"],
+                how="%s (%s); then unmount/mount the clients' mounts (a new session gets a new grant)"
+                    % (_GRANT_HOW.get(facts["session_grant"]["rule"], _GRANT_HOW["fixed"]), facts["session_grant"]["text"]),
                 reason="the clients already request nfs max_session_slots %d, but the server granted %s (nfs4_sequence_done "
                        "highest_slotid + 1): requesting more changes nothing" % (requested, hosts))
 
