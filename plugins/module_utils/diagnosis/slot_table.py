@@ -118,6 +118,12 @@ def assess(evidence, clients, sessions, send_backed_up=False):
     send_backed_up: the send side's finding (network.send_side_evidence), which holds slots too."""
     summaries = [(client["host"], client.get("slot_table")) for client in clients if client.get("slot_table")]
     if not summaries:
+        if clients:
+            # An older bundle (or rpc_sampling=off): diagnosed from mountstats as before, and said so in one row.
+            evidence.add(None, "slot table not seen (%s)" % ", ".join(FILES.values()), None, "-", False,
+                         "no client's bundle part holds them (a canary before 0.6.0, rpc_sampling=off, or no canary): %s "
+                         "were not seen; client slots are judged from mountstats alone" % ", ".join(
+                             SHOWS[key] for key in FILES))
         return None
     by_host = dict((client["host"], client) for client in clients)
     hosts = tuple(_host(name, summary, sessions, by_host[name]) for name, summary in summaries)

@@ -39,6 +39,20 @@ def _bullseye_like(tmp_path):
     return path
 
 
+def test_a_bundle_with_none_of_the_files_diagnoses_from_mountstats_and_says_the_slot_table_was_not_seen():
+    result = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", "small_files")))
+    assert "slot_table" not in result and "slot_table_text" not in result["headline"]
+    unseen = [row for row in result["evidence"] if row["signal"].startswith("slot table not seen")]
+    assert [(row["signal"], row["crossed"], row["layer"]) for row in unseen] == [
+        ("slot table not seen (sunrpc_xprt.txt, rpc_tasks.txt, rpc_latency.txt)", False, None)]
+    assert unseen[0]["explanation"].startswith("no client's bundle part holds them (a canary before 0.6.0, rpc_sampling=off")
+    assert unseen[0]["explanation"].endswith("were not seen; client slots are judged from mountstats alone")
+    assert "| slot table not seen (sunrpc_xprt.txt, rpc_tasks.txt, rpc_latency.txt) |" in render_markdown(result)
+    # The slots are judged from mountstats as before: its rows are there, nothing else about the table.
+    assert [row["signal"] for row in result["evidence"] if row["layer"] == "client_rpc_slots"][:2] == [
+        "WRITE avg queue / avg RTT", "transport backlog per send (bklog_u/sends, all transports)"]
+
+
 def test_a_5_10_like_bundle_uses_its_task_lists_and_says_why_xprt_info_and_the_trace_were_not_seen(tmp_path):
     base = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", "small_files")))
     result = diagnose(load_bundle(_bullseye_like(tmp_path)))
