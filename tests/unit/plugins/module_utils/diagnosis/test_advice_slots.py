@@ -52,3 +52,29 @@ def test_a_grant_as_large_as_asked_or_not_seen_is_said_so(tmp_path):
 def test_clients_below_the_profile_still_get_it(tmp_path):
     recs = _slot_recs(_granted_30(tmp_path, requested=16))
     assert [rec["action"] for rec in recs] == ["nfs max_session_slots = 160 (ckptio.nfs.tune_clients, profile checkpoint), then remount"]
+
+
+def test_transport_slot_tables_already_at_the_profile_are_not_recommended_again():
+    """test_diagnosis's v4.0 bundle with a transport backlog: told the profile's 128 while it has 2, not when it has 128."""
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.diagnosis import test_diagnosis
+
+    def v40(slots):
+        bundle = test_diagnosis.load("seed_like_baseline")
+        files = bundle["clients"]["nfs2"]
+        for name in ("mountstats_before", "mountstats_after"):
+            files[name] = files[name].replace("vers=4.1", "vers=4.0")
+        files["mountstats_after"] = files["mountstats_after"].replace("tcp 0 0 2 0 1 4527 4527 0 97268 0 32 17005 88876",
+                                                                      "tcp 0 0 2 0 1 4527 4527 0 9000 3500000 2 10 4400")
+        files["mountstats_after"] = files["mountstats_after"].replace("WRITE: 4477 4477 0 269402488 823768 21168733 324704 21495131 0",
+                                                                      "WRITE: 4477 4477 0 269402488 823768 21168733 124704 21295131 0")
+        for client in bundle["clients"].values():
+            client["sunrpc"] = "tcp_slot_table_entries %d\ntcp_max_slot_table_entries %d\n" % (slots, slots)
+        bundle["context"]["canary"]["layout"] = "file_per_rank"
+        bundle["context"]["target"]["window_seconds"] = 1
+        return diagnose(bundle)
+
+    low, set_already = v40(2), v40(128)
+    assert low["limiting_layer"] == "client_rpc_slots" == set_already["limiting_layer"]
+    table = "sunrpc tcp_max_slot_table_entries / tcp_slot_table_entries"
+    assert [rec["value"] for rec in _slot_recs(low) if rec["setting"] == table] == [128]
+    assert [rec["setting"] for rec in _slot_recs(set_already)] == [rec["setting"] for rec in _slot_recs(low) if rec["setting"] != table]
