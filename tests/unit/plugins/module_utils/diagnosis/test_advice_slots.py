@@ -2,8 +2,6 @@
 capture: nfs max_session_slots 160 on the clients, the server granted 30 - tests/fixtures/captures/v47_bookworm_tuned)."""
 from __future__ import annotations
 
-import os
-
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.diagnose import diagnose
 from ansible_collections.ckptio.nfs.plugins.module_utils.host.bundle_reader import load_bundle
 from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.diagnosis import slot_bundles
