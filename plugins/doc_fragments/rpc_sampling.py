@@ -28,4 +28,14 @@ options:
     type: str
     choices: ["off", queues, trace]
     default: queues
+  rpc_mount_debugfs:
+    description:
+      - With O(rpc_sampling) V(queues) or V(trace), where nothing is mounted at C(/sys/kernel/debug), mount debugfs
+        there (C(nosuid,nodev,noexec)) while the ranks wait for their go, for the write window's task lists, and unmount
+        it after the window - only what this run mounted (also by a detached watchdog when the module is killed; a
+        failed unmount is named in the notes of RV(rpc_samples)).
+      - Without it, where debugfs is not mounted, the task lists are unmeasured (the notes of RV(rpc_samples) say so).
+        Check mode mounts nothing.
+    type: bool
+    default: false
 """

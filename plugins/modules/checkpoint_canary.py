@@ -375,7 +375,7 @@ def main():
             checkpoint_interval_seconds=dict(type="int", default=0),
             job_id=dict(type="str"), job_ranks=dict(type="int", default=0),
             recovery_rank_shift=dict(type="int", default=0),
-            rpc_sampling=dict(type="str", default="queues", choices=["off", "queues", "trace"]),
+            rpc_sampling=dict(type="str", default="queues", choices=["off", "queues", "trace"]), rpc_mount_debugfs=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

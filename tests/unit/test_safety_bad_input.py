@@ -700,7 +700,7 @@ row("checkpoint_canary", "barrier_timeout", "zero", {"barrier_timeout": 0})
 row("checkpoint_canary", "barrier_dir", "relative", {"barrier_dir": "run/barrier"})
 row("checkpoint_canary", "kill_grace", "negative", {"kill_grace": -1})
 choice_rows("checkpoint_canary", "layout", "shared_file")
-for _option in ("fsync", "direct", "allow_local", "keep", "restore"):
+for _option in ("fsync", "direct", "allow_local", "keep", "restore", "rpc_mount_debugfs"):
     bool_rows("checkpoint_canary", _option)
 choice_rows("checkpoint_canary", "restore_cache", "fadvise")
 row("checkpoint_canary", "restore", "without-fsync", {"restore": True, "fsync": False})

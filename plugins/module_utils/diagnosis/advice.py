@@ -12,6 +12,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import networ
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import pace_host
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import mount_state
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import metadata_storm
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_table
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_SAVED, NO_TARGET_TEXT
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import int_setting
 
@@ -59,8 +60,8 @@ def recommend(limiting, contributing, verdict, facts):
         host_scoped = limiting == "network" and facts["scope"]["kind"] == "host"
         recs += _slow_path_recs(facts) + ([] if host_scoped else _network_recs(facts))
     recs += mount_state.remount_recs(facts["mounts"])
-    if "client_rpc_slots" in layers and not _slots_already_set(facts):
-        recs.append(_slots_rec(facts))
+    if "client_rpc_slots" in layers:
+        recs += _client_slots_recs(facts)
     recs += _mount_recs(layers, limiting, facts)
     if "server_threads" in layers:
         recs += _threads_recs(layers, facts)
@@ -163,12 +164,55 @@ def _slots_rec(facts):
                       % (human.number(facts["slot_cap"]), slots)}
 
 
-def _slots_already_set(facts):
-    """Every client already has the profile's slot setting: only a remount (mount_state) is left to do."""
+def _client_slots_recs(facts):
+    """The client slots' action: the profile's slot setting where a client lacks it; where every client has it, a
+    remount (mount_state's, when one is pending) or, on v4.1+, what limits instead - the server's grant."""
     name = "max_session_slots" if facts["sessions"] else "tcp_max_slot_table_entries"
     wanted = profiles.recommended("client", "sunrpc", "nfs_max_session_slots" if facts["sessions"] else "tcp_max_slot_table_entries")
     values = [int_setting(client["sunrpc"], name) for client in facts["clients"]]
-    return bool(facts["mounts"]["missed"]) and all(value is not None and value >= wanted for value in values)
+    if not all(value is not None and value >= wanted for value in values):
+        return [_slots_rec(facts)]
+    if facts["mounts"]["missed"] or not facts["sessions"]:
+        return []
+    return [_grant_rec(facts, min(values))]
+
+
+# What raises a server's session grant, by its kernel's rule (kernel_text/kernels.session_slot_grant).
+_GRANT_HOW = {
+    "fixed": "on the server: fewer nfsd threads or more memory raise what it grants a new session",
+    "dynamic": "on the server: more memory for nfsd's reply cache lets a session's slots grow further",
+}
+
+
+def _grant_rec(facts, requested):
+    """The clients request the profile's session slots (requested, the least of them): what caps the session then is the
+    server's grant (rpc_latency.txt's nfs4_sequence_done, slot_table.server_grant), named from the figures."""
+    seen = [(client["host"], slot_table.server_grant(client.get("slot_table"))) for client in facts["clients"]]
+    seen = [(host, grant) for host, grant in seen if grant is not None]
+    rec = {"layer": "client_rpc_slots", "setting": "the server's session slot grant"}
+    if not seen:
+        return dict(rec, value=None,
+                    action="the clients already request %d session slots: see what the server grants (rpc_sampling=trace)" % requested,
+                    how="ckptio.nfs.validate_checkpoint -e canary_validation_rpc_sampling=trace (nfs4_sequence_done's "
+                        "highest_slotid is the grant); then raise it on the server",
+                    reason="nfs max_session_slots is already %d on every client, so requesting more changes nothing; the "
+                           "server grants a new session %s" % (requested, facts["session_grant"]["text"]))
+    granted = min(grant for _host, grant in seen)
+    hosts = ", ".join("%s %d" % (host, grant) for host, grant in seen)
+    if granted >= requested:
+        return dict(rec, value=granted,
+                    action="the session has the %d slots the clients request: more sessions (clients, servers), not more slots"
+                           % granted,
+                    how="spread the checkpoint over more clients or NFS servers (each client-server pair has one session)",
+                    reason="the clients request nfs max_session_slots %d and the server granted %s (nfs4_sequence_done "
+                           "highest_slotid + 1): the table is as large as asked" % (requested, hosts))
+    return dict(rec, value=granted,
+                action="the server granted %d session slots (the clients request %d): raise the server's grant, then remount"
+                       % (granted, requested),
+                how="%s (%s); then unmount/mount the clients' mounts (a new session gets a new grant)"
+                    % (_GRANT_HOW.get(facts["session_grant"]["rule"], _GRANT_HOW["fixed"]), facts["session_grant"]["text"]),
+                reason="the clients already request nfs max_session_slots %d, but the server granted %s (nfs4_sequence_done "
+                       "highest_slotid + 1): requesting more changes nothing" % (requested, hosts))
 
 
 def _mount_recs(layers, limiting, facts):

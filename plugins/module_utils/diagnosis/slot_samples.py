@@ -95,8 +95,26 @@ def summarize_parsed(parsed, address, ports):
     for key in FILES:
         summary["seen"].setdefault(key, False)
         if not summary["seen"][key]:
-            summary["not_seen"].setdefault(key, "no %s in the bundle" % FILES[key])
+            summary["not_seen"].setdefault(key, _absent(files, key))
     return summary
+
+
+def _absent(files, key):
+    """Why a file is not in the bundle: the canary's own note on its view (canary.json's rpc_sampling, written by
+    host/sunrpc_sampler.py: "sunrpc_xprt: unmeasured: no ...xprt-switches (the kernel predates sunrpc sysfs, 5.14)"),
+    or its mode when that left it out; else only that it is not there (an older canary)."""
+    text = "no %s in the bundle" % FILES[key]
+    canary = files.get("canary")
+    sampling = canary.get("rpc_sampling") if isinstance(canary, dict) else None
+    if not isinstance(sampling, dict):
+        return text
+    prefix = key + ": "
+    notes = [note[len(prefix):] for note in sampling.get("notes") or () if isinstance(note, str) and note.startswith(prefix)]
+    if notes:
+        return "%s (the canary's sampler: %s)" % (text, "; ".join(notes))
+    if sampling.get("mode") in ("off", "queues") and (key == "rpc_latency" or sampling.get("mode") == "off"):
+        return "%s (rpc_sampling=%s)" % (text, sampling["mode"])
+    return text
 
 
 def _sampled_server(files):

@@ -118,6 +118,12 @@ def assess(evidence, clients, sessions, send_backed_up=False):
     send_backed_up: the send side's finding (network.send_side_evidence), which holds slots too."""
     summaries = [(client["host"], client.get("slot_table")) for client in clients if client.get("slot_table")]
     if not summaries:
+        if clients:
+            # An older bundle (or rpc_sampling=off): diagnosed from mountstats as before, and said so in one row.
+            evidence.add(None, "slot table not seen (%s)" % ", ".join(FILES.values()), None, "-", False,
+                         "no client's bundle part holds them (a canary before 0.6.0, rpc_sampling=off, or no canary): %s "
+                         "were not seen; client slots are judged from mountstats alone" % ", ".join(
+                             SHOWS[key] for key in FILES))
         return None
     by_host = dict((client["host"], client) for client in clients)
     hosts = tuple(_host(name, summary, sessions, by_host[name]) for name, summary in summaries)
@@ -137,13 +143,19 @@ def assess(evidence, clients, sessions, send_backed_up=False):
     return finding
 
 
+def server_grant(summary):
+    """The v4.1 session slots the server granted a client (nfs4_sequence_done's highest_slotid + 1, slot_samples), from
+    its slot-table summary (a client row's slot_table); None where the trace was not taken."""
+    return ((summary or {}).get("latency") or {}).get("session_slots")
+
+
 def _host(name, summary, sessions, client):
     full = summary.get("full") or {"samples": 0, "full": 0}
     settings = client.get("sunrpc") or {}
     xprt, tasks, latency = summary.get("transport") or {}, summary.get("session") or {}, summary.get("latency") or {}
     session = bool(sessions and tasks)
     if session:
-        kind, peak, cap, cap_source = "session", tasks.get("peak_in_use"), latency.get("session_slots"), "the server's grant"
+        kind, peak, cap, cap_source = "session", tasks.get("peak_in_use"), server_grant(summary), "the server's grant"
         if cap is None:
             cap, cap_source = _int(settings.get("max_session_slots")), "nfs max_session_slots (requested)"
     else:

@@ -22,7 +22,7 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_views as sunrpc_sampler
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     parse_nfsd_stats,

@@ -9,8 +9,8 @@ stretched its own interval to 10 s, and a sampler read only inside it got 3-4 sa
 (tests/fixtures/captures/v47_bookworm_tuned/NOTES.txt). A pass every INTERVAL, as long as the CPU it has spent in
 the window (measured, process_time) stays within BUDGET_SHARE of one CPU over the window's seconds (a pass of the
 2-slot baseline's task lists took ~0.2 s of CPU there, so ~4 s apart; tests/bench/bench_rpc_sampling.py).
-This file only reads and keeps text verbatim, in the capture bundle's formats
-(docs/capture-bundle.md): the parsers are module_utils/kernel_text's (one per format).
+This file keeps text verbatim, in the capture bundle's formats (docs/capture-bundle.md), read by
+host/sunrpc_views.py (the readers the metrics collector shares); the parsers are module_utils/kernel_text's.
 
 - sunrpc_xprt.txt: every transport's /sys/kernel/sunrpc/xprt-switches/*/xprt-*/xprt_info and
   xprt_state and dstaddr (sysfs, kernels 5.14 and later; measured on 6.1 and 6.12, absent on 5.10:
@@ -36,25 +36,18 @@ Each sample starts with `=== sample t=SECONDS ===` (seconds since the window sta
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.host import processes
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import sunrpc_views
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import dstate
 
 # checkpoint_canary's rpc_sampling: nothing; sysfs + debugfs queues; queues and the tracepoints.
 MODES = ("off", "queues", "trace")
-# dstaddr: the server address, a file of its own on 6.1 (xprt_info has only dst_port): how a transport is tied to a mount.
-XPRT_FILES = ("xprt_info", "xprt_state", "dstaddr")
-CLIENT_FILES = ("tasks", "info")
-# xprt_info is ~220 bytes (sysfs says 4096); a tasks file is one ~110-byte line per RPC: 4 MiB is
-# ~38,000 RPCs of one client (the lab's 2-slot baseline held ~450).
-XPRT_LIMIT = 64 * 1024
-TASKS_LIMIT = 4 * 1024 * 1024
-# Directories walked per sample at most (a host with thousands of mounts stays bounded).
-MAX_ENTRIES = 512
 # The tracefs instance of ours: its own ring buffer and event switches, so a user's tracing is untouched.
 INSTANCE = "ckptio-canary"
 # Only what kernel_text/rpc_latency reads (nfs4_setup_sequence was traced until 0.6.0 and never read).
@@ -68,6 +61,8 @@ TRACE_FILTERS = (("sunrpc/rpc_stats_latency", 'progname == "nfs"'), ("nfs4/nfs4_
 TRACE_BUFFER_TOTAL_KB = 16 * 1024
 TRACE_BUFFER_MIN_KB = 256
 TRACE_TEXT_LIMIT = 64 * 1024 * 1024
+# A per_cpu/cpuN/stats file is ~250 bytes.
+STATS_LIMIT = 64 * 1024
 _TRACE_CHUNK = 1024 * 1024
 # The most sample text kept per file over a window (it travels in the module's result): past it,
 # later samples are left out and a note says from when.
@@ -79,19 +74,12 @@ TEXT_KEYS = ("sunrpc_xprt", "rpc_tasks", "rpc_latency")
 # pass's budget, dstate.SAMPLER_MAX_SHARE); a costly pass pushes the next one out until the share is back within it.
 INTERVAL = 1.0
 BUDGET_SHARE = dstate.SAMPLER_MAX_SHARE
+# What a watchdog reads when the undo was done in time (start_watchdog); mount(2) flags.
+DONE = b"done"
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 # tracefs makes an instance's files on mkdir and drops them on rmdir; a test's fake tracefs replaces both.
 MKDIR = os.mkdir
 RMDIR = os.rmdir
-
-
-def _entries(directory, prefix):
-    """Names in directory starting with prefix, real directories only (no link followed), sorted, bounded."""
-    try:
-        with os.scandir(directory) as scan:
-            names = [entry.name for entry in scan if entry.name.startswith(prefix) and entry.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
-    return sorted(names, key=lambda name: (len(name), name))[:MAX_ENTRIES]
 
 
 def tracefs_dir(host):
@@ -142,30 +130,94 @@ def clear_left_instance(host):
     return "a previous run's tracing instance %s is still there and could not be removed" % instance
 
 
-def start_watchdog(instance):
-    """A detached process that removes instance once the write end returned here is closed (by
-    stop(), or by the kernel when this process dies, SIGKILL included). Returns that write end."""
+def start_watchdog(undo):
+    """A detached process that calls undo() once the write end returned here is closed (by stop(), or by the kernel
+    when this process dies, SIGKILL included), unless DONE was written to it first. Returns that write end."""
     read_end, write_end = os.pipe()
 
     def watch():
         processes.quiet_stdio()
         os.closerange(3, read_end)
         os.closerange(read_end + 1, 65536)
+        done = False
         while True:
             try:
-                if not os.read(read_end, 64):
-                    break
+                data = os.read(read_end, 64)
             except InterruptedError:
                 continue
             except OSError:
                 break
-        remove_instance(instance)
+            if not data:
+                break
+            done = done or DONE in data
+        if not done:
+            undo()
 
     try:
         processes.detach(watch)
     finally:
         os.close(read_end)
     return write_end
+
+
+def _mount_debugfs(path):
+    """mount(2) debugfs at path (nosuid, nodev, noexec, as systemd's sys-kernel-debug.mount); '' or the errno's text."""
+    lib = processes.libc()
+    if lib.mount(b"debugfs", path.encode(), b"debugfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+        return os.strerror(ctypes.get_errno())
+    return ""
+
+
+def _umount(path):
+    """umount(2) path (no lazy detach: a busy debugfs stays, and is said); '' or the errno's text."""
+    if processes.libc().umount2(path.encode(), 0) != 0:
+        return os.strerror(ctypes.get_errno())
+    return ""
+
+
+# rpc_mount_debugfs's mount(2) and umount(2) and the mount-point test; a test's fake host replaces them.
+MOUNT = _mount_debugfs
+UMOUNT = _umount
+ISMOUNT = os.path.ismount
+
+
+class DebugfsMount:
+    """checkpoint_canary's rpc_mount_debugfs: debugfs mounted for the window where nothing is mounted at its place, and
+    unmounted after it - only when this run mounted it (also by a watchdog when the module is killed)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.mounted = False
+        self.watchdog_fd = None
+
+    def mount(self, notes):
+        """Mount debugfs at path when nothing is mounted there; True when this run mounted it."""
+        if ISMOUNT(self.path) or not os.path.isdir(self.path) or os.path.islink(self.path):
+            return False
+        error = MOUNT(self.path)
+        if error:
+            notes.append("rpc_tasks: rpc_mount_debugfs: could not mount debugfs at %s: %s" % (self.path, error))
+            return False
+        self.mounted = True
+        self.watchdog_fd = start_watchdog(lambda: UMOUNT(self.path))
+        notes.append("rpc_tasks: debugfs was not mounted: mounted at %s for the window (rpc_mount_debugfs) and unmounted after it"
+                     % self.path)
+        return True
+
+    def unmount(self, notes):
+        """Unmount what mount() mounted (a tracefs it brought at tracing/ first); safe to call again."""
+        if not self.mounted:
+            return
+        self.mounted = False
+        tracing = os.path.join(self.path, "tracing")
+        error = (UMOUNT(tracing) if ISMOUNT(tracing) else "") or UMOUNT(self.path)
+        if error:
+            notes.append("rpc_tasks: the debugfs this run mounted at %s could not be unmounted: %s" % (self.path, error))
+        elif self.watchdog_fd is not None:
+            os.write(self.watchdog_fd, DONE)
+        if self.watchdog_fd is not None:
+            os.close(self.watchdog_fd)
+            self.watchdog_fd = None
 
 
 class Tracer:
@@ -192,7 +244,7 @@ class Tracer:
         except OSError as exc:
             notes.append("tracing: could not make %s: %s" % (self.instance, file_read.describe_error(exc)))
             return False
-        self.watchdog_fd = start_watchdog(self.instance)
+        self.watchdog_fd = start_watchdog(lambda: remove_instance(self.instance))
         if not _write(os.path.join(self.instance, "buffer_size_kb"), "%d" % self.buffer_kb()):
             notes.append("tracing: could not size the buffer of %s; not traced" % self.instance)
             self.stop()
@@ -250,8 +302,8 @@ class Tracer:
     def overruns(self):
         """Events the kernel dropped or overwrote, summed from per_cpu/cpu*/stats; None when unreadable."""
         total = None
-        for cpu in _entries(os.path.join(self.instance, "per_cpu"), "cpu"):
-            text = file_read.read(os.path.join(self.instance, "per_cpu", cpu, "stats"), XPRT_LIMIT, kernel=True) or ""
+        for cpu in sunrpc_views.entries(os.path.join(self.instance, "per_cpu"), "cpu"):
+            text = file_read.read(os.path.join(self.instance, "per_cpu", cpu, "stats"), STATS_LIMIT, kernel=True) or ""
             for line in text.splitlines():
                 name, _sep, value = line.partition(":")
                 if name.strip() in ("overrun", "dropped events") and value.strip().isdigit():
@@ -288,9 +340,11 @@ class Tracer:
 class RpcSampler:
     """The sunrpc views of one canary's write window; mode is checkpoint_canary's rpc_sampling (MODES)."""
 
-    def __init__(self, host, mode="queues"):
+    def __init__(self, host, mode="queues", mount_debugfs=False):
         self.host = host
         self.mode = mode
+        # rpc_mount_debugfs: debugfs mounted for the window where it is not (DebugfsMount), else None.
+        self.debugfs = DebugfsMount(os.path.dirname(host.sunrpc_debugfs)) if mount_debugfs and mode != "off" else None
         self.started = None
         self.prepared = False
         self.xprt = []
@@ -321,13 +375,16 @@ class RpcSampler:
             self.notes.append(left)
         if self.mode == "off":
             return
+        if self.debugfs is not None and not os.path.isdir(os.path.join(self.host.sunrpc_debugfs, "rpc_clnt")):
+            self.debugfs.mount(self.notes)
         self.has_views = (os.path.isdir(os.path.join(self.host.sunrpc_sysfs, "xprt-switches"))
                           or os.path.isdir(os.path.join(self.host.sunrpc_debugfs, "rpc_clnt")))
         if not os.path.isdir(os.path.join(self.host.sunrpc_sysfs, "xprt-switches")):
-            self.notes.append("sunrpc_xprt: no %s/xprt-switches (the kernel predates sunrpc sysfs, 5.14): not sampled"
+            self.notes.append("sunrpc_xprt: unmeasured: no %s/xprt-switches (the kernel predates sunrpc sysfs, 5.14)"
                               % self.host.sunrpc_sysfs)
         if not os.path.isdir(os.path.join(self.host.sunrpc_debugfs, "rpc_clnt")):
-            self.notes.append("rpc_tasks: no %s/rpc_clnt (debugfs not mounted, or not readable): not sampled" % self.host.sunrpc_debugfs)
+            self.notes.append("rpc_tasks: unmeasured: no %s/rpc_clnt (debugfs not mounted, or not readable%s)"
+                              % (self.host.sunrpc_debugfs, "" if self.debugfs else "; rpc_mount_debugfs=true mounts it for the window"))
         if self.mode != "trace":
             return
         tracing = tracefs_dir(self.host)
@@ -400,10 +457,10 @@ class RpcSampler:
         self.sizes[key] += len(text)
 
     def _xprt_text(self):
-        return xprt_text(self.host)
+        return sunrpc_views.xprt_text(self.host)
 
     def _tasks_text(self):
-        return tasks_text(self.host, self.notes)
+        return sunrpc_views.tasks_text(self.host, self.notes)
 
     def end(self):
         """Close the window: the tracepoints off, their buffer read, their instance gone (safe to call twice, and
@@ -413,6 +470,8 @@ class RpcSampler:
             spent = time.process_time()
             self.tracer.stop(self.notes)
             self.trace_teardown_cpu_seconds += time.process_time() - spent
+        if self.debugfs is not None:
+            self.debugfs.unmount(self.notes)
 
     def result(self):
         """{sunrpc_xprt, rpc_tasks, rpc_latency: text or None (not sampled), mode, notes, cost}. cost: the passes' CPU
@@ -433,42 +492,3 @@ class RpcSampler:
                           "after_window_cpu_seconds": round(self.trace_teardown_cpu_seconds, 4),
                           "budget_share": BUDGET_SHARE,
                           "trace_events": list(self.tracer.events) if self.tracer is not None else []})
-
-
-def _ended(text):
-    return text if text.endswith("\n") or not text else text + "\n"
-
-
-def xprt_text(host):
-    """One read of every transport's files (XPRT_FILES) as the sample container's sections, or None without sunrpc sysfs."""
-    switches = os.path.join(host.sunrpc_sysfs, "xprt-switches")
-    if not os.path.isdir(switches):
-        return None
-    parts = []
-    for switch in _entries(switches, "switch-"):
-        for xprt in _entries(os.path.join(switches, switch), "xprt-"):
-            for name in XPRT_FILES:
-                text = file_read.read(os.path.join(switches, switch, xprt, name), XPRT_LIMIT, kernel=True)
-                if text is not None:
-                    parts.append("--- xprt-switches/%s/%s/%s ---\n%s" % (switch, xprt, name, _ended(text)))
-    return "".join(parts)
-
-
-def tasks_text(host, notes):
-    """One read of every RPC client's debugfs files (CLIENT_FILES) as sections, or None without debugfs; what could
-    not be read is added to notes once."""
-    clients = os.path.join(host.sunrpc_debugfs, "rpc_clnt")
-    if not os.path.isdir(clients):
-        return None
-    parts = []
-    for client in _entries(clients, ""):
-        for name in CLIENT_FILES:
-            path = os.path.join(clients, client, name)
-            text = file_read.read(path, TASKS_LIMIT, kernel=True)
-            if text is not None:
-                parts.append("--- rpc_clnt/%s/%s ---\n%s" % (client, name, _ended(text)))
-            elif name == "tasks" and os.path.exists(path):
-                note = "rpc_tasks: rpc_clnt/%s/tasks unreadable or over %d MiB in a sample: left out" % (client, TASKS_LIMIT // 1048576)
-                if note not in notes:
-                    notes.append(note)
-    return "".join(parts)

@@ -78,7 +78,8 @@ class Run:
         self.ranks = ranks
         self.servers = servers
         self.host = host
-        self.sampler = Sampler(host.proc, sunrpc_sampler.RpcSampler(host, module.params.get("rpc_sampling", "queues")))
+        self.sampler = Sampler(host.proc, sunrpc_sampler.RpcSampler(host, module.params.get("rpc_sampling", "queues"),
+                                                                    module.params.get("rpc_mount_debugfs", False)))
 
     def host_sample(self):
         return read_host_sample(self.host, self.servers)

@@ -77,3 +77,19 @@ def test_the_rpc_sampler_keeps_its_own_cadence_while_the_d_state_pass_is_slow(fa
     samples = result["rpc_samples"]
     assert samples["cost"]["passes"] >= 3
     assert samples["sunrpc_xprt"].count("=== sample t=") == samples["cost"]["passes"]
+
+
+def test_rpc_mount_debugfs_mounts_for_the_run_only_and_check_mode_mounts_nothing(fake_root, tmp_path, monkeypatch):
+    from ansible_collections.ckptio.nfs.tests.unit.plugins.module_utils.host.test_sunrpc_sampler import _FakeMounts
+
+    root = str(fake_root.root)
+    shutil.copytree(os.path.join(kernel.FIXTURE, "sysfs"), os.path.join(root, "sys/kernel/sunrpc"))
+    os.makedirs(os.path.join(root, "sys/kernel/debug"))
+    mounts = _FakeMounts(monkeypatch)
+    result = _run(fake_root, tmp_path, check_mode=True, rpc_mount_debugfs=True)
+    assert "rpc_samples" not in result and mounts.calls == []
+    samples = _run(fake_root, tmp_path, rpc_mount_debugfs=True)["rpc_samples"]
+    debug = os.path.join(root, "sys/kernel/debug")
+    assert mounts.calls == [("mount", debug), ("umount", debug)] and "--- rpc_clnt/4/tasks ---" in samples["rpc_tasks"]
+    samples = _run(fake_root, tmp_path)["rpc_samples"]
+    assert len(mounts.calls) == 2 and samples["rpc_tasks"] is None and samples["notes"][0].startswith("rpc_tasks: unmeasured")

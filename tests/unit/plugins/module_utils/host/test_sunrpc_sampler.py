@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_sampler, sunrpc_views
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_part
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "kernels", "bookworm", "sunrpc")
@@ -88,7 +88,7 @@ def test_links_are_not_followed_and_an_oversized_task_list_is_left_out_with_a_no
     os.symlink(str(elsewhere), os.path.join(tmp_path, "sys/kernel/sunrpc/xprt-switches/switch-0/xprt-1-tcp"))
     with open(os.path.join(tmp_path, "sys/kernel/debug/sunrpc/rpc_clnt/4/tasks"), "w") as handle:
         handle.write("x" * 200)
-    monkeypatch.setattr(sunrpc_sampler, "TASKS_LIMIT", 100)
+    monkeypatch.setattr(sunrpc_views, "TASKS_LIMIT", 100)
     sampler = sunrpc_sampler.RpcSampler(host, "queues")
     sampler.begin(0.0)
     sampler.sample(now=1.0)
@@ -318,3 +318,110 @@ def test_the_window_s_cpu_stays_within_the_budget_a_costly_pass_pushes_the_next_
     assert result["cost"]["passes"] == 3 and result["sunrpc_xprt"].count("=== sample") == 3
     assert result["cost"]["cpu_seconds"] == 0.5 and result["cost"]["longest_interval_seconds"] == 5.0
     assert sampler.due_at() is None  # the window is closed: the monitor no longer wakes for it
+
+
+# --- rpc_mount_debugfs on a fake mount table ----------------------------------------------------------------------
+
+class _FakeMounts:
+    """mount(2)/umount(2) of debugfs on a fake root: mounting puts the lab's sunrpc debugfs files there, unmounting
+    takes them away; calls are recorded."""
+
+    def __init__(self, monkeypatch, mounted=(), error=""):
+        self.mounted = set(mounted)
+        self.calls = []
+        self.error = error
+        monkeypatch.setattr(sunrpc_sampler, "MOUNT", self.mount)
+        monkeypatch.setattr(sunrpc_sampler, "UMOUNT", self.umount)
+        monkeypatch.setattr(sunrpc_sampler, "ISMOUNT", lambda path: path in self.mounted)
+
+    def mount(self, path):
+        self.calls.append(("mount", path))
+        if self.error:
+            return self.error
+        shutil.copytree(os.path.join(FIXTURE, "debugfs/sunrpc"), os.path.join(path, "sunrpc"))
+        self.mounted.add(path)
+        return ""
+
+    def umount(self, path):
+        self.calls.append(("umount", path))
+        shutil.rmtree(os.path.join(path, "sunrpc"))
+        self.mounted.discard(path)
+        return ""
+
+
+def _host_without_debugfs(root):
+    host = host_root.HostRoot(str(root))
+    shutil.copytree(os.path.join(FIXTURE, "sysfs"), os.path.join(str(root), "sys/kernel/sunrpc"))
+    os.makedirs(os.path.join(str(root), "sys/kernel/debug"))
+    return host
+
+
+def test_without_the_option_and_without_debugfs_the_tasks_are_unmeasured_and_nothing_is_mounted(tmp_path, monkeypatch):
+    mounts = _FakeMounts(monkeypatch)
+    sampler = sunrpc_sampler.RpcSampler(_host_without_debugfs(tmp_path), "queues")
+    sampler.begin(0.0)
+    sampler.sample(now=0.0)
+    sampler.end()
+    result = sampler.result()
+    assert mounts.calls == [] and result["rpc_tasks"] is None and result["sunrpc_xprt"]
+    assert result["notes"] == ["rpc_tasks: unmeasured: no %s/sys/kernel/debug/sunrpc/rpc_clnt (debugfs not mounted, or not readable; "
+                               "rpc_mount_debugfs=true mounts it for the window)" % tmp_path]
+
+
+def test_the_option_mounts_debugfs_for_the_window_and_unmounts_what_it_mounted(tmp_path, monkeypatch):
+    mounts = _FakeMounts(monkeypatch)
+    debug = os.path.join(str(tmp_path), "sys/kernel/debug")
+    sampler = sunrpc_sampler.RpcSampler(_host_without_debugfs(tmp_path), "queues", mount_debugfs=True)
+    sampler.prepare()
+    assert mounts.calls == [("mount", debug)]
+    sampler.begin(0.0)
+    sampler.sample(now=0.0)
+    sampler.end()
+    sampler.end()
+    result = sampler.result()
+    assert mounts.calls == [("mount", debug), ("umount", debug)] and mounts.mounted == set()
+    assert "--- rpc_clnt/4/tasks ---" in result["rpc_tasks"]
+    assert result["notes"] == ["rpc_tasks: debugfs was not mounted: mounted at %s for the window (rpc_mount_debugfs) and "
+                               "unmounted after it" % debug]
+    # Its watchdog was told the unmount was done: a debugfs mounted later by someone else stays.
+    os.makedirs(os.path.join(debug, "sunrpc"))
+    time.sleep(0.5)
+    assert os.path.isdir(os.path.join(debug, "sunrpc"))
+
+
+def test_the_option_leaves_a_debugfs_mounted_by_someone_else_alone(tmp_path, monkeypatch):
+    debug = os.path.join(str(tmp_path), "sys/kernel/debug")
+    mounts = _FakeMounts(monkeypatch, mounted=[debug])  # mounted, but without sunrpc (say the module is not loaded)
+    sampler = sunrpc_sampler.RpcSampler(_host_without_debugfs(tmp_path), "queues", mount_debugfs=True)
+    sampler.begin(0.0)
+    sampler.end()
+    assert mounts.calls == [] and mounts.mounted == {debug}
+    mounts = _FakeMounts(monkeypatch)
+    sampler = sunrpc_sampler.RpcSampler(_kernel_host(tmp_path / "with"), "queues", mount_debugfs=True)
+    sampler.begin(0.0)
+    sampler.end()
+    assert mounts.calls == [] and sampler.result()["notes"] == []
+
+
+def test_a_failed_mount_is_said_and_the_tasks_are_unmeasured(tmp_path, monkeypatch):
+    _FakeMounts(monkeypatch, error="Operation not permitted")
+    sampler = sunrpc_sampler.RpcSampler(_host_without_debugfs(tmp_path), "queues", mount_debugfs=True)
+    sampler.begin(0.0)
+    sampler.end()
+    notes = sampler.result()["notes"]
+    assert notes[0] == "rpc_tasks: rpc_mount_debugfs: could not mount debugfs at %s/sys/kernel/debug: Operation not permitted" % tmp_path
+    assert notes[1].startswith("rpc_tasks: unmeasured: no ") and sampler.result()["rpc_tasks"] is None
+
+
+def test_a_killed_run_s_watchdog_unmounts_the_debugfs_it_mounted(tmp_path, monkeypatch):
+    """The watchdog is forked with the fake umount: closing its pipe without DONE is the module's death."""
+    _FakeMounts(monkeypatch)
+    debug = os.path.join(str(tmp_path), "sys/kernel/debug")
+    sampler = sunrpc_sampler.RpcSampler(_host_without_debugfs(tmp_path), "queues", mount_debugfs=True)
+    sampler.prepare()
+    assert os.path.isdir(os.path.join(debug, "sunrpc"))
+    os.close(sampler.debugfs.watchdog_fd)
+    deadline = time.time() + 10
+    while os.path.exists(os.path.join(debug, "sunrpc")) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(os.path.join(debug, "sunrpc"))
