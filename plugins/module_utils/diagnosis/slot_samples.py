@@ -77,11 +77,12 @@ def summarize(files, mount_point, mountstats_text):
     if address is None:
         # mountstats prints no addr= (and srcport 0) on 6.1: the host sample's NFS server address, when it names one.
         address = _sampled_server(files)
-    return summarize_parsed(parsed, address, ports)
+    return summarize_parsed(parsed, address, ports, files)
 
 
-def summarize_parsed(parsed, address, ports):
-    """summarize() of files parse_files() read, for the mount whose server is address and source ports are ports."""
+def summarize_parsed(parsed, address, ports, files=None):
+    """summarize() of files parse_files() read, for the mount whose server is address and source ports are ports;
+    files (the client's files, its canary.json among them) say why a file is not there, where given."""
     summary = {"seen": {}, "not_seen": {}, "server": address}
     xprt = _xprt_summary(parsed.xprt, address, ports, summary)
     tasks = _tasks_summary(parsed.tasks, address, summary)
@@ -95,7 +96,7 @@ def summarize_parsed(parsed, address, ports):
     for key in FILES:
         summary["seen"].setdefault(key, False)
         if not summary["seen"][key]:
-            summary["not_seen"].setdefault(key, _absent(files, key))
+            summary["not_seen"].setdefault(key, _absent(files or {}, key))
     return summary
 
 

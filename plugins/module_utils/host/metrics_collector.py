@@ -22,7 +22,7 @@ import time
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.config.mountinfo import NFS_FSTYPES, nfs_server_of, parse_mountinfo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
-from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_views as sunrpc_sampler
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import host_root, sunrpc_views
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.mountstats import iter_mountstats
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats import (
     parse_nfsd_stats,
@@ -60,7 +60,7 @@ def _servers(root):
 def slot_views(root, mounts):
     """({mount point: (slot figures or None, session-slot waiters or None)}, {sunrpc_sysfs, debugfs_tasks: read}).
 
-    One read of the live views the canary samples (host/sunrpc_sampler: sysfs xprt_info, debugfs rpc_clnt tasks),
+    One read of the live views the canary samples (host/sunrpc_views: sysfs xprt_info, debugfs rpc_clnt tasks),
     mapped to each mount by diagnosis/slot_samples (source port, else server address). A figure is exported only for
     a mount its transports or RPC clients were mapped to - or, when nothing names them, on a host whose NFS mounts all
     go to one server (then the host's are that server's): never another server's figures under this mount's name.
@@ -68,7 +68,7 @@ def slot_views(root, mounts):
     The texts are parsed once (slot_samples.parse_files) for all of mounts, the parsed mountstats blocks of the run.
     """
     header = "=== sample t=0.000 ===\n"
-    xprt, tasks = sunrpc_sampler.xprt_text(root), sunrpc_sampler.tasks_text(root, [])
+    xprt, tasks = sunrpc_views.xprt_text(root), sunrpc_views.tasks_text(root, [])
     files = dict((key, header + text) for key, text in (("sunrpc_xprt", xprt), ("rpc_tasks", tasks)) if text is not None)
     sources = {"sunrpc_sysfs": xprt is not None, "debugfs_tasks": tasks is not None}
     parsed = slot_samples.parse_files(files)
