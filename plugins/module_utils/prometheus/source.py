@@ -38,7 +38,7 @@ def request(url, mount_point, start=None, end=None, last=None, range_text=None, 
     if not mount_point or not str(mount_point).startswith("/"):
         raise queries.QueryError("ckptio_mount_point must be the checkpoint mount's absolute path, got %r" % (mount_point,))
     given = start not in (None, "") or end not in (None, "")
-    if given == (last not in (None, "", 0)):
+    if given == (last not in (None, "")):
         raise queries.QueryError("give either %s and %s, or %s (the last N checkpoints)" % (_option("start"), _option("end"), _option("last")))
     target = _target(checkpoint_bytes, window_seconds)
     step = queries.duration(step if step not in (None, "") else queries.DEFAULT_STEP, _option("step"))
