@@ -14,10 +14,10 @@ description:
     node_exporter's own (CPU, links, TCP loss, disks) from the Prometheus HTTP API (C(/api/v1/query_range), GET only),
     over a window given by O(start) and O(end), or over each of the last O(last) checkpoints, found as write bursts of
     C(ckptio_nfs_client_bytes_total{direction="write"}) in the O(range) before now.
-  - Writes one bundle directory a window under O(dest) (C(context.yml) with C(source: prometheus), the URL, every query,
+  - Writes one bundle directory a window under O(dest) (C(context.yml) whose C(source) is V(prometheus), with the URL, every query,
     the window and what it rests on; C(prometheus/<query>.json) the API's answers verbatim, one file a query). The
     bundle is diagnosed like any other with M(ckptio.nfs.diagnose_bundle), offline, again and again (docs/capture-bundle.md).
-  - Raw selectors only: the increases are taken in Python from the window's first point to its last. A counter that
+  - Raw selectors only; the increases are taken in Python from the window's first point to its last. A counter that
     went down or a mount age that fell (a remount) excludes that client, never averaged over.
   - Every option is checked before any request is sent; a wrong one fails naming the option.
   - Runs on the controller (a play with C(hosts) set to C(localhost)).
@@ -164,7 +164,8 @@ def fetcher(module, url, timeout):
     return fetch
 
 
-def _label(req, window, index, count):
+def _label(req, index, count):
+    """The given label (numbered with several windows), or None: source.context_of then names it by its start."""
     if req.label:
         return req.label if count == 1 else "%s-%d" % (req.label, index + 1)
     return None
@@ -208,7 +209,7 @@ def main():
     try:
         found = source.windows(req, fetch)
         for index, window in enumerate(found):
-            context, files = _bundle_files(req, window, fetch, _label(req, window, index, len(found)))
+            context, files = _bundle_files(req, window, fetch, _label(req, index, len(found)))
             directory = os.path.join(dest, context["label"])
             # write_if_changed writes nothing in check mode and says what would change.
             changed += _write(module, directory, files, dest)

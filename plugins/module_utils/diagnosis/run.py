@@ -482,7 +482,8 @@ def _prometheus_view(context, clients):
     # interval_seconds) is that time, where the grid's edges may lie up to a scrape interval off.
     seconds = max([client["delta"]["interval_seconds"] for client in clients] or [0.0]) or window["seconds"]
     target = context.get("target") or {}
-    view = capture.achieved(dict(window, seconds=seconds), [client["delta"] for client in clients], _number(target.get("checkpoint_bytes") or 0, "target.checkpoint_bytes", False))
+    stated = _number(target.get("checkpoint_bytes") or 0, "target.checkpoint_bytes", False)
+    view = capture.achieved(dict(window, seconds=seconds), [client["delta"] for client in clients], stated)
     view.update(source=capture.PROMETHEUS_SOURCE, note=capture.prometheus_note(window, block.get("not_in_series")), window=window)
     return view
 

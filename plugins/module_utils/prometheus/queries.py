@@ -11,6 +11,7 @@ Our families are exposition.py's names; node_exporter's are its standard ones (C
 
 from __future__ import annotations
 
+import math
 import re
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import exposition
@@ -96,7 +97,7 @@ def _number(value, option):
         number = float(value)
     except (TypeError, ValueError):
         raise QueryError("%s must be a number, got %r" % (option, value))
-    if number != number or number in (float("inf"), float("-inf")):
+    if not math.isfinite(number):
         raise QueryError("%s must be a finite number, got %r" % (option, value))
     return number
 

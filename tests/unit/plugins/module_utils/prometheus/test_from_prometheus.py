@@ -127,8 +127,8 @@ def servers(tmp_path_factory):
 
 def fetcher(url):
     def fetch(selector, start, end, step):
-        status, text = http_get.get(url + "/api/v1/query_range", {"query": selector, "start": "%.3f" % start,
-                                                                   "end": "%.3f" % end, "step": "%g" % step})
+        params = {"query": selector, "start": "%.3f" % start, "end": "%.3f" % end, "step": "%g" % step}
+        status, text = http_get.get(url + "/api/v1/query_range", params)
         assert status == 200, text
         return text
     return fetch
@@ -228,8 +228,7 @@ def test_the_last_checkpoint_is_found_as_a_write_burst(servers):
     (window,) = source.windows(req, fetch)
     assert window["kind"] == "burst"
     # The writes show at the clients' after samples: the burst's edges are the grid points around them.
-    after = [time for time in (window["start_at"], window["end_at"])]
-    assert start <= after[0] < after[1] <= end + 30
+    assert start <= window["start_at"] < window["end_at"] <= end + 30
     assert "grid" in window["rests_on"]
 
 

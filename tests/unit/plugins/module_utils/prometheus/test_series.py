@@ -42,7 +42,7 @@ def test_a_real_answer_is_read_with_its_labels_and_points():
     (lambda doc: _first_value(doc, "+Inf"), "a value is +Inf"),
     (lambda doc: _first_value(doc, "lots"), "a value is not a number"),
     (lambda doc: _first_time(doc, "1796115941"), "a point is not [time"),
-    (lambda doc: _reversed_times(doc), "the points' times do not rise"),
+    (_reversed_times, "the points' times do not rise"),
     (lambda doc: [doc], "not a JSON object"),
 ])
 def test_what_the_parser_cannot_read_is_refused_naming_the_query(change, why):
