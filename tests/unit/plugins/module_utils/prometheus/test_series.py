@@ -35,6 +35,21 @@ def test_a_real_answer_is_read_with_its_labels_and_points():
     assert all(len(one.points) == 2 and one.points[1][1] - one.points[0][1] == 33554432 for one in writes)
 
 
+def _first_value(doc, value):
+    doc["data"]["result"][0]["values"][0][1] = value
+    return doc
+
+
+def _first_time(doc, value):
+    doc["data"]["result"][0]["values"][0][0] = value
+    return doc
+
+
+def _reversed_times(doc):
+    doc["data"]["result"][0]["values"].reverse()
+    return doc
+
+
 @pytest.mark.parametrize("change, why", [
     (lambda doc: dict(doc, status="error", errorType="bad_data", error="parse error"), "status 'error': bad_data parse error"),
     (lambda doc: dict(doc, data=dict(doc["data"], resultType="vector")), "not a range query's matrix"),
@@ -57,21 +72,6 @@ def test_text_that_is_no_json_or_too_large_is_refused(monkeypatch):
     monkeypatch.setattr(series, "MAX_BYTES", 100)
     with pytest.raises(series.SeriesError, match="more than the 100 this reader takes"):
         series.parse(json.dumps(real()), "q")
-
-
-def _first_value(doc, value):
-    doc["data"]["result"][0]["values"][0][1] = value
-    return doc
-
-
-def _first_time(doc, value):
-    doc["data"]["result"][0]["values"][0][0] = value
-    return doc
-
-
-def _reversed_times(doc):
-    doc["data"]["result"][0]["values"].reverse()
-    return doc
 
 
 def test_a_counter_that_went_down_is_a_reset_never_an_increase():
