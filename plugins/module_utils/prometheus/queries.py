@@ -27,6 +27,10 @@ MAX_STEPS = 11000
 # job's logs and metadata between checkpoints are far below it (a checkpoint smaller than this share of the
 # biggest in the range is not found; give its window instead).
 BURST_SHARE = 0.05
+# Idle steps inside one burst: the textfile collector runs on its own timer, so a scrape may find the file it saw
+# before while the writes go on (measured on the lab, 5 s collector and 5 s scrapes: single and double idle steps
+# inside one 128 s checkpoint, and its last 10 MB published 12-30 s late by collectors starved of their one vCPU).
+MERGE_GAP_STEPS = 3
 MAX_LAST = 100
 
 # node_exporter's own families (its default collectors cpu, netdev, netstat, diskstats), per host.
@@ -139,19 +143,21 @@ def cluster_increases(answer):
     return sorted((t0, t1, moved) for (t0, t1), moved in steps.items())
 
 
-def bursts(answer, share=BURST_SHARE):
+def bursts(answer, share=BURST_SHARE, gap_steps=MERGE_GAP_STEPS):
     """[{start_at, end_at, bytes, steps, complete}] write bursts of the write-bytes answer: runs of steps that wrote at
-    least share of the busiest step's bytes; each burst's edges are grid points (the last point before it wrote and
-    the first after). complete False: it began at the range's first point or still wrote at its last."""
+    least share of the busiest step's bytes, with at most gap_steps idle steps inside; each burst's edges are grid
+    points (the last point before it wrote and the first after). complete False: it began at the range's first point
+    or still wrote at its last."""
     steps = cluster_increases(answer)
     peak = max([moved for _t0, _t1, moved in steps] or [0.0])
     if peak <= 0:
         return []
     found, current = [], None
     first, last = (steps[0][0], steps[-1][1])
+    step = min(t1 - t0 for t0, t1, _moved in steps)
     for t0, t1, moved in steps:
         if moved >= share * peak:
-            if current is not None and current["end_at"] == t0:
+            if current is not None and t0 - current["end_at"] <= gap_steps * step + step / 2:
                 current.update(end_at=t1, bytes=current["bytes"] + moved, steps=current["steps"] + 1)
                 continue
             current = {"start_at": t0, "end_at": t1, "bytes": moved, "steps": 1}

@@ -6,7 +6,7 @@ ClientEvidence) as diagnosis/client_row makes them from mountstats, each server'
 makes it from nfsd's files - so diagnosis.diagnose_run runs unchanged on them.
 
 Hosts: the instance label without its port. A host with our per-mount series on the mount is a client, one with
-the server families a server. Every increase is the last point minus the first of the window (series.change);
+the server families whose nfsd runs (threads, or calls in the window) a server. Every increase is the last point minus the first of the window (series.change);
 a counter that went down, or a mount age that fell (a remount), excludes the client as mountstats_delta would
 (problems reset / new_mount), never averaged over. What the series do not hold is left out of the row (no D-state
 samples, no sunrpc settings, no probe) or, where the engine adds figures, 0 with the gap named in context.yml's
@@ -334,12 +334,20 @@ class ClientRows(Mapping):
         return len(self._hosts)
 
 
+def serving(one):
+    """Whether a host with the server families is an NFS server in the window: nfsd threads running or calls received.
+    The collector exports them wherever /proc/fs/nfsd is (a client with the nfsd module loaded: 0 threads, no calls,
+    measured on the lab's clients): such a host is no server, and its CPU is no server's."""
+    return bool(one.last("server_threads")) or bool(one.increase("server_calls"))
+
+
 class ServerViews(Mapping):
     """{host: server_view} of every host with the server families, for diagnosis/run.py (view(host))."""
 
     def __init__(self, answers):
         self._answers = answers
-        self._hosts = sorted(set(host for name, found in answers.items() if name.startswith("server_") for host in by_host(found)))
+        hosts = set(host for name, found in answers.items() if name.startswith("server_") for host in by_host(found))
+        self._hosts = sorted(host for host in hosts if serving(_Host(host, answers)))
 
     def view(self, host):
         return server_view(_Host(host, self._answers))

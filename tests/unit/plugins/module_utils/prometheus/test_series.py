@@ -133,18 +133,21 @@ def _burst_answer(values, step=15.0, hosts=("nfs2", "nfs3")):
 
 
 def test_bursts_are_runs_of_writing_steps_with_grid_edges():
-    # idle, a checkpoint of 3 steps, idle, a log line, idle, a second checkpoint, idle
-    values = [0, 0, 100, 300, 400, 400, 401, 401, 501, 600, 600]
+    # idle, a checkpoint of 3 steps, idle 4 steps with a log line, a second checkpoint with one idle step inside, idle
+    values = [0, 0, 100, 300, 400, 400, 401, 401, 401, 401, 501, 501, 600, 600]
     found = queries.bursts(_burst_answer(values))
-    assert [(burst["start_at"], burst["end_at"], burst["bytes"]) for burst in found] == [
-        (1015.0, 1060.0, 800.0), (1105.0, 1135.0, 398.0)]
+    assert [(burst["start_at"], burst["end_at"], burst["bytes"], burst["steps"]) for burst in found] == [
+        (1015.0, 1060.0, 800.0, 3), (1135.0, 1180.0, 398.0, 2)]
     assert all(burst["complete"] for burst in found)
-    assert [burst["start_at"] for burst in queries.last_bursts(_burst_answer(values), 1)] == [1105.0]
+    assert [burst["start_at"] for burst in queries.last_bursts(_burst_answer(values), 1)] == [1135.0]
+    # up to MERGE_GAP_STEPS idle steps are one burst (a collector's timer against the scrapes'), more are two
+    assert len(queries.bursts(_burst_answer([0, 0, 100, 100, 100, 100, 200, 200]))) == 1
+    assert len(queries.bursts(_burst_answer([0, 0, 100, 100, 100, 100, 100, 200, 200]))) == 2
 
 
 def test_a_burst_at_the_range_edge_is_not_complete_and_a_remount_counts_from_zero():
-    found = queries.bursts(_burst_answer([0, 100, 200, 200, 200, 50, 150]))
-    assert [(burst["start_at"], burst["complete"]) for burst in found] == [(1000.0, False), (1060.0, False)]
+    found = queries.bursts(_burst_answer([0, 100, 200, 200, 200, 200, 200, 50, 150]))
+    assert [(burst["start_at"], burst["complete"]) for burst in found] == [(1000.0, False), (1090.0, False)]
     with pytest.raises(queries.QueryError, match="no complete write burst"):
         queries.last_bursts(_burst_answer([0, 100, 200]), 1)
 
