@@ -22,6 +22,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import nfsd_delta, pool_stats_delta
 from ansible_collections.ckptio.nfs.plugins.module_utils.prometheus import series as prom_series
 from ansible_collections.ckptio.nfs.plugins.module_utils.prometheus.queries import host_of
+from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import exposition
 
 MEASURED_OVER = "node_exporter's series from Prometheus over the window"
 POOL_COLUMNS = (("packets", "packets-arrived"), ("enqueued", "sockets-enqueued"), ("woken", "threads-woken"))
@@ -111,7 +112,7 @@ def client_view(one, mount_point):
                                ["%s fell inside the window: the mount was made again, its counters restarted" % "mount age"])
     written = one.increase("client_bytes", direction="write")
     read = one.increase("client_bytes", direction="read")
-    ops = dict((name, _op(one, name)) for name in ("WRITE", "COMMIT", "READ"))
+    ops = dict((name, _op(one, name)) for name in exposition.CHECKPOINT_OPS)
     rpc_counts = dict((key, one.increase("client_%s" % key)) for key in ("sends", "slots_used", "backlog_used", "retransmits"))
     if one.resets:
         return None, _excluded(one.host, info, mount_point, "reset", one.resets)
@@ -133,7 +134,7 @@ def _delta(one, info, mount_point, interval, written, read, ops, counts):
     transports = _int(one.last("client_transports")) or 1
     version = info.get("vers") or "unknown"
     rpc = {"sends": sends, "recvs": sends, "req_u": _int(counts["slots_used"]), "bklog_u": _int(counts["backlog_used"]),
-           "sending_u": 0, "pending_u": 0, "connect_count": 0, "bind_count": 0, "bad_xids": 0, "transports": transports,
+           "sending_u": 0, "pending_u": 0, "connect_count": None, "bind_count": 0, "bad_xids": 0, "transports": transports,
            "protocols": [info.get("proto") or "tcp"], "max_slots": [_int(high)] if high is not None else [],
            "max_slots_before": [_int(one.first("client_slots_high_water"))] if high is not None else [],
            "max_slots_reached": _int(high) if high is not None else None, "reopen_connects": 0,
@@ -150,6 +151,8 @@ def _delta(one, info, mount_point, interval, written, read, ops, counts):
             "write_bytes": _int(written), "read_bytes": _int(read),
             "write_mb_per_second": written / 1e6 / seconds if seconds else 0.0,
             "read_mb_per_second": (read or 0.0) / 1e6 / seconds if seconds else 0.0,
+            # The ops the series count (exposition.CHECKPOINT_OPS): no other op was measured, so none is 0 (metadata_storm).
+            "ops_counted": list(exposition.CHECKPOINT_OPS),
             "rpc": rpc, "ops": ops, "truncated": False, "reset": False, "new_mount": False, "negative_time": False,
             "usable": True, "problems": [], "problem_details": []}
 

@@ -316,3 +316,8 @@ def test_the_lab_canary_and_prometheus_on_the_same_checkpoint(name, within):
     assert abs(ours["achieved_bytes_per_second"] / canary["achieved_bytes_per_second"] - 1) < within
     # nfs2 and nfs3 export the server families at 0 threads (nfsd module loaded): clients, not servers
     assert sorted(ours["servers"]) == ["nfs1"]
+    # What the series do not count is not measured, never 0: no row on transport connects or metadata ops' share.
+    signals = [row["signal"] for row in ours["evidence"]]
+    assert not [signal for signal in signals if "connect_count" in signal or signal.startswith("metadata ops' share")]
+    assert [signal for signal in signals if signal.startswith("metadata ops' share")] == [] != [
+        row for row in canary["evidence"] if row["signal"].startswith("metadata ops' share")]

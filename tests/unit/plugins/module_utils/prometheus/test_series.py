@@ -117,7 +117,7 @@ def test_the_row_holds_what_the_series_measured_and_nothing_assumed():
     view, excluded, canary, evidence = rows.ClientRows(_answers(), "/mnt/nfs").row("nfs2")
     assert excluded is None and canary is None  # two points: the writes' end is not placed, no span
     assert view["delta"]["write_bytes"] == 33554432 and view["dstate"] is None and view["sunrpc"] == {}
-    assert set(view["delta"]["ops"]) <= {"WRITE", "COMMIT", "READ"}
+    assert set(view["delta"]["ops"]) <= {"WRITE", "COMMIT", "READ"} and view["delta"]["rpc"]["connect_count"] is None
     assert evidence.probe is None and evidence.cpu[2].startswith("node_exporter's series")
 
 
