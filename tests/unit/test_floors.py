@@ -20,7 +20,8 @@ COLLECTION = os.path.normpath(os.path.join(HERE, "..", ".."))
 PLUGINS = "ansible_collections.ckptio.nfs.plugins."
 
 # The ground: parsers, plans, the bundle's schema, the diagnosis, the report; no file or process I/O of their own.
-PURE = ("bundle", "canary", "compare", "config", "diagnosis", "kernel_text", "paste", "report", "slurm", "stats", "telemetry")
+PURE = ("bundle", "canary", "compare", "config", "diagnosis", "kernel_text", "paste", "prometheus", "report", "slurm", "stats",
+        "telemetry")
 # The host adapters: files, /proc, /sys, processes (and any subfolder of host/, such as the canary's I/O).
 HOST = ("host",)
 # Above module_utils: code the plugins share; it may import any floor, none may import it.

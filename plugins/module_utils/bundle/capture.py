@@ -46,6 +46,20 @@ SOURCE = ("capture, no canary ranks: bytes the clients sent to the server in WRI
           "earliest start of the clients' statistics reads, on the controller's clock)")
 
 
+PROMETHEUS_SOURCE = ("series from Prometheus, no canary ranks: the increase of ckptio_nfs_client_bytes_total{direction=write} "
+                     "(mountstats serverwritebytes as the textfile collector exported it), every client, this mount only, "
+                     "from the window's first point to its last / the seconds between the samples at those points (the mount age's "
+                     "rise, the longest of the clients')")
+
+
+def prometheus_note(window, not_in_series):
+    """What a figure from Prometheus rests on and what the series do not hold (unmeasured, never assumed)."""
+    note = "%s; window: %s" % (NO_CANARY, window.get("rests_on") or "%s s" % window.get("seconds"))
+    if not_in_series:
+        note += "; not in the series (unmeasured, never assumed): %s" % ", ".join(str(item) for item in not_in_series)
+    return note
+
+
 class CaptureError(ValueError):
     """A window option is wrong; the message names the role option."""
 

@@ -68,6 +68,9 @@ def reconnect_evidence(evidence, clients, since_mount=False):
     snapshot, which starts from zero), each transport's first connect and one reopening per
     IDLE_CLOSE_SECONDS of its age are (mountstats.connects_since_mount_unexplained).
     """
+    if any(client["delta"]["rpc"]["connect_count"] is None for client in clients):
+        # A source without xprt connect_count (prometheus/rows.py): not measured, never 0.
+        return None
     if since_mount:
         beyond = dict((client["host"], connects_since_mount_unexplained(
             client["delta"]["rpc"]["connect_count"], client["delta"]["rpc"].get("protocols"), client["delta"]["rpc"]["transports"],

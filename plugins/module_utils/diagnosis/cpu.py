@@ -27,6 +27,11 @@ def _cpu_rows(client_evidence, servers, checkpoint_seconds):
     """(side, host, cpu window, sample seconds, how): the clients' as their ClientEvidence holds them, then the servers'."""
     rows = [("client", host) + figures.cpu for host, figures in sorted(client_evidence.items()) if figures.cpu]
     for server in servers:
+        if server.get("figures") is not None:
+            # Figures from another source than host samples (prometheus/rows.py: node_exporter's series).
+            if server["figures"].get("cpu") is not None:
+                rows.append(("server", server["host"]) + tuple(server["figures"]["cpu"]))
+            continue
         before, after, busy_seconds, how = server_samples(server, checkpoint_seconds)
         if before and after:
             seconds = after["time"] - before["time"]

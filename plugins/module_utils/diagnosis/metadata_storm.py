@@ -75,6 +75,9 @@ def assess(evidence, clients, metadata_ops, disk_busy, server_cpu_saturated):
     """{"storm": bool, "time_share", "ops_per_mib", "files", "bytes_per_file", "dstate_share"}; evidence rows for access_pattern."""
     all_time, metadata_time, count, files, written = _op_figures(clients, metadata_ops)
     share = metadata_time / all_time if all_time else None
+    if any(set(metadata_ops) - set(client["delta"].get("ops_counted") or metadata_ops) for client in clients):
+        # A source that counts some ops only (prometheus/rows.py: WRITE, COMMIT, READ) measured no metadata op: not 0.
+        share = None
     per_mib = count / (written / MIB) if written else None
     in_paths, known = _dstate_sites(clients)
     result = {"storm": False, "time_share": share, "ops_per_mib": per_mib, "files": files,

@@ -198,6 +198,9 @@ def _client_row(client_files, host, mount_point, mount_points, checkpoint_second
 def _client_row_and_figures(client_files, host, mount_point, mount_points, checkpoint_seconds):
     """(_client_row, None when it comes from the files, else the texts it was taken from: (figures.json, probe.json
     when the evidence keeps its parsed value, else None, the evidence's probe then))."""
+    if hasattr(client_files, "row"):
+        # Rows made from another source than a host's files (prometheus/rows.ClientRows: series from Prometheus).
+        return client_files.row(host), None
     if not hasattr(client_files, "texts"):
         return client_row(host, client_files[host], mount_point, mount_points, checkpoint_seconds), None
     texts = client_files.texts(host, {FIGURES_FILE: FIGURES_FILE})
@@ -391,7 +394,10 @@ def read_run(bundle, parallel=None):
     # The canary's several NFS paths (context.yml canary.mount_points): every one's mountstats, judged together.
     clients, excluded_clients, evidence, canaries = _read_clients(client_files, mount_point, problems, canary.get("mount_points"),
                                                                   _context_checkpoint_seconds(context, canary), parallel)
-    servers = [_server_view(host, files) for host, files in sorted((bundle.get("servers") or {}).items())]
+    server_files = bundle.get("servers") or {}
+    # Views made from another source than nfsd's files (prometheus/rows.ServerViews) are taken as they are.
+    servers = [server_files.view(host) if hasattr(server_files, "view") else _server_view(host, server_files[host])
+               for host in sorted(server_files)]
     ops = op_totals(clients)
     capture_view = _capture_view(context, clients)
     if capture_view is None:
@@ -451,6 +457,8 @@ def _capture_view(context, clients):
     written bytes of the usable clients' deltas over the window's seconds, with its flags. The
     operator's checkpoint size is compared with the written bytes; one taken from them is not.
     """
+    if context.get("source") == "prometheus":
+        return _prometheus_view(context, clients)
     block = context.get("capture")
     if context.get("source") != "capture" or not isinstance(block, dict):
         return None
@@ -462,11 +470,29 @@ def _capture_view(context, clients):
     return view
 
 
+def _prometheus_view(context, clients):
+    """A bundle from Prometheus (source: prometheus): a capture's figure over the window its series were read on,
+    with what the series do not hold said where the figure is (context.yml prometheus.not_in_series)."""
+    block = context.get("prometheus")
+    window = block.get("window") if isinstance(block, dict) else None
+    if not isinstance(window, dict):
+        raise BundleError("context.yml: prometheus.window is required for source: prometheus")
+    _number(window.get("seconds"), "prometheus.window.seconds")
+    # The bytes were counted between the samples at the window's edges: their mount ages' rise (each client's
+    # interval_seconds) is that time, where the grid's edges may lie up to a scrape interval off.
+    seconds = max([client["delta"]["interval_seconds"] for client in clients] or [0.0]) or window["seconds"]
+    target = context.get("target") or {}
+    stated = _number(target.get("checkpoint_bytes") or 0, "target.checkpoint_bytes", False)
+    view = capture.achieved(dict(window, seconds=seconds), [client["delta"] for client in clients], stated)
+    view.update(source=capture.PROMETHEUS_SOURCE, note=capture.prometheus_note(window, block.get("not_in_series")), window=window)
+    return view
+
+
 def _context_checkpoint_seconds(context, canary):
     """_checkpoint_seconds() before the clients are read (it needs only context.yml), None where it would fail:
     read_run fails there later, in its own order, and no client's figure is used."""
-    block = context.get("capture")
-    window = {"seconds": block.get("seconds")} if context.get("source") == "capture" and isinstance(block, dict) else None
+    block = context.get("capture") if context.get("source") == "capture" else (context.get("prometheus") or {}).get("window")
+    window = {"seconds": block.get("seconds")} if context.get("source") in ("capture", "prometheus") and isinstance(block, dict) else None
     try:
         return _checkpoint_seconds(canary, _capture_view_seconds(window))
     except (TypeError, ValueError, AttributeError):

@@ -80,10 +80,15 @@ def _disk_rows(evidence, servers, checkpoint_seconds):
     busiest = None
     for server in servers:
         before, after, busy_seconds, _how = server_samples(server, checkpoint_seconds)
-        if not before or not after:
+        if server.get("figures") is not None:
+            # Disk rows from another source than host samples (prometheus/rows.py: node_exporter's node_disk_*).
+            seconds, rows = server["figures"].get("disks") or (None, [])
+        elif not before or not after:
             continue
-        seconds = after["time"] - before["time"]
-        for row in host_evidence.disk_window(before.get("diskstats"), after.get("diskstats"), seconds):
+        else:
+            seconds = after["time"] - before["time"]
+            rows = host_evidence.disk_window(before.get("diskstats"), after.get("diskstats"), seconds)
+        for row in rows:
             if row["reset"]:
                 continue
             busy = scaled_share(row["busy"], seconds, busy_seconds)

@@ -24,6 +24,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle import bundle_values
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle import CLIENT_FILES, CONTEXT_FILE, DIAGNOSIS_FILE, SERVER_FILES, parse_texts
 from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values import BundleError
+from ansible_collections.ckptio.nfs.plugins.module_utils.prometheus import source as prometheus_source
 
 
 LINK_PROBLEM = "%s is a symbolic link: not read (never followed out of the bundle)"
@@ -166,6 +167,8 @@ def load_bundle(directory, stream=False):
     if context_text is None:
         raise BundleError("%s/%s is missing" % (directory, CONTEXT_FILE))
     context = bundle_values.parse_yaml(context_text, CONTEXT_FILE) or {}
+    if isinstance(context, dict) and context.get("source") == prometheus_source.queries.SOURCE:
+        return _prometheus_bundle(directory, context)
     problems = []
     bundle = {"context": context, "clients": {}, "servers": {}, "problems": problems}
     for kind, names in (("clients", CLIENT_FILES), ("servers", SERVER_FILES)):
@@ -175,6 +178,18 @@ def load_bundle(directory, stream=False):
         hosts = HostFiles(os.path.join(directory, kind), names, kind, problems)
         bundle[kind] = hosts if stream else dict((host, hosts[host]) for host in hosts)
     return bundle
+
+
+def _prometheus_bundle(directory, context):
+    """A bundle from Prometheus (context.yml source: prometheus): its saved answers, one file per query, as the
+    engine's rows (prometheus/source.bundle_of); a missing answer is a BundleError naming it."""
+    texts = {}
+    for name, relative in prometheus_source.response_files(context):
+        text = _read(os.path.join(directory, relative))
+        if text is None:
+            raise BundleError("%s/%s is missing" % (directory, relative))
+        texts[name] = text
+    return prometheus_source.bundle_of(context, texts)
 
 
 def saved_diagnosis(directory):

@@ -80,7 +80,12 @@ def cpu_window(before_text, after_text, own_cpu_seconds=0.0, window_seconds=None
     start); with window_seconds it is taken out of the busy share, as system/user work nobody
     else did (ticks per CPU-second = the window's ticks / (window x CPUs)).
     """
-    before, after = parse_proc_stat(before_text), parse_proc_stat(after_text)
+    return cpu_window_counts(parse_proc_stat(before_text), parse_proc_stat(after_text), own_cpu_seconds, window_seconds)
+
+
+def cpu_window_counts(before, after, own_cpu_seconds=0.0, window_seconds=None):
+    """cpu_window() of two parse_proc_stat() results ({"cpu": counts, "cpus": {name: counts}}, counts by CPU_STATES):
+    the one arithmetic for /proc/stat's ticks and for node_exporter's node_cpu_seconds_total (prometheus/rows.py)."""
     if not before["cpu"] or not after["cpu"]:
         return None
     shares = _cpu_shares(before["cpu"], after["cpu"])
@@ -118,7 +123,12 @@ def parse_diskstats(text):
 
 def disk_window(before_text, after_text, seconds):
     """Per device with I/O in the window: busy share (io_ticks / window), writes, bytes written."""
-    before, after = parse_diskstats(before_text), parse_diskstats(after_text)
+    return disk_window_counts(parse_diskstats(before_text), parse_diskstats(after_text), seconds)
+
+
+def disk_window_counts(before, after, seconds):
+    """disk_window() of two parse_diskstats() results: the one arithmetic for /proc/diskstats and for node_exporter's
+    node_disk_* counters (prometheus/rows.py)."""
     rows = []
     if not seconds or seconds <= 0:
         return rows
