@@ -318,10 +318,11 @@ def _add_op(total, op):
     total["rtt_ms"] += op["avg_rtt_ms"] * op["ops"]
     total["exe_ms"] += op["avg_exe_ms"] * op["ops"]
     total["queue_ms"] += op["avg_queue_ms"] * op["ops"]
-    total["bytes_sent"] += op["bytes_sent"]
     total["retrans"] += op["retrans"]
-    total["timeouts"] += op["timeouts"]
     total["errors"] += op["errors"] or 0
+    # A source without a figure (Prometheus's series: no per-op bytes or timeouts) leaves the total unmeasured.
+    for key in ("bytes_sent", "timeouts"):
+        total[key] = total[key] + op[key] if total[key] is not None and op[key] is not None else None
 
 
 def _averaged(total):

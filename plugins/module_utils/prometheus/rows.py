@@ -90,7 +90,9 @@ def _op(one, name):
         return None
     times = dict((key, one.increase("client_%s" % key, op=name)) for key in ("queue", "rtt", "execute"))
     per_op = dict((key, 1000.0 * value / ops if value is not None else 0.0) for key, value in times.items())
-    return {"ops": _int(ops), "retrans": 0, "timeouts": 0, "errors": None, "bytes_sent": 0,
+    # The series hold no per-op timeouts, errors or bytes on the wire: unmeasured (None), never 0 - the totals
+    # (diagnosis/run._add_op) stay None and diagnosis.json says null.
+    return {"ops": _int(ops), "retrans": 0, "timeouts": None, "errors": None, "bytes_sent": None,
             "avg_rtt_ms": per_op["rtt"], "avg_exe_ms": per_op["execute"], "avg_queue_ms": per_op["queue"]}
 
 

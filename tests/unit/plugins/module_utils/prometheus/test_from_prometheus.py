@@ -321,3 +321,13 @@ def test_the_lab_canary_and_prometheus_on_the_same_checkpoint(name, within):
     assert not [signal for signal in signals if "connect_count" in signal or signal.startswith("metadata ops' share")]
     assert [signal for signal in signals if signal.startswith("metadata ops' share")] == [] != [
         row for row in canary["evidence"] if row["signal"].startswith("metadata ops' share")]
+
+
+def test_per_op_figures_the_series_lack_are_unmeasured_not_zero():
+    """The series count no per-op timeouts or bytes on the wire: diagnosis.json says null for them, where the
+    canary's own bundle (mountstats) says 0 timeouts - before, the Prometheus bundle said 0 too, a figure no one
+    measured."""
+    canary = _saved_diagnosis("lab_seed_like_v41_canary")
+    ours = diagnose(load_bundle(os.path.join(SAVED, "lab_seed_like_v41")))
+    assert [mount["write_timeouts"] for mount in canary["clients"].values()] == [0, 0]
+    assert [mount["write_timeouts"] for mount in ours["clients"].values()] == [None, None]
