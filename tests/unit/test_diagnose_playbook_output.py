@@ -20,17 +20,22 @@ from ansible_collections.ckptio.nfs.tests.unit.utils import sample_path, tree_ch
 NAME = "seed_like_baseline"
 
 
-def diagnose(project, bundle, *extra):
-    """Run playbooks/diagnose.yml from project (a shell sets PWD; the play reads it)."""
+def run_diagnose_playbook(project, *extra):
+    """The finished ansible-playbook run of playbooks/diagnose.yml from project (a shell sets PWD; the play reads it),
+    with extra's arguments; skips where ansible-playbook is not next to this python."""
     if not os.path.exists(ANSIBLE_PLAYBOOK):
         pytest.skip("ansible-playbook is not next to this python")
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collection_root(), ANSIBLE_NOCOLOR="1", PWD=str(project),
                ANSIBLE_LOCAL_TEMP=str(project / ".tmp"), ANSIBLE_HOME=str(project / ".home"),
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
                ANSIBLE_CALLBACK_FORMAT_PRETTY="0")
-    argv = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(COLLECTION, "playbooks", "diagnose.yml"),
-            "-e", "ckptio_bundle=%s" % bundle] + list(extra)
-    done = subprocess.run(argv, cwd=str(project), env=env, capture_output=True, text=True, timeout=300, check=False)
+    argv = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(COLLECTION, "playbooks", "diagnose.yml")]
+    return subprocess.run(argv + list(extra), cwd=str(project), env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def diagnose(project, bundle, *extra):
+    """Run playbooks/diagnose.yml on bundle from project; its stdout."""
+    done = run_diagnose_playbook(project, "-e", "ckptio_bundle=%s" % bundle, *extra)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 

@@ -243,17 +243,9 @@ def test_the_saved_answers_diagnose_offline_as_the_capture(case):
 
 
 def playbook(project, *extra):
-    """(returncode, stdout) of playbooks/diagnose.yml run from project, as test_diagnose_playbook_output runs it."""
-    from ansible_collections.ckptio.nfs.tests.unit.test_playbook_summaries import ANSIBLE_PLAYBOOK, COLLECTION
-    from ansible_collections.ckptio.nfs.tests.unit.test_safety_states_fstab import collection_root
-    if not os.path.exists(ANSIBLE_PLAYBOOK):
-        pytest.skip("ansible-playbook is not next to this python")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collection_root(), ANSIBLE_NOCOLOR="1", PWD=str(project),
-               ANSIBLE_LOCAL_TEMP=str(project / ".tmp"), ANSIBLE_HOME=str(project / ".home"),
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-               ANSIBLE_CALLBACK_FORMAT_PRETTY="0")
-    argv = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(COLLECTION, "playbooks", "diagnose.yml")]
-    done = subprocess.run(argv + list(extra), cwd=str(project), env=env, capture_output=True, text=True, timeout=300, check=False)
+    """(returncode, stdout and stderr) of playbooks/diagnose.yml run from project, as test_diagnose_playbook_output runs it."""
+    from ansible_collections.ckptio.nfs.tests.unit.test_diagnose_playbook_output import run_diagnose_playbook
+    done = run_diagnose_playbook(project, *extra)
     return done.returncode, done.stdout + done.stderr
 
 
