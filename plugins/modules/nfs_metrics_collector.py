@@ -168,7 +168,12 @@ def _current(path):
 
 
 def plan(params, systemctl_state):
-    """(files to write {path: (bytes, mode)}, files to remove [path], commands [argv]) - nothing done."""
+    """(files to write {path: (bytes, mode)}, files to remove [path], commands [argv], {path: bytes or None} of the
+    files to write as they are now) - nothing done.
+
+    Each installed file is read once, here, and the program built once (install.program_bytes: the same bytes for
+    the same sources), so a second run compares content with content and changes nothing; the diff reuses the reads.
+    """
     textfile = os.path.join(params["textfile_directory"], collector.TEXTFILE_NAME)
     if params["state"] == "absent":
         ours = [os.path.join(params["install_directory"], install.PROGRAM),
@@ -179,8 +184,10 @@ def plan(params, systemctl_state):
             commands.append(["systemctl", "disable", "--now", TIMER])
         if any(path.startswith(params["unit_directory"]) for path in remove):
             commands.append(["systemctl", "daemon-reload"])
-        return {}, remove, commands
-    write = dict((path, content) for path, content in wanted_files(params).items() if _current(path) != content[0])
+        return {}, remove, commands, {}
+    wanted = wanted_files(params)
+    now = dict((path, _current(path)) for path in sorted(wanted))
+    write = dict((path, content) for path, content in wanted.items() if now[path] != content[0])
     commands = []
     if any(path.startswith(params["unit_directory"]) for path in write):
         commands.append(["systemctl", "daemon-reload"])
@@ -189,7 +196,7 @@ def plan(params, systemctl_state):
         commands.append(["systemctl", "enable", "--now", TIMER])
         if write and systemctl_state["active"]:
             commands.append(["systemctl", "restart", TIMER])
-    return write, [], commands
+    return write, [], commands, dict((path, now[path]) for path in write)
 
 
 def systemctl_state(module):
@@ -202,14 +209,18 @@ def systemctl_state(module):
     return {"enabled": enabled, "active": active, "systemctl": systemctl}
 
 
-def diff_of(write, remove):
+def _digest(content):
+    return "absent" if content is None else "%d bytes, sha256 %s" % (len(content), hashlib.sha256(content).hexdigest())
+
+
+def diff_of(write, remove, before_bytes):
+    """The diff of a plan: unit files as text, the program by size and SHA-256; before_bytes is plan()'s read."""
     before, after = [], []
     for path, (content, _mode) in sorted(write.items()):
-        old = _current(path)
+        old = before_bytes.get(path)
         if path.endswith(".pyz"):
-            after.append("%s: %d bytes, sha256 %s\n" % (path, len(content), hashlib.sha256(content).hexdigest()))
-            before.append("%s: %s\n" % (path, "absent" if old is None else "%d bytes, sha256 %s" % (
-                len(old), hashlib.sha256(old).hexdigest())))
+            after.append("%s: %s\n" % (path, _digest(content)))
+            before.append("%s: %s\n" % (path, _digest(old)))
         else:
             after.append("# %s\n%s" % (path, content.decode("utf-8")))
             before.append("# %s\n%s" % (path, "" if old is None else old.decode("utf-8", "replace")))
@@ -249,11 +260,11 @@ def main():
         module.fail_json(msg=problem)
     state = systemctl_state(module)
     try:
-        write, remove, commands = plan(params, state)
-        # The diff is taken before the gate: after it the files hold the new text.
-        diff = diff_of(write, remove) if module._diff else None  # pylint: disable=protected-access
+        write, remove, commands, before = plan(params, state)
     except Unreadable as exc:
         module.fail_json(msg="refused, nothing changed: %s" % exc)
+    # From plan()'s reads, taken before the gate: after it the files hold the new text.
+    diff = diff_of(write, remove, before) if module._diff else None  # pylint: disable=protected-access
     changed = bool(write or remove or commands)
     if changed and not module.check_mode:
         try:

@@ -17,6 +17,7 @@ apart, every transport or NFS task of the host is counted and the summary says s
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import rpc_latency, rpc_tasks, samples, sunrpc_xprt
@@ -41,26 +42,52 @@ def mount_endpoints(mountstats_text, mount_point):
     address, ports = None, frozenset()
     for mount in iter_mountstats(mountstats_text or ""):
         if mount.mount_point == mount_point:
-            address = mount.opts.get("addr")
-            ports = frozenset(xprt.get("srcport") for xprt in mount.xprt_dicts() if xprt.get("srcport"))
+            address, ports = endpoints(mount)
     return address, ports
+
+
+def endpoints(mount):
+    """(server address or None, frozenset of its transports' source ports) of one parsed mountstats block."""
+    return mount.opts.get("addr"), frozenset(xprt.get("srcport") for xprt in mount.xprt_dicts() if xprt.get("srcport"))
+
+
+# A client's files parsed once (parse_files), to be mapped to each of its mounts (summarize_parsed). A namedtuple:
+# the textfile collector imports this file at every run, and a dataclass costs ~0.4 ms of exec there (a namedtuple
+# 0.03 ms, measured with time.process_time on 3.11).
+ParsedFiles = collections.namedtuple("ParsedFiles", ["xprt", "tasks", "latency"])
+
+
+def parse_files(files):
+    """ParsedFiles of the files present, or None when none is: the textfile collector parses a host's texts once
+    and maps them to every mount."""
+    present = dict((key, files.get(key)) for key in FILES if files.get(key) is not None)
+    if not present:
+        return None
+    latency = present.get("rpc_latency")
+    return ParsedFiles(xprt=_parse_xprt(present.get("sunrpc_xprt")), tasks=_parse_tasks(present.get("rpc_tasks")),
+                       latency=None if latency is None else rpc_latency.parse_trace(latency))
 
 
 def summarize(files, mount_point, mountstats_text):
     """The client's slot-table summary (a dict, see docs/capture-bundle.md), or None when it has none of the files."""
-    present = dict((key, files.get(key)) for key in FILES if files.get(key) is not None)
-    if not present:
+    parsed = parse_files(files)
+    if parsed is None:
         return None
     address, ports = mount_endpoints(mountstats_text, mount_point)
     if address is None:
         # mountstats prints no addr= (and srcport 0) on 6.1: the host sample's NFS server address, when it names one.
         address = _sampled_server(files)
+    return summarize_parsed(parsed, address, ports)
+
+
+def summarize_parsed(parsed, address, ports):
+    """summarize() of files parse_files() read, for the mount whose server is address and source ports are ports."""
     summary = {"seen": {}, "not_seen": {}, "server": address}
-    xprt = _xprt_summary(present.get("sunrpc_xprt"), address, ports, summary)
-    tasks = _tasks_summary(present.get("rpc_tasks"), address, summary)
+    xprt = _xprt_summary(parsed.xprt, address, ports, summary)
+    tasks = _tasks_summary(parsed.tasks, address, summary)
     summary["transport"] = xprt
     summary["session"] = tasks
-    summary["latency"] = _latency_summary(present.get("rpc_latency"), xprt, tasks, summary)
+    summary["latency"] = _latency_summary(parsed.latency, xprt, tasks, summary)
     summary["full"] = _full_samples(xprt, tasks)
     for part, times in ((xprt, "full_times"), (tasks, "waiter_times")):
         if part:
@@ -91,14 +118,18 @@ def _not_seen(summary, key, parsed, what):
     summary["not_seen"][key] = reason
 
 
-def _xprt_summary(text, address, ports, summary):
+def _parse_xprt(text):
+    """(parsed samples, [(t, [(XprtInfo, dstaddr)])]) of sunrpc_xprt.txt, or None."""
     if text is None:
         return None
     parsed = samples.parse_samples(text)
-    rows = []
-    for sample in parsed.samples:
-        infos = _sample_xprts(sample)
-        rows.append((sample.t, infos))
+    return parsed, [(sample.t, _sample_xprts(sample)) for sample in parsed.samples]
+
+
+def _xprt_summary(parsed_rows, address, ports, summary):
+    if parsed_rows is None:
+        return None
+    parsed, rows = parsed_rows
     every = [info for _t, infos in rows for info, _addr in infos if not info.closed]
     by_port = ports and any(info.src_port in ports for info in every)
     by_address = address and any(addr == address for _t, infos in rows for _info, addr in infos)
@@ -159,7 +190,8 @@ def _xprt_point(t, infos):
             "transports": len(infos)}
 
 
-def _tasks_summary(text, address, summary):
+def _parse_tasks(text):
+    """(parsed samples, {RPC client id: server address}, [(t, [(client id, parsed tasks)])]) of rpc_tasks.txt, or None."""
     if text is None:
         return None
     parsed = samples.parse_samples(text)
@@ -173,6 +205,13 @@ def _tasks_summary(text, address, summary):
                 servers.setdefault(client, rpc_tasks.server_address(tasks.server))
         clients.update(servers)
         rows.append((sample.t, lists))
+    return parsed, clients, rows
+
+
+def _tasks_summary(parsed_rows, address, summary):
+    if parsed_rows is None:
+        return None
+    parsed, clients, rows = parsed_rows
     mine = set(client for client, server in clients.items() if address and server == address)
     mapped = bool(mine)
     how = ("by server address (the RPC client's server = the mount's addr=)" if mapped else
@@ -253,10 +292,9 @@ def _split(queues):
             "other": (total - slot - send - reply) / total, "observations": total}
 
 
-def _latency_summary(text, xprt, tasks, summary):
-    if text is None:
+def _latency_summary(trace, xprt, tasks, summary):
+    if trace is None:
         return None
-    trace = rpc_latency.parse_trace(text)
     events = [event for event in trace.latencies if event.program == NFS_PROGRAM]
     xprt_ids = set((xprt or {}).get("xprt_ids") or []) if (xprt or {}).get("mapped") else set()
     client_ids = set((tasks or {}).get("client_ids") or []) if (tasks or {}).get("mapped") else set()

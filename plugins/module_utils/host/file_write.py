@@ -9,11 +9,12 @@ file_read.read, locking file_lock.locked.
 
 How a write works: the new bytes go to a temp file in the directory of the file's final target
 (rename(2) is atomic only within one file system, and renaming over a symlink would replace the
-link by a regular file while its target kept the old content), are fsync'ed, then
-`module.atomic_move` renames the temp file over the target. The temp file is created with the
-final mode (the old file's mode, or `mode` for a new file), so no moment exists where the new
-content is readable by more users than the final file allows, whatever the umask. Whatever
-fails, the temp file is removed and the error propagates as OSError: the caller words the
+link by a regular file while its target kept the old content), are fsync'ed, then one move
+renames the temp file over the target: `module.atomic_move` in a module (write_file), a plain
+rename(2) where no AnsibleModule runs (replace_file: the textfile collector on a node). The
+temp file is created with the final mode (the old file's mode, or `mode` for a new file), so
+no moment exists where the new content is readable by more users than the final file allows,
+whatever the umask. Whatever fails, the temp file is removed and the error propagates as OSError: the caller words the
 message (its option names).
 
 Which writes follow a symlink, decided here once: only the configuration files an admin may
@@ -172,6 +173,72 @@ def _make_parents(directory, mode=0o755):
             raise file_read.refuse_kind(name, info)
 
 
+def _as_bytes(content):
+    return content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
+
+
+def _replace(target, content, final_mode, creating, move):
+    """The one move into place: a temp file born with final_mode in target's directory gets content,
+    is fsync'ed, and move(temp, target) renames it over target; whatever fails, the temp file is
+    removed and the old file keeps its bytes. A file this created is chmod'ed through its fd."""
+    temp_path = None
+    try:
+        handle, temp_path = _create_temp(os.path.dirname(target) or ".", os.path.basename(target), final_mode)
+        with os.fdopen(handle, "wb") as stream:
+            os.fchmod(stream.fileno(), final_mode)
+            stream.write(content)
+            stream.flush()
+            os.fsync(stream.fileno())
+        move(temp_path, target)
+    finally:
+        if temp_path is not None and os.path.lexists(temp_path):
+            os.unlink(temp_path)
+    if creating:
+        # rename(2) put a regular file at target (a link planted meanwhile was replaced, not
+        # followed); chmod through the fd of that file, never through a name.
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            os.fchmod(fd, final_mode)
+        finally:
+            os.close(fd)
+
+
+def replace_file(path, content, mode=NEW_FILE_MODE, inside=None):
+    """Atomically replace path with content without an AnsibleModule (the textfile collector on a node).
+
+    The same replace as write_file's (a temp file in path's directory, fsync, rename(2)), with
+    os.rename as the move: mode applies to a new file, an existing one keeps its mode. Nothing is
+    followed: a symlink or a non-regular file at path, or a symlink between inside and path, is
+    FileRefused naming it and nothing is written; the directory must exist. Raises OSError with
+    the old file untouched and no temp file left.
+    """
+    existing_mode = _no_follow_target(path, inside)
+    creating = existing_mode is None
+    _replace(path, _as_bytes(content), mode if creating else existing_mode, creating, os.rename)
+
+
+def _module_move(module, creating, final_mode):
+    """module.atomic_move as _replace's move: it keeps an existing file's owner and SELinux context."""
+    def move(temp_path, target):
+        try:
+            if creating:
+                # atomic_move gives a file it creates 0666 & ~umask after the rename; with this
+                # umask that is at most final_mode, and _replace's fchmod restores it exactly.
+                with _umask(0o777 & ~final_mode):
+                    module.atomic_move(temp_path, target)
+            else:
+                module.atomic_move(temp_path, target)
+        except OSError:
+            raise
+        except Exception as exc:  # pylint: disable=broad-except
+            # ansible-core's atomic_move raises Exception (not OSError) when even its fallback
+            # rename fails, for example over an immutable file (EPERM).
+            cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else None
+            raise FileWriteError(cause.errno if cause else None,
+                                 "%s%s" % (exc, " (%s)" % describe_error(cause) if cause else ""))
+    return move
+
+
 def write_file(module, path, content, mode=NEW_FILE_MODE, backup=False, make_parent=False, follow_links=False, inside=None):
     """Atomically replace path with content; return the backup's path or None.
 
@@ -186,8 +253,7 @@ def write_file(module, path, content, mode=NEW_FILE_MODE, backup=False, make_par
     default) nothing is followed: a symlink or a non-regular file at path, or a symlink between
     inside and path, is FileRefused naming it, and nothing is read, backed up or written.
     """
-    if isinstance(content, str):
-        content = content.encode("utf-8", "surrogateescape")
+    content = _as_bytes(content)
     if follow_links:
         target = file_read.final_target(path)
     else:
@@ -216,41 +282,7 @@ def write_file(module, path, content, mode=NEW_FILE_MODE, backup=False, make_par
         os.umask(current_umask)
         mode = 0o666 & ~current_umask
     final_mode = mode if creating else existing_mode
-    temp_path = None
-    try:
-        handle, temp_path = _create_temp(directory, os.path.basename(target), final_mode)
-        with os.fdopen(handle, "wb") as stream:
-            os.fchmod(stream.fileno(), final_mode)
-            stream.write(content)
-            stream.flush()
-            os.fsync(stream.fileno())
-        try:
-            if creating:
-                # atomic_move gives a file it creates 0666 & ~umask after the rename; with this
-                # umask that is at most final_mode, and the chmod below restores it exactly.
-                with _umask(0o777 & ~final_mode):
-                    module.atomic_move(temp_path, target)
-            else:
-                module.atomic_move(temp_path, target)
-        except OSError:
-            raise
-        except Exception as exc:  # pylint: disable=broad-except
-            # ansible-core's atomic_move raises Exception (not OSError) when even its fallback
-            # rename fails, for example over an immutable file (EPERM).
-            cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else None
-            raise FileWriteError(cause.errno if cause else None,
-                                 "%s%s" % (exc, " (%s)" % describe_error(cause) if cause else ""))
-    finally:
-        if temp_path is not None and os.path.lexists(temp_path):
-            os.unlink(temp_path)
-    if creating:
-        # rename(2) put a regular file at target (a link planted meanwhile was replaced, not
-        # followed); chmod through the fd of that file, never through a name.
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        try:
-            os.fchmod(fd, final_mode)
-        finally:
-            os.close(fd)
+    _replace(target, content, final_mode, creating, _module_move(module, creating, final_mode))
     return backup_file
 
 
@@ -263,8 +295,7 @@ def write_if_changed(module, path, content, mode=NEW_FILE_MODE, make_parent=Fals
     comparison is of bytes: a report.png, or a CRLF copy of a text file, is never taken for the
     same content as other bytes.
     """
-    if isinstance(content, str):
-        content = content.encode("utf-8", "surrogateescape")
+    content = _as_bytes(content)
     old = file_read.read(path, inside=inside, none_on=file_read.UNREADABLE)
     if old is not None and old.encode("utf-8", "surrogateescape") == content:
         return False

@@ -7,8 +7,8 @@ A systemd timer runs it every few seconds on each client and server (the `nfs_me
 module installs it as a zip of these very files, so what runs is what the unit tests run). It reads
 through HostRoot (bounded reads of /proc and /sys), parses with the collection's own parsers, and
 replaces TEXTFILE_NAME in node_exporter's textfile directory atomically: node_exporter reads only
-*.prom files, so the temporary file is a dot-file without that suffix and a scrape never sees half
-a file (node_exporter's textfile collector docs: "write to a temporary file and rename").
+*.prom files, so the temporary file (file_write's, a dot-file without that suffix) is never scraped
+half written (node_exporter's textfile collector docs: "write to a temporary file and rename").
 
 Only stdlib and the collection's module_utils: nodes have no Ansible.
 """
@@ -30,6 +30,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.nfsd_stats 
     parse_single_number,
 )
 from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import exposition
+from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_write
 
 TEXTFILE_NAME = "ckptio_nfs.prom"
 # node_exporter serves the file to anyone who can scrape it; nothing in it is secret.
@@ -42,7 +43,7 @@ def client_samples(root, mount_points=()):
     if text is None:
         return [], {"mountstats": False}
     mounts = exposition.select_mounts(iter_mountstats(text), mount_points)
-    views, sources = slot_views(root, text, [mount.mount_point for mount in mounts])
+    views, sources = slot_views(root, mounts)
     samples = []
     for mount in mounts:
         slot_figures, waiters = views.get(mount.mount_point, (None, None))
@@ -56,7 +57,7 @@ def _servers(root):
     return dict((mount["mount_point"], nfs_server_of(mount)) for mount in mounts if mount["fstype"] in NFS_FSTYPES)
 
 
-def slot_views(root, mountstats_text, mount_points):
+def slot_views(root, mounts):
     """({mount point: (slot figures or None, session-slot waiters or None)}, {sunrpc_sysfs, debugfs_tasks: read}).
 
     One read of the live views the canary samples (host/sunrpc_sampler: sysfs xprt_info, debugfs rpc_clnt tasks),
@@ -64,30 +65,38 @@ def slot_views(root, mountstats_text, mount_points):
     a mount its transports or RPC clients were mapped to - or, when nothing names them, on a host whose NFS mounts all
     go to one server (then the host's are that server's): never another server's figures under this mount's name.
     On NFSv4 one RPC client and one session serve every mount of a server, so those mounts show the same figures.
+    The texts are parsed once (slot_samples.parse_files) for all of mounts, the parsed mountstats blocks of the run.
     """
     header = "=== sample t=0.000 ===\n"
     xprt, tasks = sunrpc_sampler.xprt_text(root), sunrpc_sampler.tasks_text(root, [])
     files = dict((key, header + text) for key, text in (("sunrpc_xprt", xprt), ("rpc_tasks", tasks)) if text is not None)
     sources = {"sunrpc_sysfs": xprt is not None, "debugfs_tasks": tasks is not None}
-    if not files:
+    parsed = slot_samples.parse_files(files)
+    if parsed is None:
         return {}, sources
     servers = _servers(root)
     one_server = len(set(servers.values())) == 1
     views = {}
-    for point in mount_points:
-        mine = dict(files)
-        if servers.get(point):
-            mine["host_after"] = {"nfs_server_addresses": [servers[point]]}
-        summary = slot_samples.summarize(mine, point, mountstats_text) or {}
-        transport, session = summary.get("transport"), summary.get("session")
-        slot_figures = waiters = None
-        if transport and (transport["mapped"] or one_server):
-            slot_figures = {"slots_allocated": transport["peak_in_use"], "slot_table_size": transport["cap"],
-                            "backlog_queue": transport["max_backlog"], "pending_queue": transport["mean_pending"]}
-        if session and (session["mapped"] or one_server):
-            waiters = session["max_waiters"]
-        views[point] = (slot_figures, waiters)
+    for mount in mounts:
+        address, ports = slot_samples.endpoints(mount)
+        if address is None:
+            # mountstats prints no addr= on 6.1: mountinfo's server of this mount point (slot_samples' own fallback).
+            address = servers.get(mount.mount_point) or None
+        summary = slot_samples.summarize_parsed(parsed, address, ports)
+        views[mount.mount_point] = (_slot_figures(summary.get("transport"), one_server),
+                                    _session_waiters(summary.get("session"), one_server))
     return views, sources
+
+
+def _slot_figures(transport, one_server):
+    if not transport or not (transport["mapped"] or one_server):
+        return None
+    return {"slots_allocated": transport["peak_in_use"], "slot_table_size": transport["cap"],
+            "backlog_queue": transport["max_backlog"], "pending_queue": transport["mean_pending"]}
+
+
+def _session_waiters(session, one_server):
+    return session["max_waiters"] if session and (session["mapped"] or one_server) else None
 
 
 def server_samples(root):
@@ -113,26 +122,16 @@ def collect(root, mount_points=(), now=None):
 
 
 def write_textfile(directory, text):
-    """Replace directory/TEXTFILE_NAME with text: a temp file in the same directory, fsync, rename.
+    """Replace directory/TEXTFILE_NAME with text through file_write.replace_file (temp file in the same
+    directory, fsync, rename): node_exporter reads only *.prom, and the temp file is a dot-file without
+    that suffix, so a scrape never sees half a file.
 
     The directory must exist (node_exporter's package makes it): a missing one is an error, not
-    created, so a node without node_exporter gets a message and no stray directory. Nothing is
-    followed: the temp file is created O_EXCL|O_NOFOLLOW and rename(2) replaces a link at the
-    final name instead of writing through it.
+    created, so a node without node_exporter gets a message and no stray directory. A link or a
+    non-regular file at the name is refused (FileRefused, an OSError), never written through.
     """
     final = os.path.join(directory, TEXTFILE_NAME)
-    temp = os.path.join(directory, ".%s.%d.tmp" % (TEXTFILE_NAME, os.getpid()))
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, TEXTFILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            os.fchmod(stream.fileno(), TEXTFILE_MODE)
-            stream.write(text.encode("utf-8"))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.rename(temp, final)
-    finally:
-        if os.path.lexists(temp):
-            os.unlink(temp)
+    file_write.replace_file(final, text, mode=TEXTFILE_MODE, inside=directory)
     return final
 
 

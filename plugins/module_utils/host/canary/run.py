@@ -38,7 +38,7 @@ class Sampler:
 
     def __init__(self, proc, rpc=None):
         self.proc = proc
-        # The sunrpc views (sunrpc_sampler.RpcSampler), read in the same pass during the write window.
+        # The sunrpc views (sunrpc_sampler.RpcSampler), read on their own cadence during the write window (sample_rpc).
         self.rpc = rpc
         self.passes = 0
         self.cpu_seconds = 0.0
@@ -48,8 +48,6 @@ class Sampler:
     def sample(self, rank_pids):
         """Every task in D state right now: {epoch, count, wchans, rank_pids}."""
         tasks, cpu_seconds = dstate_scan.scan(self.proc)
-        if self.rpc is not None:
-            self.rpc.sample()
         wchans = sorted(task["wchan"] for task in tasks)
         self.passes += 1
         self.cpu_seconds += cpu_seconds
@@ -57,6 +55,13 @@ class Sampler:
         self.longest_interval_seconds = max(self.longest_interval_seconds, self.interval_seconds)
         return {"epoch": round(time.time(), 3), "count": len(wchans), "wchans": wchans,
                 "rank_pids": sorted(task["pid"] for task in tasks if task["pid"] in rank_pids)}
+
+    def sample_rpc(self):
+        """A pass of the sunrpc views when their own interval is due (none otherwise); when the next is due, or None."""
+        if self.rpc is None:
+            return None
+        self.rpc.sample()
+        return self.rpc.due_at()
 
     def cost(self):
         return {"passes": self.passes, "cpu_seconds": round(self.cpu_seconds, 3),
@@ -98,7 +103,9 @@ class Run:
             if now >= next_sample:
                 samples.append(self.sampler.sample(rank_pids))
                 next_sample = now + self.sampler.interval_seconds
+            rpc_due = self.sampler.sample_rpc()
             wake = min(next_sample, deadline) if "start" in host_samples else min(next_sample, deadline, start_at)
+            wake = wake if rpc_due is None else min(wake, rpc_due)
             for fd in processes.readable(list(pending), max(0.0, wake - time.time())):
                 if processes.read_output(pending[fd].child, first_line):
                     results.append(canary_ranks.rank_result(pending.pop(fd)))
@@ -123,6 +130,7 @@ class Run:
             if time.time() >= next_sample[0]:
                 samples.append(self.sampler.sample(rank_pids))
                 next_sample[0] = time.time() + self.sampler.interval_seconds
+            self.sampler.sample_rpc()
 
         exited = processes.kill_children([row["pid"] for row in rows], self.params["kill_grace"], keep_sampling)
         for row in rows:
@@ -256,6 +264,9 @@ def run_phases(module, places, planned, servers, host):
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         supervised.ranks = canary_ranks.start_ranks(
             plan, lambda entry: canary_ranks.rank_body(write_fds, entry, rank_params, barrier), places.control_fds())
+        # The sunrpc sampler's set-up (a tracing instance) while the ranks wait for their go, after their fork (so
+        # they do not hold its watchdog's pipe); write_phase() opens and closes its window.
+        supervised.sampler.rpc.prepare()
         go_at, signal_info = supervised.wait_for_go(places.path(), planned.start_at)
         phases.update(barrier=signal_info, start_at=go_at)
         if go_at is not None:
@@ -269,6 +280,7 @@ def run_phases(module, places, planned, servers, host):
             if places.local is not None:
                 phases["drained"] = supervised.drain_phase(places, plan, written)
     finally:
+        supervised.sampler.rpc.end()
         supervised.let_go()
         if barrier is not None:
             barrier.close()

@@ -52,3 +52,28 @@ def test_trace_leaves_no_instance_and_check_mode_touches_none(fake_root, tmp_pat
     result = _run(fake_root, tmp_path, check_mode=True, rpc_sampling="trace")
     assert "rpc_samples" not in result and os.path.isdir(instance)
     assert kernel._enabled(instance)["sunrpc/rpc_stats_latency"] == "0"
+
+
+def test_the_rpc_sampler_keeps_its_own_cadence_while_the_d_state_pass_is_slow(fake_root, tmp_path, monkeypatch):
+    """The tuned lab capture (tests/fixtures/captures/v47_bookworm_tuned/NOTES.txt): a D-state pass of ~0.45 s of CPU
+    stretched that pass's interval to its 10 s cap, and the rpc sampler, read only inside it, got 3-4 samples in 25-30 s.
+    Here a D-state pass reports 0.6 s (interval 10 s) and the ranks write for ~2.5 s: the rpc sampler, whose own pass
+    costs milliseconds on this fake host, samples on its own cadence (1 s) all the same."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import dstate_scan
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host.canary import ranks as canary_ranks
+    import time
+
+    kernel._kernel_host(str(fake_root.root))
+    monkeypatch.setattr(dstate_scan, "scan", lambda proc: ([], 0.6))
+    write_rank = canary_ranks.write_rank
+
+    def slow_write_rank(*args, **kwargs):
+        time.sleep(2.5)
+        return write_rank(*args, **kwargs)
+
+    monkeypatch.setattr(canary_ranks, "write_rank", slow_write_rank)
+    result = _run(fake_root, tmp_path)
+    assert result["harness"]["dstate_sampler"]["passes"] == 1
+    samples = result["rpc_samples"]
+    assert samples["cost"]["passes"] >= 3
+    assert samples["sunrpc_xprt"].count("=== sample t=") == samples["cost"]["passes"]

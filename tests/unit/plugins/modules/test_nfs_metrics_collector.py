@@ -1,6 +1,7 @@
 """nfs_metrics_collector through its real main(): installs, is idempotent, changes nothing in check mode, removes only its own files."""
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -177,3 +178,55 @@ def test_through_ansible_the_module_packs_the_program_it_installs(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "sha256" in run.stdout and "OnUnitActiveSec=15s" in run.stdout
     assert sorted(os.listdir(places["units"])) == [] and not places["lib"].exists()
+
+
+def _spy_reads(monkeypatch):
+    """{path: times read} through file_read.read, and [program_bytes() calls]."""
+    from ansible_collections.ckptio.nfs.plugins.module_utils.host import file_read  # pylint: disable=import-outside-toplevel
+
+    reads, builds = {}, []
+    real_read, real_build = file_read.read, install.program_bytes
+
+    def read(path, *args, **kwargs):
+        reads[path] = reads.get(path, 0) + 1
+        return real_read(path, *args, **kwargs)
+
+    def build():
+        builds.append(1)
+        return real_build()
+
+    monkeypatch.setattr(file_read, "read", read)
+    monkeypatch.setattr(install, "program_bytes", build)
+    return reads, builds
+
+
+def test_a_run_reads_each_installed_file_once_and_builds_the_zip_once(systemd, places, monkeypatch):
+    run_module(nfs_metrics_collector, places)
+    reads, builds = _spy_reads(monkeypatch)
+    result = run_module(nfs_metrics_collector, dict(places, interval=30), check_mode=True, diff=True)
+    assert result["changed"] is True and "OnUnitActiveSec=15s" in result["diff"]["before"]
+    assert len(reads) == 3 and set(reads.values()) == {1}, reads
+    assert len(builds) == 1
+    reads.clear()
+    del builds[:]
+    run_module(nfs_metrics_collector, dict(places, state="absent"), check_mode=True, diff=True)
+    assert builds == [], "state=absent needs no program"
+
+
+def test_the_zip_is_the_same_bytes_for_the_same_sources_and_idempotence_rests_on_them(systemd, places):
+    assert install.program_bytes() == install.program_bytes()
+    run_module(nfs_metrics_collector, places)
+    program = os.path.join(places["install_directory"], install.PROGRAM)
+    with open(program, "rb") as stream:
+        installed = stream.read()
+    assert installed == install.program_bytes()
+    os.utime(program, (0, 0))
+    assert run_module(nfs_metrics_collector, places)["changed"] is False, "a new mtime is not a change"
+    with open(program, "r+b") as stream:
+        stream.seek(len(installed) // 2)
+        stream.write(b"\0" if installed[len(installed) // 2:len(installed) // 2 + 1] != b"\0" else b"\1")
+    result = run_module(nfs_metrics_collector, places, diff=True)
+    assert result["changed_files"] == [program]
+    assert hashlib.sha256(installed).hexdigest() in result["diff"]["after"]
+    with open(program, "rb") as stream:
+        assert stream.read() == installed

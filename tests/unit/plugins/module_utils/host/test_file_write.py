@@ -215,3 +215,87 @@ def test_write_if_changed_creates_missing_parents_when_asked(module, tmp_path):
     path = str(tmp_path / "clients" / "gpu017" / "mountstats_after.txt")
     assert file_write.write_if_changed(module, path, "device x\n", make_parent=True) is True
     assert file_write.write_if_changed(module, path, "device x\n", make_parent=True) is False
+
+
+HOST_DIR = os.path.dirname(file_write.__file__)
+# Renames in host/ that are not "write this file": what each one moves and why it is not file_write's.
+NOT_FILE_WRITES = {
+    # The canary's workload itself: the checkpoint shapes rename as torch/megatron do; that rename is what is measured.
+    os.path.join("canary", "shapes.py"),
+    # The Slurm supervisor moves result.json.part, which the canary child streamed as its stdout, into place.
+    "slurm_supervisor.py",
+}
+
+
+def _moves(path):
+    """(line, call) of each os.rename / os.replace / .atomic_move call in a Python file."""
+    import ast  # pylint: disable=import-outside-toplevel
+
+    with open(path, encoding="utf-8") as stream:
+        tree = ast.parse(stream.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            name = node.func.attr
+            if name == "atomic_move" or (name in ("rename", "replace") and isinstance(owner, ast.Name) and owner.id == "os"):
+                found.append((node.lineno, name))
+    return found
+
+
+def test_one_atomic_replace_for_writing_files_in_host():
+    # One writer for files (docs/architecture.md): a second temp-file-and-rename beside file_write's drifts
+    # (its own temp names, modes, link rules) and is tested apart.
+    elsewhere = {}
+    for directory, _dirs, names in os.walk(HOST_DIR):
+        for name in names:
+            path = os.path.join(directory, name)
+            relative = os.path.relpath(path, HOST_DIR)
+            if name.endswith(".py") and relative != "file_write.py" and relative not in NOT_FILE_WRITES:
+                if _moves(path):
+                    elsewhere[relative] = _moves(path)
+    assert elsewhere == {}
+
+
+def test_replace_file_needs_no_module_gives_a_new_file_its_mode_and_keeps_an_old_ones(tmp_path):
+    path = str(tmp_path / "x.prom")
+    old_umask = os.umask(0o077)
+    try:
+        file_write.replace_file(path, "a 1\n", mode=0o644, inside=str(tmp_path))
+    finally:
+        os.umask(old_umask)
+    assert read_bytes(path) == b"a 1\n" and mode_of(path) == 0o644
+    os.chmod(path, 0o600)
+    file_write.replace_file(path, b"a 2\n", mode=0o644, inside=str(tmp_path))
+    assert read_bytes(path) == b"a 2\n" and mode_of(path) == 0o600
+    assert os.listdir(str(tmp_path)) == ["x.prom"]
+
+
+def test_replace_file_refuses_a_link_at_the_name_and_a_linked_directory_below_inside(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.prom").write_text("keep\n", encoding="utf-8")
+    place = tmp_path / "place"
+    place.mkdir()
+    os.symlink(str(outside / "x.prom"), str(place / "x.prom"))
+    with pytest.raises(file_read.FileRefused):
+        file_write.replace_file(str(place / "x.prom"), "new\n", inside=str(place))
+    os.symlink(str(outside), str(place / "sub"))
+    with pytest.raises(file_read.FileRefused):
+        file_write.replace_file(str(place / "sub" / "y.prom"), "new\n", inside=str(place))
+    assert sorted(os.listdir(str(outside))) == ["x.prom"]
+    assert (outside / "x.prom").read_text(encoding="utf-8") == "keep\n"
+    assert sorted(os.listdir(str(place))) == ["sub", "x.prom"]
+
+
+def test_replace_file_failing_rename_leaves_the_old_bytes_and_no_temp(tmp_path, monkeypatch):
+    path = tmp_path / "x.prom"
+    path.write_text("old\n", encoding="utf-8")
+
+    def no_space(_source, _target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(file_write.os, "rename", no_space)
+    with pytest.raises(OSError):
+        file_write.replace_file(str(path), "new\n", inside=str(tmp_path))
+    assert path.read_text(encoding="utf-8") == "old\n" and os.listdir(str(tmp_path)) == ["x.prom"]

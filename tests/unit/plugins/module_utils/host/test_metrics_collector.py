@@ -65,15 +65,18 @@ def test_a_missing_textfile_directory_is_a_message_and_nothing_is_created(tmp_pa
     assert not missing.exists()
 
 
-def test_a_link_at_the_file_name_is_replaced_never_written_through(tmp_path):
+def test_a_link_at_the_file_name_is_refused_never_written_through(tmp_path, capsys):
+    # file_write's rule for every file that is not an admin's configuration: a link at our name is refused, named.
     textfiles = tmp_path / "textfile"
     textfiles.mkdir()
     victim = tmp_path / "victim"
     victim.write_text("keep\n", encoding="utf-8")
     (textfiles / collector.TEXTFILE_NAME).symlink_to(victim)
-    assert collector.main(["--textfile-directory", str(textfiles), "--root", str(_client_root(tmp_path))]) == 0
+    assert collector.main(["--textfile-directory", str(textfiles), "--root", str(_client_root(tmp_path))]) == 1
+    assert collector.TEXTFILE_NAME in capsys.readouterr().err
     assert victim.read_text(encoding="utf-8") == "keep\n"
-    assert not (textfiles / collector.TEXTFILE_NAME).is_symlink()
+    assert (textfiles / collector.TEXTFILE_NAME).is_symlink()
+    assert sorted(os.listdir(textfiles)) == [collector.TEXTFILE_NAME], "no temp file left"
 
 
 def test_a_mount_point_that_is_not_utf8_still_gives_valid_text(tmp_path):
@@ -137,3 +140,36 @@ def test_another_servers_figures_never_go_under_a_mount(tmp_path):
         "61 25 0:53 / /mnt/other rw,relatime shared:2 - nfs4 nfs9:/x rw,vers=4.1,addr=10.0.0.9\n", encoding="utf-8")
     text = collector.collect(HostRoot(str(root)), ["/mnt/nfs"], now=1)
     assert "rpc_slot_table_size" not in text
+
+
+def test_the_live_texts_are_parsed_once_per_run_whatever_the_mounts(tmp_path, monkeypatch):
+    # Three mounts of one server: the sysfs/debugfs texts and mountstats are parsed once each, not once per mount.
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import slot_samples
+    from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import mountstats, samples
+
+    root = _live_root(tmp_path)
+    stats = root / "proc" / "self" / "mountstats"
+    text = stats.read_text(encoding="utf-8")
+    block = text[text.index("device nfs1:/srv/nfs"):]
+    stats.write_text(text + "".join(block.replace("/mnt/nfs", "/mnt/" + name) for name in ("a", "b")), encoding="utf-8")
+    with open(root / "proc" / "self" / "mountinfo", "a", encoding="utf-8") as stream:
+        for number, name in ((61, "a"), (62, "b")):
+            stream.write("%d 25 0:5%d / /mnt/%s rw,relatime shared:1 - nfs4 nfs1:/srv/nfs rw,vers=4.1,addr=10.0.0.1\n"
+                         % (number, number - 60, name))
+    alone = collector.collect(HostRoot(str(root)), ["/mnt/b"], now=1)
+    calls = {"parse_samples": 0, "iter_mountstats": 0}
+
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(samples, "parse_samples", counted("parse_samples", samples.parse_samples))
+    for module in (collector, slot_samples, mountstats):
+        monkeypatch.setattr(module, "iter_mountstats", counted("iter_mountstats", mountstats.iter_mountstats))
+    every = collector.collect(HostRoot(str(root)), now=1)
+    assert calls == {"parse_samples": 2, "iter_mountstats": 1}
+    assert every.count("ckptio_nfs_client_rpc_slot_table_size{") == 3
+    mine = [line for line in every.splitlines() if 'mountpoint="/mnt/b"' in line]
+    assert mine and mine == [line for line in alone.splitlines() if 'mountpoint="/mnt/b"' in line]

@@ -120,24 +120,30 @@ def test_off_reads_nothing():
 
 # --- tracing on a fake tracefs ------------------------------------------------------------------
 
-EVENTS = ("sunrpc/rpc_stats_latency", "nfs4/nfs4_sequence_done")  # the fake kernel lacks nfs4_setup_sequence
+EVENTS = ("sunrpc/rpc_stats_latency", "nfs4/nfs4_sequence_done")
 
 
 def _trace_lines():
     return "".join(line for line in _fixture("load/rpc_latency.txt").splitlines(True)[:40])
 
 
-def _fake_tracefs(root):
-    """tracefs as the kernel shows it: instances/ exists, mkdir makes an instance's files, rmdir drops them."""
+def _fake_tracefs(root, events=EVENTS, filters=EVENTS):
+    """tracefs as the kernel shows it: instances/ exists, mkdir makes an instance's files, rmdir drops them
+    (events: those the kernel has; filters: those whose filter file takes a filter)."""
     tracing = os.path.join(root, "sys/kernel/tracing")
     os.makedirs(os.path.join(tracing, "instances"))
 
     def mkdir(path):
-        os.mkdir(path)
-        for event in EVENTS:
+        os.makedirs(os.path.join(path, "events"))
+        with open(os.path.join(path, "events", "enable"), "w") as handle:
+            handle.write("0")
+        for event in events:
             os.makedirs(os.path.join(path, "events", event))
             with open(os.path.join(path, "events", event, "enable"), "w") as handle:
                 handle.write("0")
+            if event in filters:
+                with open(os.path.join(path, "events", event, "filter"), "w") as handle:
+                    handle.write("none\n")
         for name, text in (("buffer_size_kb", "7\n"), ("tracing_on", "1"), ("trace_pipe", _trace_lines())):
             with open(os.path.join(path, name), "w") as handle:
                 handle.write(text)
@@ -148,10 +154,10 @@ def _fake_tracefs(root):
     return tracing, mkdir
 
 
-def _enabled(instance):
+def _enabled(instance, name="enable"):
     values = {}
     for event in EVENTS:
-        with open(os.path.join(instance, "events", event, "enable")) as handle:
+        with open(os.path.join(instance, "events", event, name)) as handle:
             values[event] = handle.read()
     return values
 
@@ -164,22 +170,57 @@ def tracefs(tmp_path, monkeypatch):
     return os.path.join(tracing, "instances", sunrpc_sampler.INSTANCE)
 
 
-def test_trace_enables_the_events_for_the_window_only_and_removes_its_instance(tmp_path, tracefs):
+def test_trace_is_set_up_before_the_window_switched_at_its_edges_and_read_once_after_it(tmp_path, tracefs):
     host = _kernel_host(tmp_path)
     sampler = sunrpc_sampler.RpcSampler(host, "trace")
-    sampler.begin(0.0)
-    assert _enabled(tracefs) == {"sunrpc/rpc_stats_latency": "1", "nfs4/nfs4_sequence_done": "1"}
+    sampler.prepare()
+    # Before the go: the instance is made, sized and filtered in the kernel, its events still off.
+    assert _enabled(tracefs) == {"sunrpc/rpc_stats_latency": "0", "nfs4/nfs4_sequence_done": "0"}
+    assert _enabled(tracefs, "filter") == {"sunrpc/rpc_stats_latency": 'progname == "nfs"',
+                                           "nfs4/nfs4_sequence_done": "slot_nr == 0 || error != 0"}
     with open(os.path.join(tracefs, "buffer_size_kb")) as handle:
         assert int(handle.read()) == max(256, 16384 // os.cpu_count())
+    sampler.begin(0.0)
+    assert _enabled(tracefs) == {"sunrpc/rpc_stats_latency": "1", "nfs4/nfs4_sequence_done": "1"}
     sampler.sample(now=1.0)
+    sampler.sample(now=2.0)
+    # The passes read the queues only; the trace stays in the kernel's buffer until the window ends.
+    assert sampler.tracer.chunks == [] and os.path.getsize(os.path.join(tracefs, "trace_pipe")) > 0
     sampler.end()
     result = sampler.result()
     assert not os.path.exists(tracefs)
-    assert result["rpc_latency"] == _trace_lines()
+    assert result["rpc_latency"] == _trace_lines() and result["sunrpc_xprt"].count("=== sample") == 2
     assert result["cost"]["trace_events"] == list(EVENTS)
-    assert "tracing: the kernel has no nfs4:nfs4_setup_sequence event (or it could not be enabled): not traced" in result["notes"]
-    assert "tracing: the kernel dropped 5 events (buffer %d KiB a CPU)" % max(256, 16384 // os.cpu_count()) in result["notes"]
+    assert result["notes"] == ["tracing: the kernel lost 5 events (its buffer of %d KiB a CPU, read once after the window, "
+                               "was full)" % max(256, 16384 // os.cpu_count())]
+    cost = result["cost"]
+    assert cost["window_cpu_seconds"] <= cost["cpu_seconds"] + cost["trace_cpu_seconds"]
+    assert cost["trace_cpu_seconds"] >= cost["before_window_cpu_seconds"] + cost["after_window_cpu_seconds"] > 0
     sampler.end()  # twice is harmless
+
+
+def test_a_missing_event_and_a_refused_filter_are_said_and_the_rest_traced(tmp_path, monkeypatch):
+    tracing, mkdir = _fake_tracefs(str(tmp_path), events=EVENTS[:1], filters=())
+    monkeypatch.setattr(sunrpc_sampler, "MKDIR", mkdir)
+    monkeypatch.setattr(sunrpc_sampler, "RMDIR", shutil.rmtree)
+    sampler = sunrpc_sampler.RpcSampler(_kernel_host(tmp_path), "trace")
+    sampler.begin(0.0)
+    sampler.end()
+    result = sampler.result()
+    assert result["cost"]["trace_events"] == ["sunrpc/rpc_stats_latency"] and result["rpc_latency"] == _trace_lines()
+    assert result["notes"][:2] == [
+        "tracing: the kernel has no nfs4:nfs4_sequence_done event: not traced",
+        "tracing: the kernel refused the filter 'progname == \"nfs\"' on sunrpc:rpc_stats_latency: its events are kept unfiltered"]
+
+
+def test_a_run_called_off_before_its_go_removes_the_prepared_instance(tmp_path, tracefs):
+    sampler = sunrpc_sampler.RpcSampler(_kernel_host(tmp_path), "trace")
+    sampler.prepare()
+    assert os.path.isdir(tracefs)
+    sampler.end()
+    assert not os.path.exists(tracefs) and sampler.result()["rpc_latency"] == ""
+    sampler.begin(1.0)  # after end(): nothing is opened again
+    assert not os.path.exists(tracefs) and sampler.due_at() is None
 
 
 def test_a_failing_window_still_removes_the_instance(tmp_path, tracefs):
@@ -238,14 +279,42 @@ def test_a_killed_run_leaves_tracing_off(tmp_path):
         run.stdout.close()
 
 
-def test_a_costly_pass_stretches_its_own_interval_not_the_d_state_one(tmp_path, monkeypatch):
-    seen = []
-    monkeypatch.setattr(sunrpc_sampler.dstate, "sampling_interval", lambda base, cost: seen.append((base, cost)) or 5.0)
+class _FakeCpu:
+    """process_time() for the sampler: each read of the views costs what the test says."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def process_time(self):
+        return self.seconds
+
+    def time(self):
+        return 0.0
+
+
+def test_the_window_s_cpu_stays_within_the_budget_a_costly_pass_pushes_the_next_out(tmp_path, monkeypatch):
+    cpu = _FakeCpu()
+    monkeypatch.setattr(sunrpc_sampler, "time", cpu)
     sampler = sunrpc_sampler.RpcSampler(_kernel_host(tmp_path), "queues")
+    xprt_text = sampler._xprt_text
+
+    def costly():
+        cpu.seconds += 0.25  # a pass of the 2-slot baseline's task lists on a TCG client
+        return xprt_text()
+
+    sampler._xprt_text = costly
     sampler.begin(0.0)
-    sampler.sample(now=1.0)
-    assert sampler.sample(now=2.0) == 0.0 and sampler.sample(now=5.9) == 0.0
-    sampler.sample(now=6.0)
+    assert sampler.due_at() == 0.0
+    assert sampler.sample(now=0.0) == 0.25
+    # 0.25 s of CPU is 5 % of 5 s: nothing before t=5, at t=5 the next pass (then 0.5 s over 10 s).
+    assert sampler.due_at() == 5.0
+    assert sampler.sample(now=1.0) == 0.0 and sampler.sample(now=4.9) == 0.0
+    assert sampler.sample(now=5.0) == 0.25 and sampler.due_at() == 10.0
+    sampler._xprt_text = xprt_text  # cheap passes again: every INTERVAL once the share is back within the budget
+    sampler.sample(now=10.0)
+    assert sampler.due_at() == 11.0
+    sampler.end()
     result = sampler.result()
-    assert result["cost"]["passes"] == 2 and result["sunrpc_xprt"].count("=== sample") == 2
-    assert result["cost"]["longest_interval_seconds"] == 5.0 and [base for base, _cost in seen] == [1.0, 1.0]
+    assert result["cost"]["passes"] == 3 and result["sunrpc_xprt"].count("=== sample") == 3
+    assert result["cost"]["cpu_seconds"] == 0.5 and result["cost"]["longest_interval_seconds"] == 5.0
+    assert sampler.due_at() is None  # the window is closed: the monitor no longer wakes for it
