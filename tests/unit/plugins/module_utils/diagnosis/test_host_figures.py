@@ -25,8 +25,9 @@ CAPTURES = sorted(os.path.dirname(path) for path in glob.glob(sample_path("..", 
 PINNED = {1: "1dac9d4649502bd2e086ff8ba9d7a5b44133ecf30c8de7886a389d7cf58a7375",
           # moved with issue 47's slot table (FORMAT kept, host_figures.py says why): the v47 captures' clients now
           # hold their slot_table and name the rpc sample files among their sources; the other captures' rows are the same
-          # moved again by the new captures alone (issue 48's v48_bookworm_*; without them, ae9e7e4f...)
-          2: "578fa6a1d0f7a587bcd08903bb798c2795a974d7d7c8f10697b6c0e90d7b261c"}
+          # moved again by new captures alone: issue 48's v48_bookworm_* (without them, ae9e7e4f...), then issue 47's
+          # v47_trixie_* (without them, 578fa6a1...)
+          2: "6b3ba6624eba9680cb679940f2a0504c2c2d19d776638027f745b9ed1ce1e264"}
 
 
 def _client_files(directory):
