@@ -27,6 +27,8 @@
 # Incast (many clients into one server port) needs more senders and a switch buffer than the
 # lab's two clients on a software bridge have: no scenario makes it.
 # CKPTIO_CAPTURES_TUNED=1 skips the tuning playbooks when the lab is tuned already.
+# CKPTIO_CAPTURES_CANARY_ARGS: extra ansible-playbook arguments for every canary run, split on
+# spaces (scripts/lab-prometheus.sh sizes the checkpoint with it); NOTES.txt records them.
 # Every bundle lands in OUTDIR/<scenario>/ with NOTES.txt (commands, kernel, what was set).
 # Needs a running lab (scripts/lab up) and the collection's environment (scripts/setup.sh).
 set -euo pipefail
@@ -51,8 +53,10 @@ validate() {
   local name=$1 tmp
   shift
   tmp=$(mktemp -d)
+  local extra=()
+  read -r -a extra <<< "${CKPTIO_CAPTURES_CANARY_ARGS:-}"
   ansible-playbook -i "$inventory" playbooks/validate-checkpoint.yml -e "label=$name" \
-    -e "canary_validation_reports_dir=$tmp" -e canary_validation_probe=true "$@" >"$out/$name.log" 2>&1 || true
+    -e "canary_validation_reports_dir=$tmp" -e canary_validation_probe=true "$@" "${extra[@]}" >"$out/$name.log" 2>&1 || true
   rm -rf "${out:?}/$name"
   mv "$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)" "$out/$name"
   rmdir "$tmp"
@@ -64,6 +68,7 @@ notes() {
     echo "scenario: $name"
     echo "made by: scripts/lab-captures.sh OUTDIR $name ($(date -u +%Y-%m-%dT%H:%MZ)), commit $(git rev-parse --short HEAD)"
     echo "what was set: $what"
+    [ -z "${CKPTIO_CAPTURES_CANARY_ARGS:-}" ] || echo "canary arguments added: $CKPTIO_CAPTURES_CANARY_ARGS"
     echo "lab: QEMU TCG, one vCPU and 2 GiB per VM; nfs1 serves /srv/nfs, nfs2 and nfs3 mount it on /mnt/nfs"
     echo "kernel: $(lab nfs1 uname -r)"
     echo "client mount (nfs2): $(lab nfs2 grep ' /mnt/nfs ' /proc/mounts)"

@@ -26,9 +26,12 @@ CAPTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", 
 # given, so none is made), and checkpoint_capture (capture.json). Older bundles' probe.json still held iperf3's
 # output, which now has a file of its own, and capture_clock_step was written by hand (its NOTES.txt): not here.
 # v47_bookworm_*: issue 47's bundles, with the canary's raw sunrpc samples (sunrpc_xprt.txt, rpc_tasks.txt,
-# rpc_latency.txt, given as rpc_samples) and iperf3's output kept in probe_iperf3.json.
+# rpc_latency.txt, given as rpc_samples) and iperf3's output kept in probe_iperf3.json; v47_trixie_* the same on 6.12,
+# v47_bullseye_* on 5.10 (no sunrpc sysfs: no sunrpc_xprt.txt); v48_bookworm_*: issue 48's canaries beside Prometheus
+# (the canary's default rpc sampling: sunrpc_xprt.txt and rpc_tasks.txt, no tracepoints).
 BUNDLES = ["lab_figures", "v43_loss_2pct", "v43_slow_storage", "mlperf_readback_two_paths", "restore_none_shared",
-           "capture_dd", "v47_bookworm_baseline", "v47_bookworm_tuned"]
+           "capture_dd", "v47_bookworm_baseline", "v47_bookworm_tuned", "v47_trixie_baseline", "v47_trixie_tuned",
+           "v47_bullseye_baseline", "v47_bullseye_tuned", "v48_bookworm_seed_like_v41", "v48_bookworm_healthy"]
 # Left out of the fixtures when they were copied (their NOTES.txt): no diagnosis reads it.
 NOT_KEPT = "probe_iperf3.json"
 

@@ -25,7 +25,9 @@ CAPTURES = sorted(os.path.dirname(path) for path in glob.glob(sample_path("..", 
 PINNED = {1: "1dac9d4649502bd2e086ff8ba9d7a5b44133ecf30c8de7886a389d7cf58a7375",
           # moved with issue 47's slot table (FORMAT kept, host_figures.py says why): the v47 captures' clients now
           # hold their slot_table and name the rpc sample files among their sources; the other captures' rows are the same
-          2: "ae9e7e4f52854f96c9fe4cfeb1d84281bde8c05803c9eedfa6c4147f35ac9c73"}
+          # moved again by new captures alone: issue 48's v48_bookworm_* (without them, ae9e7e4f...), then issue 47's
+          # v47_trixie_* (without them, 578fa6a1...), then v47_bullseye_* (without them, 6b3ba662...)
+          2: "91274c4699162f01eeaf7735042e9d1bd09ae6af015aa640a4c3b04322c2a987"}
 
 
 def _client_files(directory):
