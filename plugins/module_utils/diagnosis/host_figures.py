@@ -41,7 +41,9 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.bundle.bundle_values im
 # Not raised for issue 47: a client with the slot table's files (sunrpc_xprt, rpc_tasks, rpc_latency) holds its
 # summary (view slot_table) now, and those files are sources now, so no figures.json written before can match it;
 # every other client's row is the same.
-FORMAT = 2
+# 3: a client's slot-table summary says why a file is not there from the canary's own notes (issue 47: "the kernel
+# predates sunrpc sysfs, 5.14", "rpc_sampling=queues") where it said only that it was not in the bundle.
+FORMAT = 3
 
 # The files a client's row comes from: every client file but probe.json (read after the figures are
 # written) and capture.json (a real job's window, which the row does not read).

@@ -143,6 +143,10 @@ def assess(evidence, clients, sessions, send_backed_up=False):
     return finding
 
 
+# Where a session's cap comes from when no trace showed the server's grant.
+REQUESTED_SESSION_SLOTS = "nfs max_session_slots (requested)"
+
+
 def server_grant(summary):
     """The v4.1 session slots the server granted a client (nfs4_sequence_done's highest_slotid + 1, slot_samples), from
     its slot-table summary (a client row's slot_table); None where the trace was not taken."""
@@ -157,7 +161,7 @@ def _host(name, summary, sessions, client):
     if session:
         kind, peak, cap, cap_source = "session", tasks.get("peak_in_use"), server_grant(summary), "the server's grant"
         if cap is None:
-            cap, cap_source = _int(settings.get("max_session_slots")), "nfs max_session_slots (requested)"
+            cap, cap_source = _int(settings.get("max_session_slots")), REQUESTED_SESSION_SLOTS
     else:
         kind, peak, cap, cap_source = "transport", xprt.get("peak_in_use"), xprt.get("cap"), "xprt_info max_num_slots"
     reply, source = _reply(latency, tasks)
@@ -208,11 +212,25 @@ def _reply(latency, tasks):
     return None, None
 
 
-def _slots_words(host):
+def _slots_words(host, clear=False):
+    """The slots in use against the cap: the peak, or on a table far from full (clear) the mean and the peak."""
     if host.peak_in_use is None:
         return "%s slots: in use unmeasured" % host.kind
     if host.cap is None:
         return "peak %s %s slots in use, cap unknown" % (human.number(host.peak_in_use), host.kind)
+    requested = host.cap_source == REQUESTED_SESSION_SLOTS
+    if host.peak_in_use > host.cap:
+        # Task lists not mapped to the mount's RPC client count every NFS task of the host (slot_samples): more
+        # holders than the cap is the host's count, never "4 of 2" slots.
+        return "%s %s slots %s; %s RPCs held a slot at once, the host's NFS clients together" % (
+            human.number(host.cap), host.kind, "requested" if requested else "granted", human.number(host.peak_in_use))
+    if requested:
+        # The client's request is no table size: the server grants fewer (30 on the lab's knfsd, docs/kernels.md).
+        return "%s %s slots in use at most; %s requested, the server's grant unmeasured (rpc_sampling=trace shows it)" % (
+            human.number(host.peak_in_use), host.kind, human.number(host.cap))
+    if clear and host.mean_in_use is not None:
+        return "%s of %s %s slots in use on average, %s at most" % (
+            human.number(round(host.mean_in_use, 1)), human.number(host.cap), host.kind, human.number(host.peak_in_use))
     return "%s of %s %s slots" % (human.number(host.peak_in_use), human.number(host.cap), host.kind)
 
 
@@ -221,8 +239,9 @@ def _text(finding):
     if not finding.samples:
         return "slot table not sampled: %s" % "; ".join("%s %s" % (name, why) for name, _file, why in finding.not_seen[:2])
     worst = max((host for host in finding.hosts if host.samples), key=lambda host: (host.full_share or 0.0, host.host))
+    clear = finding.clear and not (finding.session_waits or finding.reply_dominates or finding.points_at_slots)
     text = "slot table full in %s of samples (%s%s)" % (
-        human.share(finding.full_share), _slots_words(worst), "" if len(finding.hosts) == 1 else ", on %s" % worst.host)
+        human.share(finding.full_share), _slots_words(worst, clear), "" if len(finding.hosts) == 1 else ", on %s" % worst.host)
     if finding.session_waits:
         text += "; up to %s RPCs waited for a session slot" % human.number(worst.max_waiters)
     if finding.reply_dominates:

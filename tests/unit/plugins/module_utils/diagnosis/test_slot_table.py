@@ -187,3 +187,48 @@ def test_the_labs_v47_captures_a_full_2_slot_session_and_a_tuned_one():
     tuned = diagnose(load_bundle(slot_bundles.sample_path("..", "captures", "v47_bookworm_tuned")))
     assert "client_rpc_slots" not in [tuned["limiting_layer"]] + tuned["contributing"]
     assert "(30 of 30 session slots" in tuned["slot_table"]["text"]
+
+
+def _capture(name):
+    return diagnose(load_bundle(slot_bundles.sample_path("..", "captures", name)))
+
+
+@pytest.mark.parametrize("name", ["v47_trixie_baseline", "v47_trixie_tuned", "v47_bullseye_baseline", "v47_bullseye_tuned"])
+def test_the_other_kernels_captures_baseline_full_tuned_not_the_slots(name):
+    """The lab's v47 captures on 6.12 and 5.10 (their NOTES.txt): the 2-slot baseline full most of the window with
+    session-slot waits, direct evidence for client slots; tuned, client slots neither limit nor contribute - on 6.12
+    the table far from full (no waiter in any sample), on 5.10 full in half the samples but with requests also
+    waiting to be sent."""
+    result = _capture(name)
+    text = result["slot_table"]["text"]
+    if name.endswith("baseline"):
+        assert result["limiting_layer"] == "client_rpc_slots"
+        assert "RPCs waited for a session slot: direct evidence for client RPC slots" in text
+    else:
+        assert "client_rpc_slots" not in [result["limiting_layer"]] + result["contributing"]
+        assert ("far from full" in text) == (name == "v47_trixie_tuned")
+
+
+def test_more_slot_holders_than_the_grant_are_not_shown_as_n_of_the_grant():
+    """v48_bookworm_seed_like_v41: its debugfs task lists could not be mapped to the mount's RPC client, so every NFS
+    task of the host was counted: 4 RPCs held a slot at once beside a 2-slot session (requested: no trace, so no grant seen). The first screen said
+    '4 of 2 session slots', a figure that cannot be."""
+    text = _capture("v48_bookworm_seed_like_v41")["slot_table"]["text"]
+    assert "4 of 2" not in text
+    assert "2 session slots requested; 4 RPCs held a slot at once" in text
+
+
+def test_a_table_far_from_full_says_how_many_slots_were_in_use_on_average():
+    """v47_trixie_tuned: no RPC waited for a slot in any sample, 16.8 and 11.3 of the 30 slots in use on average
+    (NOTES.txt); '29 of 30 session slots' beside 'far from full' read as a contradiction - the peak alone."""
+    text = _capture("v47_trixie_tuned")["slot_table"]["text"]
+    assert "far from full" in text and "29 of 30" not in text
+    assert "of 30 session slots in use on average, 29 at most" in text
+
+
+def test_a_requested_cap_is_not_shown_as_the_table_s_size():
+    """v48_bookworm_healthy (rpc_sampling=queues: no trace, so no grant seen): the clients request 160 session slots and
+    the server grants 30 (the v47 captures' trace); '31 of 160 session slots' read as a table a fifth full."""
+    text = _capture("v48_bookworm_healthy")["slot_table"]["text"]
+    assert "of 160" not in text
+    assert "31 session slots in use at most; 160 requested, the server's grant unmeasured" in text
