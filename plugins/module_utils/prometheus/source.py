@@ -98,16 +98,19 @@ def windows(req, fetch):
 def answers(req, window, fetch):
     """([(name, selector)], {name: answer text}) of one window: our families first, node_exporter's on their hosts."""
     asked, texts = [], {}
+    # The window with margins (queries.edge_margin, on the window's grid): the runs around its edges (rows._Host).
+    margin = queries.edge_margin(req.step)
+    start, end = window["start_at"] - margin, window["end_at"] + margin
     for name, selector in queries.client_selectors(req.mount_point) + queries.server_selectors():
         asked.append((name, selector))
-        texts[name] = fetch(selector, window["start_at"], window["end_at"], req.step)
+        texts[name] = fetch(selector, start, end, req.step)
     found = queries.instances(queries.parse_answers(texts))
     if not any(name.startswith("client_") and prom_series.parse(text, name) for name, text in texts.items()):
         raise queries.QueryError("no %s series on %s in the window: is the collector on the clients, and the mount point right?"
                                  % ("ckptio_nfs_client_*", req.mount_point))
-    for name, selector in queries.node_selectors(found):
+    for name, selector in queries.run_selectors(found) + queries.node_selectors(found):
         asked.append((name, selector))
-        texts[name] = fetch(selector, window["start_at"], window["end_at"], req.step)
+        texts[name] = fetch(selector, start, end, req.step)
     return asked, texts
 
 
@@ -138,7 +141,8 @@ def bundle_of(context, texts):
         parsed = queries.parse_answers(texts)
     except prom_series.SeriesError as exc:
         raise BundleError(str(exc))
-    clients = rows.ClientRows(parsed, context.get("mount_point"))
+    window = rows.window_of(context)
+    clients = rows.ClientRows(parsed, context.get("mount_point"), window)
     if not len(clients):
         raise BundleError("the saved answers hold no client series on %s" % context.get("mount_point"))
-    return {"context": context, "clients": clients, "servers": rows.ServerViews(parsed), "problems": []}
+    return {"context": context, "clients": clients, "servers": rows.ServerViews(parsed, window), "problems": []}

@@ -181,3 +181,63 @@ def test_selectors_are_raw_and_quote_the_mount_point():
     assert names["client_bytes"] == 'ckptio_nfs_client_bytes_total{mountpoint="/mnt/a\\"b"}'
     assert all("(" not in selector for _name, selector in queries.client_selectors("/m") + queries.node_selectors(["a:9100"]))
     assert dict(queries.node_selectors(["nfs2:9100", "a.b:9100"]))["node_cpu"] == 'node_cpu_seconds_total{instance=~"a\\\\.b:9100|nfs2:9100"}'
+
+
+def _stale_runs_answers(runs, bytes_at, age_at, step=5.0, start=940.0, end=1160.0):
+    """{name: [Series]} of one client nfs2 whose collector ran at `runs` only: every grid point holds the values of the
+    newest run at or before it (what node_exporter serves between runs), as on the lab's starved 1-vCPU VMs."""
+    grid = [start + index * step for index in range(int((end - start) / step) + 1)]
+    newest = [max(run for run in runs if run <= at) for at in grid]
+    labels = {"instance": "nfs2:9100", "mountpoint": "/mnt/nfs", "export": "nfs1:/srv/nfs"}
+
+    def one(name, values, **extra):
+        return series.Series(name, dict(labels, **extra), tuple(zip(grid, values)))
+    return {
+        "client_bytes": [one("client_bytes", [bytes_at[run] for run in newest], direction="write"),
+                         one("client_bytes", [0.0 for _run in newest], direction="read")],
+        "client_age": [one("client_age", [age_at + run for run in newest])],
+        "collector_last_run": [series.Series("collector_last_run", {"instance": "nfs2:9100"}, tuple(zip(grid, newest)))],
+    }
+
+
+def test_the_window_edges_are_the_collector_runs_around_it_not_the_grid_points():
+    """Window 1000..1100, runs at 900, 1050, 1098 and 1130 (none from 100 s before the start to 50 s after it, the last
+    inside 2 s before the end: the lab's healthy run). The bytes at the start are the run at 900's, at the end the run
+    at 1130's (the run at 1098 had not seen the last 10 MB); the seconds are the window's 100, not the mount age's
+    rise between the grid points (198 s before) - the edges are said, and they are far outside the window."""
+    runs = (880.0, 900.0, 1050.0, 1098.0, 1130.0, 1150.0)
+    bytes_at = {880.0: 0.0, 900.0: 0.0, 1050.0: 50e6, 1098.0: 90e6, 1130.0: 100e6, 1150.0: 100e6}
+    view, excluded, _canary, _evidence = rows.ClientRows(_stale_runs_answers(runs, bytes_at, 5000.0), "/mnt/nfs",
+                                                         (1000.0, 1100.0)).row("nfs2")
+    assert excluded is None
+    delta = view["delta"]
+    assert delta["write_bytes"] == 100000000
+    assert delta["interval_seconds"] == 100.0 and delta["write_mb_per_second"] == 1.0
+    assert delta["edges"] == {"measured_by": "collector runs", "start_run_at": 900.0, "end_run_at": 1130.0,
+                              "before_start_seconds": 100.0, "after_end_seconds": 30.0,
+                              "start_missing": False, "end_missing": False}
+    assert rows.write_span(rows._Host("nfs2", _stale_runs_answers(runs, bytes_at, 5000.0), (1000.0, 1100.0))) == (900.0, 1130.0)
+
+
+def test_without_a_run_after_the_end_the_newest_run_is_taken_and_said():
+    runs = (900.0, 1050.0, 1098.0)
+    bytes_at = {900.0: 0.0, 1050.0: 50e6, 1098.0: 90e6}
+    view, _excluded, _canary, _evidence = rows.ClientRows(_stale_runs_answers(runs, bytes_at, 5000.0), "/mnt/nfs",
+                                                          (1000.0, 1100.0)).row("nfs2")
+    assert view["delta"]["write_bytes"] == 90000000
+    assert view["delta"]["edges"]["end_missing"] and view["delta"]["edges"]["end_run_at"] == 1098.0
+
+
+def test_without_the_run_series_the_edges_are_the_grid_points_inside_the_window():
+    runs = (900.0, 1050.0, 1098.0, 1130.0)
+    bytes_at = {900.0: 0.0, 1050.0: 50e6, 1098.0: 90e6, 1130.0: 100e6}
+    answers = _stale_runs_answers(runs, bytes_at, 5000.0)
+    del answers["collector_last_run"]
+    view, _excluded, _canary, _evidence = rows.ClientRows(answers, "/mnt/nfs", (1000.0, 1100.0)).row("nfs2")
+    assert view["delta"]["write_bytes"] == 90000000 and view["delta"]["interval_seconds"] == 198.0
+    assert view["delta"]["edges"]["measured_by"] == "grid"
+
+
+def test_the_margin_is_four_steps_or_a_minute_in_whole_steps():
+    assert queries.edge_margin(5.0) == 60.0 and queries.edge_margin(15.0) == 60.0 and queries.edge_margin(30.0) == 120.0
+    assert queries.edge_margin(7.0) == 63.0
