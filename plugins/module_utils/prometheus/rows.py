@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import ClientEvidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import nfsd_delta, pool_stats_delta
@@ -27,6 +28,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import exposi
 MEASURED_OVER = "node_exporter's series from Prometheus over the window"
 # The collector's own run time, per host (telemetry/exposition.py's name): what a scrape's collector values are of.
 RUN_SERIES = "collector_last_run"
+GRID_ROUNDING = 0.001
 POOL_COLUMNS = (("packets", "packets-arrived"), ("enqueued", "sockets-enqueued"), ("woken", "threads-woken"))
 
 
@@ -72,7 +74,8 @@ class _Host:
     def inside(self, points):
         if self.window is None:
             return points
-        return prom_series.within(points, self.window[0], self.window[1])
+        # Prometheus answers with times in whole milliseconds: a grid point at the window's edge may lie below it.
+        return prom_series.within(points, self.window[0] - GRID_ROUNDING, self.window[1] + GRID_ROUNDING)
 
     def span(self, one):
         """The points a series is read on over the window: (run time, value) from the start run to the end run for
@@ -301,14 +304,20 @@ def write_span(one):
     The pace-setting host's rule (diagnosis/pace_host.py: the host whose writing ends last sets the pace) is read on
     these spans in place of a canary's ranks: one span a client, its edges on the step grid. A counter that rose in
     one step only was not seen writing (its samples bracket the writes, they do not place their end): None, and
-    the pace is then not measured rather than read off the samples' own times."""
+    the pace is then not measured rather than read off the samples' own times. Nor is a span whose first or last
+    rising step (the resolution of its start or end: the runs around it) is wider than signals.EDGE_WIDEN_SHARE of
+    it (lab healthy: a client's collector did not run for 51 s around its last writes)."""
     steps = []
     for found in one.pick("client_bytes", direction="write"):
         points = one.span(found)
         steps += [(t0, t1) for (t0, v0), (t1, v1) in zip(points, points[1:]) if v1 > v0]
     if len(set(value for step in steps for value in step)) < 3:
         return None
-    return min(step[0] for step in steps), max(step[1] for step in steps)
+    first, last = min(steps), max(steps, key=lambda step: step[1])
+    span = last[1] - first[0]
+    if signals.EDGE_WIDEN_SHARE.crossed(max(first[1] - first[0], last[1] - last[0]) / span):
+        return None
+    return first[0], last[1]
 
 
 def _span_block(one):

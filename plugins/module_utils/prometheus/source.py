@@ -87,7 +87,8 @@ def windows(req, fetch):
     """[context.yml prometheus.window] of the request: its own window, or its last N bursts (one query over the range)."""
     start, end = queries.grid(req.start, req.end, req.step)
     if req.last is None:
-        return [queries.window_block(start, end, req.step, "given")]
+        # The window as given: the collector's runs around its edges place it (rows._Host), not the grid's last point.
+        return [queries.window_block(req.start, req.end, req.step, "given")]
     selector = queries.burst_selector(req.mount_point)
     answer = prom_series.parse(fetch(selector, start, end, req.step), "burst search")
     found = queries.last_bursts(answer, req.last)

@@ -216,7 +216,16 @@ def test_the_window_edges_are_the_collector_runs_around_it_not_the_grid_points()
     assert delta["edges"] == {"measured_by": "collector runs", "start_run_at": 900.0, "end_run_at": 1130.0,
                               "before_start_seconds": 100.0, "after_end_seconds": 30.0,
                               "start_missing": False, "end_missing": False}
-    assert rows.write_span(rows._Host("nfs2", _stale_runs_answers(runs, bytes_at, 5000.0), (1000.0, 1100.0))) == (900.0, 1130.0)
+    # Its writes began somewhere in 150 s without a run: no span is placed (the pace is not measured on it).
+    assert rows.write_span(rows._Host("nfs2", _stale_runs_answers(runs, bytes_at, 5000.0), (1000.0, 1100.0))) is None
+
+
+def test_a_write_span_is_placed_on_the_runs_times_not_the_grid_points():
+    """Runs every 7 s on a 5 s grid, writes from 1000 to 1095: the span is the runs' 996..1101, no grid point's."""
+    runs = tuple(940.0 + 7 * index for index in range(32))
+    bytes_at = dict((run, min(max(run - 1000.0, 0.0), 95.0) * 1e6) for run in runs)
+    one = rows._Host("nfs2", _stale_runs_answers(runs, bytes_at, 5000.0), (1000.0, 1100.0))
+    assert rows.write_span(one) == (996.0, 1101.0)
 
 
 def test_without_a_run_after_the_end_the_newest_run_is_taken_and_said():
