@@ -516,6 +516,14 @@ def _edge_flags(window, clients):
                                   "counted, so the throughput carries no verdict" % (widen, host, edges["before_start_seconds"],
                                                                                     edges["after_end_seconds"],
                                                                                     100 * signals.EDGE_WIDEN_SHARE.threshold, seconds)))
+    resolution = ((window.get("burst") or {}).get("resolution_seconds") or {}) if isinstance(window.get("burst"), dict) else {}
+    unknown = sum(float(value or 0.0) for value in resolution.values())
+    if not flags and seconds > 0 and signals.EDGE_WIDEN_SHARE.crossed(unknown / seconds):
+        flags.append(capture.flag("distorted_edges", "the burst's edges are the collector's runs around its writes, which began up to "
+                                  "%.1f s after its start and ended up to %.1f s before its end (more than %g %% of its %.1f s): the "
+                                  "throughput is diluted over them, so it carries no verdict"
+                                  % (resolution.get("start") or 0.0, resolution.get("end") or 0.0,
+                                     100 * signals.EDGE_WIDEN_SHARE.threshold, seconds)))
     if late:
         flags.append(capture.flag("no_run_after_end", "no collector run at or after the window's end in the answers on %s: its "
                                   "last run before the end is taken, so writes after that run are missing" % ", ".join(sorted(late))))

@@ -183,6 +183,33 @@ def bursts(answer, share=BURST_SHARE, gap_steps=MERGE_GAP_STEPS):
     return found
 
 
+def run_edged(burst, runs_answer):
+    """The burst with its edges moved from grid points to the collector's runs (its run series' answer over the range):
+    start_at the earliest host's run that the burst's first grid point holds (the newest before it wrote), end_at the
+    latest host's run that its last grid point holds (the first holding its last bytes); the grid's edges kept as
+    grid_start_at / grid_end_at, and resolution_seconds the widest gap between a start run and that host's next run
+    (start) and between an end run and its previous one (end): the writes began and ended somewhere in those.
+    Without run series (an older collector): the grid's edges, edges "grid"."""
+    starts, ends, after, before = [], [], [], []
+    for one in runs_answer:
+        held = dict(one.points)
+        runs = sorted(set(held.values()))
+        first, last = held.get(burst["start_at"]), held.get(burst["end_at"])
+        if first is None or last is None:
+            continue
+        starts.append(first)
+        ends.append(last)
+        later = [run for run in runs if run > first]
+        earlier = [run for run in runs if run < last]
+        after.append(later[0] - first if later else 0.0)
+        before.append(last - earlier[-1] if earlier else 0.0)
+    edged = dict(burst, grid_start_at=burst["start_at"], grid_end_at=burst["end_at"], edges="grid")
+    if starts:
+        edged.update(start_at=min(starts), end_at=max(ends), edges="collector runs",
+                     resolution_seconds={"start": max(after), "end": max(before)})
+    return edged
+
+
 def last_bursts(answer, count):
     """The last `count` complete bursts, oldest first; QueryError when there are none."""
     complete = [burst for burst in bursts(answer) if burst["complete"]]
@@ -205,7 +232,14 @@ def window_block(start, end, step, kind, burst=None, rests_on=None):
                        "seconds; each client's edge runs are in diagnosis.json's clients (edges). node_exporter's own "
                        "counters (CPU, links, disks) are read on the grid points inside the window. Without the run "
                        "series (an older collector) the edges are the grid's" % (exposition.COLLECTOR["last_run"].name, edge_margin(step)))}
-    if burst is not None:
+    if burst is not None and burst.get("edges") == "collector runs":
+        block["burst"] = dict(burst)
+        block["rests_on"] = ("a write burst of %s found on a %g s grid, its edges then moved to the collector's runs: the "
+                             "newest run before the cluster wrote and the first run holding its last bytes (the writes began "
+                             "up to %g s after the start and ended up to %g s before the end: the runs' gaps there)"
+                             % (exposition.CLIENT["bytes"].name, step, burst["resolution_seconds"]["start"],
+                                burst["resolution_seconds"]["end"]))
+    elif burst is not None:
         block["burst"] = dict(burst)
         block["rests_on"] = ("a write burst of %s found on a %g s grid: its edges are the last point before the cluster "
                              "wrote and the first point after it stopped, so the window is up to %g s longer than the writes "

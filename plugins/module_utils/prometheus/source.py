@@ -92,6 +92,11 @@ def windows(req, fetch):
     selector = queries.burst_selector(req.mount_point)
     answer = prom_series.parse(fetch(selector, start, end, req.step), "burst search")
     found = queries.last_bursts(answer, req.last)
+    # The collector's runs over the range (on the burst answer's hosts) move each burst's edges off the grid.
+    runs = []
+    for name, run_selector in queries.run_selectors(queries.instances({"burst": answer})):
+        runs = prom_series.parse(fetch(run_selector, start, end, req.step), name)
+    found = [queries.run_edged(burst, runs) for burst in found]
     return [queries.window_block(burst["start_at"], burst["end_at"], req.step, "burst",
                                  dict(burst, range_start_at=start, range_end_at=end, selector=selector)) for burst in found]
 

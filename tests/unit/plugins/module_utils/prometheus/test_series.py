@@ -250,3 +250,45 @@ def test_without_the_run_series_the_edges_are_the_grid_points_inside_the_window(
 def test_the_margin_is_four_steps_or_a_minute_in_whole_steps():
     assert queries.edge_margin(5.0) == 60.0 and queries.edge_margin(15.0) == 60.0 and queries.edge_margin(30.0) == 120.0
     assert queries.edge_margin(7.0) == 63.0
+
+
+def _runs_answer(runs_of, step=15.0, count=14):
+    """The collector_last_run answer: each host's grid point holds its newest run at or before it."""
+    items = []
+    for host, runs in runs_of.items():
+        grid = [1000.0 + index * step for index in range(count)]
+        items.append({"metric": {"__name__": "ckptio_nfs_collector_last_run_timestamp_seconds", "instance": "%s:9100" % host},
+                      "values": [[at, repr(max(run for run in runs if run <= at))] for at in grid]})
+    return series.parse(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": items}}), "runs")
+
+
+def test_a_bursts_edges_are_the_collectors_runs_around_its_writes():
+    """The grid finds the burst (1015..1060); its edges are then the runs whose values the grid points hold: the newest
+    run before the writes (nfs2's at 1002, nfs3's at 1011: the earliest) and the first run holding the last bytes
+    (nfs2's at 1057, nfs3's at 1048: the latest), with the runs' gaps around them said (the resolution)."""
+    values = [0, 0, 100, 300, 400, 400, 401, 401, 401, 401, 501, 501, 600, 600]
+    runs = {"nfs2": (990.0, 1002.0, 1022.0, 1040.0, 1057.0, 1200.0), "nfs3": (990.0, 1011.0, 1024.0, 1048.0, 1080.0, 1200.0)}
+    burst = queries.bursts(_burst_answer(values))[0]
+    edged = queries.run_edged(burst, _runs_answer(runs))
+    assert (edged["start_at"], edged["end_at"]) == (1002.0, 1057.0)
+    assert (edged["grid_start_at"], edged["grid_end_at"]) == (1015.0, 1060.0)
+    assert edged["edges"] == "collector runs" and edged["resolution_seconds"] == {"start": 20.0, "end": 24.0}
+    # without the run series (an older collector) the grid's edges stay, and say so
+    assert queries.run_edged(burst, [])["edges"] == "grid"
+
+
+def test_edges_wider_than_a_tenth_of_the_window_flag_the_figure_as_distorted():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
+
+    def client(host, before, after, end_missing=False):
+        return {"host": host, "delta": {"edges": {"measured_by": "collector runs", "before_start_seconds": before,
+                                                  "after_end_seconds": after, "end_missing": end_missing}}}
+    window = {"seconds": 100.0}
+    assert run._edge_flags(window, [client("nfs2", 4.0, 5.0), client("nfs3", 1.0, 1.0)]) == []
+    flags = run._edge_flags(window, [client("nfs2", 4.0, 5.0), client("nfs3", 9.0, 2.0, True)])
+    assert [flag["kind"] for flag in flags] == ["distorted_edges", "no_run_after_end"] and "on nfs3" in flags[0]["message"]
+    assert run.distorted({"flags": flags}) and not run.distorted({"flags": flags[1:]})
+    burst = dict(window, burst={"resolution_seconds": {"start": 8.0, "end": 5.0}})
+    assert [flag["kind"] for flag in run._edge_flags(burst, [])] == ["distorted_edges"]
+    # grid edges (an older collector): nothing to flag on
+    assert run._edge_flags(window, [{"host": "nfs2", "delta": {"edges": {"measured_by": "grid"}}}]) == []
