@@ -222,9 +222,9 @@ def last_bursts(answer, count):
 def window_block(start, end, step, kind, burst=None, rests_on=None):
     """context.yml prometheus.window: what the figures rest on, said once."""
     block = {"kind": kind, "start_at": start, "end_at": end, "seconds": end - start, "step": step,
-             "rests_on": rests_on or ("points on a %g s grid from %s to %s, each the series' last sample at or before its time "
-                                      "(Prometheus' lookback): the window's edges are these points, not the scrapes' own times"
-                                      % (step, start, end)),
+             "rests_on": rests_on or ("points on a %g s grid around %s to %s, each the series' last sample at or before its time "
+                                      "(Prometheus' lookback): the collector's values at the window's edges are those of its runs "
+                                      "around them (edges), node_exporter's those of the grid points inside" % (step, start, end)),
              "margin_seconds": edge_margin(step),
              "edges": ("each host's collector values are of its collector's runs (%s, asked with the series %g s "
                        "before and after the window): the value at the start is the newest run's at or before it, the "
