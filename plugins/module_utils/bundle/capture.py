@@ -264,22 +264,22 @@ def achieved(window, deltas, checkpoint_bytes=0):
     flags = []
     if window.get("hit_max"):
         flags.append(flag("hit_max", "the window reached %s (%g s) before the marker existed on %s"
-                           % (_option("max_seconds"), seconds, ", ".join(window.get("marker_missing_on") or []) or "every client")))
+                          % (_option("max_seconds"), seconds, ", ".join(window.get("marker_missing_on") or []) or "every client")))
     if server <= 0:
         flags.append(flag("no_writes", "no WRITE bytes reached the server over the window: no checkpoint was written in it"))
     checkpoint_bytes = int(checkpoint_bytes or 0)
     if checkpoint_bytes and server > checkpoint_bytes * (1 + BYTES_TOLERANCE):
         flags.append(flag("other_writes", "%d bytes written beyond the stated checkpoint of %d bytes (other writers on the mount "
-                                           "or rewrites): the written bytes, and the throughput, are an upper bound on the "
+                                          "or rewrites): the written bytes, and the throughput, are an upper bound on the "
                                            "checkpoint's share" % (server - checkpoint_bytes, checkpoint_bytes)))
     elif checkpoint_bytes and 0 < server < checkpoint_bytes * (1 - BYTES_TOLERANCE):
         flags.append(flag("missed_checkpoint", "only %d of the stated checkpoint's %d bytes reached the server in the window: "
-                                                "it missed part of the checkpoint, or the checkpoint was still in the page cache"
-                           % (server, checkpoint_bytes)))
+                                               "it missed part of the checkpoint, or the checkpoint was still in the page cache"
+                          % (server, checkpoint_bytes)))
     unflushed = written["application_write_bytes"] - server
     if unflushed > max(1, server) * BYTES_TOLERANCE:
         flags.append(flag("unflushed", "applications wrote %d bytes more than reached the server: still in the client's page "
-                                        "cache when the window ended (no fsync in the window)" % unflushed))
+                                       "cache when the window ended (no fsync in the window)" % unflushed))
     return {"bytes_per_second": server / seconds if seconds > 0 else 0.0, "source": SOURCE, "written": written,
             "seconds": seconds, "flags": flags, "note": NO_CANARY}
 

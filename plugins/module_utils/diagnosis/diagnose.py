@@ -36,7 +36,8 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.evidence impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline import NO_TARGET_TEXT, limit_label
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import DISTORTED_FLAGS, METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text, since_mount
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text, since_mount
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import DISTORTED_FLAGS
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import server_storage_layer, server_threads_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import decide
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.why_not import why_not

@@ -511,11 +511,10 @@ def _edge_flags(window, clients):
             late.append(client["host"])
     if widest is not None and seconds > 0 and signals.EDGE_WIDEN_SHARE.crossed(widest[1] / seconds):
         host, widen, edges = widest
+        figures = (widen, host, edges["before_start_seconds"], edges["after_end_seconds"], 100 * signals.EDGE_WIDEN_SHARE.threshold, seconds)
         flags.append(capture.flag("distorted_edges", "the collector's runs around the window lie %.1f s outside it on %s (%.1f s before "
                                   "its start, %.1f s after its end; more than %g %% of its %.1f s): the writes of that wider span are "
-                                  "counted, so the throughput carries no verdict" % (widen, host, edges["before_start_seconds"],
-                                                                                    edges["after_end_seconds"],
-                                                                                    100 * signals.EDGE_WIDEN_SHARE.threshold, seconds)))
+                                  "counted, so the throughput carries no verdict" % figures))
     resolution = ((window.get("burst") or {}).get("resolution_seconds") or {}) if isinstance(window.get("burst"), dict) else {}
     unknown = sum(float(value or 0.0) for value in resolution.values())
     if not flags and seconds > 0 and signals.EDGE_WIDEN_SHARE.crossed(unknown / seconds):

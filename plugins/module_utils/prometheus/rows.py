@@ -325,8 +325,8 @@ def _span_block(one):
     span = write_span(one)
     if span is None:
         return None
-    return {"ranks": [{"rank": 0, "start": span[0], "end": span[1], "error": None, "measured_as": "write span between the collector's runs"
-              if one.edges()["measured_by"] == "collector runs" else "write span on the step grid"}],
+    measured_as = "write span between the collector's runs" if one.edges()["measured_by"] == "collector runs" else "write span on the step grid"
+    return {"ranks": [{"rank": 0, "start": span[0], "end": span[1], "error": None, "measured_as": measured_as}],
             "clock": None, "harness": None}
 
 
