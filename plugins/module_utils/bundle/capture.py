@@ -271,7 +271,7 @@ def achieved(window, deltas, checkpoint_bytes=0):
     if checkpoint_bytes and server > checkpoint_bytes * (1 + BYTES_TOLERANCE):
         flags.append(flag("other_writes", "%d bytes written beyond the stated checkpoint of %d bytes (other writers on the mount "
                                           "or rewrites): the written bytes, and the throughput, are an upper bound on the "
-                                           "checkpoint's share" % (server - checkpoint_bytes, checkpoint_bytes)))
+                                          "checkpoint's share" % (server - checkpoint_bytes, checkpoint_bytes)))
     elif checkpoint_bytes and 0 < server < checkpoint_bytes * (1 - BYTES_TOLERANCE):
         flags.append(flag("missed_checkpoint", "only %d of the stated checkpoint's %d bytes reached the server in the window: "
                                                "it missed part of the checkpoint, or the checkpoint was still in the page cache"
