@@ -17,8 +17,10 @@ description:
   - Writes one bundle directory a window under O(dest) (C(context.yml) whose C(source) is V(prometheus), with the URL, every query,
     the window and what it rests on; C(prometheus/<query>.json) the API's answers verbatim, one file a query). The
     bundle is diagnosed like any other with M(ckptio.nfs.diagnose_bundle), offline, again and again (docs/capture-bundle.md).
-  - Raw selectors only; the increases are taken in Python from the window's first point to its last. A counter that
-    went down or a mount age that fell (a remount) excludes that client, never averaged over.
+  - Raw selectors only, asked with a margin of max(4 steps, 60 s) around each window, with the collector's own run time
+    (C(ckptio_nfs_collector_last_run_timestamp_seconds)); the increases are taken in Python between the collector's
+    runs around the window's edges (docs/capture-bundle.md). A counter that went down or a mount age that fell (a
+    remount) excludes that client, never averaged over.
   - Every option is checked before any request is sent; a wrong one fails naming the option.
   - Runs on the controller (a play with C(hosts) set to C(localhost)).
 author:
@@ -47,8 +49,8 @@ options:
     default: 6h
   step:
     description:
-      - The grid of the answers, seconds or with a unit; normally the scrape interval. A burst's edges, and so the
-        window of a checkpoint found with O(last), rest on this grid (up to two steps longer than its writes).
+      - The grid of the answers, seconds or with a unit; normally the scrape interval. A checkpoint found with O(last)
+        is found on this grid; its edges are then the collector's runs around its writes (the grid's without them).
     type: str
     default: 15s
   label:

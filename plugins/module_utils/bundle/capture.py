@@ -48,8 +48,9 @@ SOURCE = ("capture, no canary ranks: bytes the clients sent to the server in WRI
 
 PROMETHEUS_SOURCE = ("series from Prometheus, no canary ranks: the increase of ckptio_nfs_client_bytes_total{direction=write} "
                      "(mountstats serverwritebytes as the textfile collector exported it), every client, this mount only, "
-                     "from the window's first point to its last / the seconds between the samples at those points (the mount age's "
-                     "rise, the longest of the clients')")
+                     "from each host's collector run at or before the window's start to its run at or after its end / the window's "
+                     "seconds (without the collector's run series: from the window's first grid point to its last / the mount "
+                     "age's rise, the longest of the clients')")
 
 
 def prometheus_note(window, not_in_series):
@@ -244,7 +245,7 @@ def written_bytes(deltas):
     return {"server_write_bytes": server, "application_write_bytes": application, "clients": len(usable)}
 
 
-def _flag(kind, message):
+def flag(kind, message):
     return {"kind": kind, "message": message}
 
 
@@ -262,23 +263,23 @@ def achieved(window, deltas, checkpoint_bytes=0):
     server = written["server_write_bytes"]
     flags = []
     if window.get("hit_max"):
-        flags.append(_flag("hit_max", "the window reached %s (%g s) before the marker existed on %s"
-                           % (_option("max_seconds"), seconds, ", ".join(window.get("marker_missing_on") or []) or "every client")))
+        flags.append(flag("hit_max", "the window reached %s (%g s) before the marker existed on %s"
+                          % (_option("max_seconds"), seconds, ", ".join(window.get("marker_missing_on") or []) or "every client")))
     if server <= 0:
-        flags.append(_flag("no_writes", "no WRITE bytes reached the server over the window: no checkpoint was written in it"))
+        flags.append(flag("no_writes", "no WRITE bytes reached the server over the window: no checkpoint was written in it"))
     checkpoint_bytes = int(checkpoint_bytes or 0)
     if checkpoint_bytes and server > checkpoint_bytes * (1 + BYTES_TOLERANCE):
-        flags.append(_flag("other_writes", "%d bytes written beyond the stated checkpoint of %d bytes (other writers on the mount "
-                                           "or rewrites): the written bytes, and the throughput, are an upper bound on the "
-                                           "checkpoint's share" % (server - checkpoint_bytes, checkpoint_bytes)))
+        flags.append(flag("other_writes", "%d bytes written beyond the stated checkpoint of %d bytes (other writers on the mount "
+                                          "or rewrites): the written bytes, and the throughput, are an upper bound on the "
+                                          "checkpoint's share" % (server - checkpoint_bytes, checkpoint_bytes)))
     elif checkpoint_bytes and 0 < server < checkpoint_bytes * (1 - BYTES_TOLERANCE):
-        flags.append(_flag("missed_checkpoint", "only %d of the stated checkpoint's %d bytes reached the server in the window: "
-                                                "it missed part of the checkpoint, or the checkpoint was still in the page cache"
-                           % (server, checkpoint_bytes)))
+        flags.append(flag("missed_checkpoint", "only %d of the stated checkpoint's %d bytes reached the server in the window: "
+                                               "it missed part of the checkpoint, or the checkpoint was still in the page cache"
+                          % (server, checkpoint_bytes)))
     unflushed = written["application_write_bytes"] - server
     if unflushed > max(1, server) * BYTES_TOLERANCE:
-        flags.append(_flag("unflushed", "applications wrote %d bytes more than reached the server: still in the client's page "
-                                        "cache when the window ended (no fsync in the window)" % unflushed))
+        flags.append(flag("unflushed", "applications wrote %d bytes more than reached the server: still in the client's page "
+                                       "cache when the window ended (no fsync in the window)" % unflushed))
     return {"bytes_per_second": server / seconds if seconds > 0 else 0.0, "source": SOURCE, "written": written,
             "seconds": seconds, "flags": flags, "note": NO_CANARY}
 

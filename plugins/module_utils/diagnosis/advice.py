@@ -97,6 +97,12 @@ def _frame_recs(verdict, facts):
                  "how": "ckptio.nfs.capture around a checkpoint (checkpoint_capture_seconds=N), or save mountstats before and "
                         "after one checkpoint and give both files to ckptio.nfs.saved_stats_bundle",
                  "reason": "one mountstats snapshot is an average since the mount: idle time and every other workload are in it"}]
+    if verdict == "no_target" and facts.get("distorted"):
+        return [{"layer": "window", "setting": "a window the collector's runs bracket", "value": None,
+                 "action": "diagnose a checkpoint whose collector runs lie close to its edges",
+                 "how": "give the collector its CPU during checkpoints (or a shorter interval) so that it runs near the "
+                        "window's start and end, then bundle that window from Prometheus again",
+                 "reason": "; ".join(flag["message"] for flag in facts["distorted"])}]
     if verdict == "no_target":
         return [{"layer": "target", "setting": "the checkpoint target", "value": None,
                  "action": "set ckptio_checkpoint_bytes and ckptio_checkpoint_window_seconds, then validate again",

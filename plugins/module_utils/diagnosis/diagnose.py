@@ -37,6 +37,7 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.headline impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.network import network_evidence, send_side_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.restore import restore_verdict
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import METADATA_OPS, SAVED_SINCE_MOUNT, canary_ranks, read_run, seconds_text, since_mount
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import DISTORTED_FLAGS
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.server import server_storage_layer, server_threads_layer
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.verdict import decide
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.why_not import why_not
@@ -87,6 +88,7 @@ def diagnose_run(run):
         "shared_file": access.shared_file, "lock_waits": access.lock_waits,
         "session_grant": figures["session_grant"], "mounts": mounts, "storm": storm,
         "canary": run["canary"], "pace": found["pace"], "pace_facts": pace_facts, "scope": decision.scope,
+        "distorted": [flag for flag in (run["capture"] or {}).get("flags") or () if flag["kind"] in DISTORTED_FLAGS],
     }
     recommendations = recommend(decision.limiting, decision.contributing, decision.verdict, facts)
     result = _diagnosis_result(run, evidence, links, found, decision, recommendations)
@@ -267,6 +269,8 @@ def _client_summary(client):
         "max_slots_before": rpc["max_slots_before"], "connect_count_delta": rpc["connect_count"],
         "sunrpc": dict((name, client["sunrpc"][name]) for name in SUNRPC_SETTINGS if name in client["sunrpc"]),
         "dstate": client["dstate"],
+        # A bundle from Prometheus: the collector's runs its figures rest on (prometheus/rows.py); no other source has them.
+        **({"edges": delta["edges"]} if delta.get("edges") else {}),
     }
 
 

@@ -133,6 +133,10 @@ def _verdict_text(result, actions):
     if verdict == "meets_target":
         spare = result["achieved_bytes_per_second"] / result["target_bytes_per_second"]
         return "meets the target with %s to spare" % human.factor(spare)
+    if verdict == "no_target" and result.get("target_bytes_per_second"):
+        # A distorted figure (capture flags, diagnosis/run.DISTORTED_FLAGS) is judged against no target.
+        return "no verdict against the target: the achieved figure is distorted (%s)" % ", ".join(
+            flag["kind"] for flag in (result.get("capture") or {}).get("flags") or ())
     if verdict == "no_target":
         return "no verdict against a target: no target was given, so nothing is short or enough"
     return ("no verdict on throughput: one mountstats snapshot is an average since the mount (%s), not a checkpoint window"

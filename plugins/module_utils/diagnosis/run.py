@@ -486,7 +486,52 @@ def _prometheus_view(context, clients):
     stated = _number(target.get("checkpoint_bytes") or 0, "target.checkpoint_bytes", False)
     view = capture.achieved(dict(window, seconds=seconds), [client["delta"] for client in clients], stated)
     view.update(source=capture.PROMETHEUS_SOURCE, note=capture.prometheus_note(window, block.get("not_in_series")), window=window)
+    view["flags"] += _edge_flags(window, clients)
     return view
+
+
+DISTORTED_FLAGS = ("distorted_edges",)
+
+
+def _edge_flags(window, clients):
+    """capture.achieved()'s flags of the collector's runs around a window from Prometheus (each client's delta edges,
+    prometheus/rows.py): distorted_edges when they widen it by more than signals.EDGE_WIDEN_SHARE (the writes of a
+    wider span are counted: no verdict on it), no_run_after_end when a client's last run in the answers is before
+    its end (its last writes may be missing)."""
+    seconds = float(window.get("seconds") or 0.0)
+    flags, widest, late = [], None, []
+    for client in clients:
+        edges = client["delta"].get("edges") or {}
+        if edges.get("measured_by") != "collector runs":
+            continue
+        widen = max(0.0, edges["before_start_seconds"]) + max(0.0, edges["after_end_seconds"])
+        if widest is None or widen > widest[1]:
+            widest = (client["host"], widen, edges)
+        if edges.get("end_missing"):
+            late.append(client["host"])
+    if widest is not None and seconds > 0 and signals.EDGE_WIDEN_SHARE.crossed(widest[1] / seconds):
+        host, widen, edges = widest
+        figures = (widen, host, edges["before_start_seconds"], edges["after_end_seconds"], 100 * signals.EDGE_WIDEN_SHARE.threshold, seconds)
+        flags.append(capture.flag("distorted_edges", "the collector's runs around the window lie %.1f s outside it on %s (%.1f s before "
+                                  "its start, %.1f s after its end; more than %g %% of its %.1f s): the writes of that wider span are "
+                                  "counted, so the throughput carries no verdict" % figures))
+    resolution = ((window.get("burst") or {}).get("resolution_seconds") or {}) if isinstance(window.get("burst"), dict) else {}
+    unknown = sum(float(value or 0.0) for value in resolution.values())
+    if not flags and seconds > 0 and signals.EDGE_WIDEN_SHARE.crossed(unknown / seconds):
+        flags.append(capture.flag("distorted_edges", "the burst's edges are the collector's runs around its writes, which began up to "
+                                  "%.1f s after its start and ended up to %.1f s before its end (more than %g %% of its %.1f s): the "
+                                  "throughput is diluted over them, so it carries no verdict"
+                                  % (resolution.get("start") or 0.0, resolution.get("end") or 0.0,
+                                     100 * signals.EDGE_WIDEN_SHARE.threshold, seconds)))
+    if late:
+        flags.append(capture.flag("no_run_after_end", "no collector run at or after the window's end in the answers on %s: its "
+                                  "last run before the end is taken, so writes after that run are missing" % ", ".join(sorted(late))))
+    return flags
+
+
+def distorted(capture_view):
+    """Whether a capture's figure is flagged as distorted (no verdict is given on it)."""
+    return bool(capture_view) and any(flag["kind"] in DISTORTED_FLAGS for flag in capture_view.get("flags") or ())
 
 
 def _context_checkpoint_seconds(context, canary):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import SAVED_SINCE_MOUNT, seconds_text, since_mount
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.run import SAVED_SINCE_MOUNT, distorted, seconds_text, since_mount
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 
 
@@ -224,7 +224,8 @@ def decide(run, figures, found):
     where = scope(found, limiting, run, met)
     if since_mount(run["context"]):
         verdict = "no_window"
-    elif not run["target_bps"]:
+    elif not run["target_bps"] or distorted(run.get("capture")):
+        # A distorted figure (the writes of a wider span counted: capture flags) is judged against no target.
         verdict = "no_target"
     elif met:
         verdict = "meets_target"

@@ -32,6 +32,11 @@ BURST_SHARE = 0.05
 # inside one 128 s checkpoint, and its last 10 MB published 12-30 s late by collectors starved of their one vCPU).
 MERGE_GAP_STEPS = 3
 MAX_LAST = 100
+# Each window is asked with this margin on both sides (at least EDGE_MARGIN_STEPS steps): the collector's runs that
+# bracket the window's edges lie outside it when the collector ran late (lab, 1-vCPU VMs: none on a client from 97 s
+# before a checkpoint to 50 s into it).
+EDGE_MARGIN_SECONDS = 60.0
+EDGE_MARGIN_STEPS = 4
 
 # node_exporter's own families (its default collectors cpu, netdev, netstat, diskstats), per host.
 NODE = {
@@ -83,6 +88,17 @@ def node_selectors(instances):
     """[(name, selector)] of node_exporter's families on these instances only (a cluster's other hosts are not asked)."""
     match = "|".join(re.escape(instance) for instance in sorted(instances))
     return [(name, "%s{instance=~%s}" % (metric, quoted(match))) for name, metric in NODE.items()]
+
+
+def run_selectors(instances):
+    """[(name, selector)] of the collector's own run time on these instances: what a scrape's collector values are of."""
+    match = "|".join(re.escape(instance) for instance in sorted(instances))
+    return [("collector_last_run", "%s{instance=~%s}" % (exposition.COLLECTOR["last_run"].name, quoted(match)))]
+
+
+def edge_margin(step):
+    """Seconds asked before and after a window: max(EDGE_MARGIN_STEPS steps, EDGE_MARGIN_SECONDS), whole steps."""
+    return step * math.ceil(max(EDGE_MARGIN_STEPS * step, EDGE_MARGIN_SECONDS) / step)
 
 
 def burst_selector(mount_point):
@@ -167,6 +183,33 @@ def bursts(answer, share=BURST_SHARE, gap_steps=MERGE_GAP_STEPS):
     return found
 
 
+def run_edged(burst, runs_answer):
+    """The burst with its edges moved from grid points to the collector's runs (its run series' answer over the range):
+    start_at the earliest host's run that the burst's first grid point holds (the newest before it wrote), end_at the
+    latest host's run that its last grid point holds (the first holding its last bytes); the grid's edges kept as
+    grid_start_at / grid_end_at, and resolution_seconds the widest gap between a start run and that host's next run
+    (start) and between an end run and its previous one (end): the writes began and ended somewhere in those.
+    Without run series (an older collector): the grid's edges, edges "grid"."""
+    starts, ends, after, before = [], [], [], []
+    for one in runs_answer:
+        held = dict(one.points)
+        runs = sorted(set(held.values()))
+        first, last = held.get(burst["start_at"]), held.get(burst["end_at"])
+        if first is None or last is None:
+            continue
+        starts.append(first)
+        ends.append(last)
+        later = [run for run in runs if run > first]
+        earlier = [run for run in runs if run < last]
+        after.append(later[0] - first if later else 0.0)
+        before.append(last - earlier[-1] if earlier else 0.0)
+    edged = dict(burst, grid_start_at=burst["start_at"], grid_end_at=burst["end_at"], edges="grid")
+    if starts:
+        edged.update(start_at=min(starts), end_at=max(ends), edges="collector runs",
+                     resolution_seconds={"start": max(after), "end": max(before)})
+    return edged
+
+
 def last_bursts(answer, count):
     """The last `count` complete bursts, oldest first; QueryError when there are none."""
     complete = [burst for burst in bursts(answer) if burst["complete"]]
@@ -179,10 +222,24 @@ def last_bursts(answer, count):
 def window_block(start, end, step, kind, burst=None, rests_on=None):
     """context.yml prometheus.window: what the figures rest on, said once."""
     block = {"kind": kind, "start_at": start, "end_at": end, "seconds": end - start, "step": step,
-             "rests_on": rests_on or ("points on a %g s grid from %s to %s, each the series' last sample at or before its time "
-                                      "(Prometheus' lookback): the window's edges are these points, not the scrapes' own times"
-                                      % (step, start, end))}
-    if burst is not None:
+             "rests_on": rests_on or ("points on a %g s grid around %s to %s, each the series' last sample at or before its time "
+                                      "(Prometheus' lookback): the collector's values at the window's edges are those of its runs "
+                                      "around them (edges), node_exporter's those of the grid points inside" % (step, start, end)),
+             "margin_seconds": edge_margin(step),
+             "edges": ("each host's collector values are of its collector's runs (%s, asked with the series %g s "
+                       "before and after the window): the value at the start is the newest run's at or before it, the "
+                       "one at the end the oldest run's at or after it, and the increase is divided by the window's "
+                       "seconds; each client's edge runs are in diagnosis.json's clients (edges). node_exporter's own "
+                       "counters (CPU, links, disks) are read on the grid points inside the window. Without the run "
+                       "series (an older collector) the edges are the grid's" % (exposition.COLLECTOR["last_run"].name, edge_margin(step)))}
+    if burst is not None and burst.get("edges") == "collector runs":
+        block["burst"] = dict(burst)
+        block["rests_on"] = ("a write burst of %s found on a %g s grid, its edges then moved to the collector's runs: the "
+                             "newest run before the cluster wrote and the first run holding its last bytes (the writes began "
+                             "up to %g s after the start and ended up to %g s before the end: the runs' gaps there)"
+                             % (exposition.CLIENT["bytes"].name, step, burst["resolution_seconds"]["start"],
+                                burst["resolution_seconds"]["end"]))
+    elif burst is not None:
         block["burst"] = dict(burst)
         block["rests_on"] = ("a write burst of %s found on a %g s grid: its edges are the last point before the cluster "
                              "wrote and the first point after it stopped, so the window is up to %g s longer than the writes "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import signals
 from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis.client_evidence import ClientEvidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text import host_evidence
 from ansible_collections.ckptio.nfs.plugins.module_utils.kernel_text.stats_delta import nfsd_delta, pool_stats_delta
@@ -25,6 +26,9 @@ from ansible_collections.ckptio.nfs.plugins.module_utils.prometheus.queries impo
 from ansible_collections.ckptio.nfs.plugins.module_utils.telemetry import exposition
 
 MEASURED_OVER = "node_exporter's series from Prometheus over the window"
+# The collector's own run time, per host (telemetry/exposition.py's name): what a scrape's collector values are of.
+RUN_SERIES = "collector_last_run"
+GRID_ROUNDING = 0.001
 POOL_COLUMNS = (("packets", "packets-arrived"), ("enqueued", "sockets-enqueued"), ("woken", "threads-woken"))
 
 
@@ -39,12 +43,53 @@ def by_host(answer):
 
 
 class _Host:
-    """One host's series of every answer, and what they did over the window."""
+    """One host's series of every answer, and what they did over the window [start, end].
 
-    def __init__(self, host, answers):
+    The collector's families (client_*, server_*) are read on its runs: each grid point's value is the one the
+    collector wrote at the run its collector_last_run value names (one node_exporter scrape gives both), so the
+    value at the window's start is that of the newest run at or before it, the value at its end that of the oldest
+    run at or after it (none in the answers: the newest run, said in edges()["end_missing"]). Without a
+    collector_last_run series (an older collector), and for node_exporter's own families (read at the scrape),
+    the grid points inside the window are taken, as before the answers had margins."""
+
+    def __init__(self, host, answers, window=None):
         self.host = host
         self.series = dict((name, by_host(found).get(host, [])) for name, found in answers.items())
         self.resets = []
+        self.window = window
+        found = self.series.get(RUN_SERIES) or []
+        runs = dict(found[0].points) if found and found[0].points and window is not None else {}
+        self.run_at = runs
+        self._edges = _run_edges(sorted(set(runs.values())), window) if runs else None
+
+    def edges(self):
+        """{measured_by, start_run_at, end_run_at, before_start_seconds, after_end_seconds, start_missing, end_missing}
+        of the collector's runs around the window; measured_by "grid" (the grid points inside) without runs."""
+        if self._edges is not None:
+            return dict(self._edges)
+        points = [point[0] for one in self.series.get("client_bytes", ()) for point in self.inside(one.points)]
+        return {"measured_by": "grid", "start_run_at": min(points) if points else None, "end_run_at": max(points) if points else None,
+                "before_start_seconds": None, "after_end_seconds": None, "start_missing": False, "end_missing": False}
+
+    def inside(self, points):
+        if self.window is None:
+            return points
+        # Prometheus answers with times in whole milliseconds: a grid point at the window's edge may lie below it.
+        return prom_series.within(points, self.window[0] - GRID_ROUNDING, self.window[1] + GRID_ROUNDING)
+
+    def span(self, one):
+        """The points a series is read on over the window: (run time, value) from the start run to the end run for
+        the collector's families with runs, else the grid points inside the window."""
+        if self._edges is None or one.query.startswith("node_") or one.query == RUN_SERIES:
+            return self.inside(one.points)
+        first, last = self._edges["start_run_at"], self._edges["end_run_at"]
+        points, seen = [], set()
+        for at, value in one.points:
+            run = self.run_at.get(at)
+            if run is not None and first <= run <= last and run not in seen:
+                seen.add(run)
+                points.append((run, value))
+        return tuple(points)
 
     def pick(self, name, **labels):
         return [one for one in self.series.get(name, ()) if all(one.labels.get(key) == value for key, value in labels.items())]
@@ -53,7 +98,7 @@ class _Host:
         """Summed increase of the matching counters, None without a series; a reset is noted and counts None."""
         total = None
         for one in self.pick(name, **labels):
-            moved = prom_series.change(one.points)
+            moved = prom_series.change(self.span(one))
             if moved is None:
                 continue
             if moved.reset:
@@ -63,16 +108,29 @@ class _Host:
         return total
 
     def last(self, name, **labels):
-        values = [one.points[-1][1] for one in self.pick(name, **labels) if one.points]
+        values = [points[-1][1] for points in (self.span(one) for one in self.pick(name, **labels)) if points]
         return max(values) if values else None
 
     def first(self, name, **labels):
-        values = [one.points[0][1] for one in self.pick(name, **labels) if one.points]
+        values = [points[0][1] for points in (self.span(one) for one in self.pick(name, **labels)) if points]
         return max(values) if values else None
 
     def seconds(self):
-        times = [point[0] for found in self.series.values() for one in found for point in one.points]
+        """The seconds node_exporter's counters were read over: the grid points inside the window."""
+        times = [point[0] for found in self.series.values() for one in found for point in self.inside(one.points)]
         return max(times) - min(times) if times else 0.0
+
+
+def _run_edges(runs, window):
+    """The collector's runs bracketing window (start, end): the newest at or before start, the oldest at or after end."""
+    start, end = window
+    before = [run for run in runs if run <= start]
+    after = [run for run in runs if run >= end]
+    first = before[-1] if before else runs[0]
+    last = after[0] if after else runs[-1]
+    return {"measured_by": "collector runs", "start_run_at": first, "end_run_at": last,
+            "before_start_seconds": start - first, "after_end_seconds": last - end,
+            "start_missing": not before, "end_missing": not after}
 
 
 def _labels_text(labels):
@@ -109,7 +167,7 @@ def client_view(one, mount_point):
     """(view, excluded) of one client's series on the mount: excluded on a remount (age fell), a reset or no write counter."""
     info = _info(one)
     ages = one.pick("client_age")
-    if any(prom_series.fell(age.points) for age in ages):
+    if any(prom_series.fell(one.span(age)) for age in ages):
         return None, _excluded(one.host, info, mount_point, "new_mount",
                                ["%s fell inside the window: the mount was made again, its counters restarted" % "mount age"])
     written = one.increase("client_bytes", direction="write")
@@ -120,14 +178,22 @@ def client_view(one, mount_point):
         return None, _excluded(one.host, info, mount_point, "reset", one.resets)
     if written is None:
         return None, _excluded(one.host, info, mount_point, "truncated", ["no write bytes series with two points on the mount in the window"])
-    age = ages[0] if ages else None
-    interval = (age.points[-1][1] - age.points[0][1]) if age is not None and len(age.points) > 1 else one.seconds()
+    interval = _interval(one, ages[0] if ages else None)
     ops = dict((name, op) for name, op in ops.items() if op)
     if "WRITE" in ops:
         # The series count retransmits per mount, not per op: during a checkpoint they are the WRITEs'.
         ops["WRITE"]["retrans"] = _int(rpc_counts["retransmits"])
     return {"host": one.host, "delta": _delta(one, info, mount_point, interval, written, read, ops, rpc_counts),
             "sunrpc": {}, "dstate": None}, None
+
+
+def _interval(one, age):
+    """The seconds a client's bytes are divided by: the window itself when the collector's runs bracket it (its edge
+    runs are said in the delta's edges), else the mount age's rise between the grid points inside (an older collector)."""
+    if one.edges()["measured_by"] == "collector runs":
+        return one.window[1] - one.window[0]
+    points = one.span(age) if age is not None else ()
+    return (points[-1][1] - points[0][1]) if len(points) > 1 else one.seconds()
 
 
 def _delta(one, info, mount_point, interval, written, read, ops, counts):
@@ -156,7 +222,7 @@ def _delta(one, info, mount_point, interval, written, read, ops, counts):
             # The ops the series count (exposition.CHECKPOINT_OPS): no other op was measured, so none is 0 (metadata_storm).
             "ops_counted": list(exposition.CHECKPOINT_OPS),
             "rpc": rpc, "ops": ops, "truncated": False, "reset": False, "new_mount": False, "negative_time": False,
-            "usable": True, "problems": [], "problem_details": []}
+            "usable": True, "problems": [], "problem_details": [], "edges": one.edges()}
 
 
 def _cpu_counts(one, at):
@@ -164,8 +230,9 @@ def _cpu_counts(one, at):
     cpus = {}
     for found in one.pick("node_cpu"):
         mode, cpu = found.labels.get("mode"), found.labels.get("cpu")
-        if mode in host_evidence.CPU_STATES and cpu is not None and found.points:
-            cpus.setdefault("cpu%s" % cpu, dict((state, 0.0) for state in host_evidence.CPU_STATES))[mode] = found.points[at][1]
+        points = one.span(found)
+        if mode in host_evidence.CPU_STATES and cpu is not None and points:
+            cpus.setdefault("cpu%s" % cpu, dict((state, 0.0) for state in host_evidence.CPU_STATES))[mode] = points[at][1]
     total = dict((state, sum(counts[state] for counts in cpus.values())) for state in host_evidence.CPU_STATES) if cpus else None
     return {"cpu": total, "cpus": cpus}
 
@@ -183,7 +250,7 @@ def _busiest_link(one):
     for found in one.pick("node_tx") + one.pick("node_rx"):
         device = found.labels.get("device")
         if device and device != "lo":
-            moved = prom_series.change(found.points)
+            moved = prom_series.change(one.span(found))
             if moved is not None and not moved.reset and (best is None or moved.increase > best[1]):
                 best = (device, moved.increase)
     if best is None:
@@ -211,7 +278,7 @@ def _busiest_link(one):
 def _tcp(one):
     counters, missing = {}, []
     for key, name in (("node_retrans", "RetransSegs"), ("node_outsegs", "OutSegs"), ("node_timeouts", "TCPTimeouts")):
-        moved = [prom_series.change(found.points) for found in one.pick(key)]
+        moved = [prom_series.change(one.span(found)) for found in one.pick(key)]
         moved = [change for change in moved if change is not None]
         if moved:
             counters[name] = None if any(change.reset for change in moved) else sum(change.increase for change in moved)
@@ -231,18 +298,26 @@ def _tcp(one):
 
 
 def write_span(one):
-    """(start, end) of the steps in which this client's write bytes rose (the grid points around them), None without.
+    """(start, end) of the steps in which this client's write bytes rose, None without: the collector's run times around
+    them when its runs are in the answers (a run's value is of its own time, not the scrape's), else grid points.
 
     The pace-setting host's rule (diagnosis/pace_host.py: the host whose writing ends last sets the pace) is read on
     these spans in place of a canary's ranks: one span a client, its edges on the step grid. A counter that rose in
     one step only was not seen writing (its samples bracket the writes, they do not place their end): None, and
-    the pace is then not measured rather than read off the samples' own times."""
+    the pace is then not measured rather than read off the samples' own times. Nor is a span whose first or last
+    rising step (the resolution of its start or end: the runs around it) is wider than signals.EDGE_WIDEN_SHARE of
+    it (lab healthy: a client's collector did not run for 51 s around its last writes)."""
     steps = []
     for found in one.pick("client_bytes", direction="write"):
-        steps += [(t0, t1) for (t0, v0), (t1, v1) in zip(found.points, found.points[1:]) if v1 > v0]
+        points = one.span(found)
+        steps += [(t0, t1) for (t0, v0), (t1, v1) in zip(points, points[1:]) if v1 > v0]
     if len(set(value for step in steps for value in step)) < 3:
         return None
-    return min(step[0] for step in steps), max(step[1] for step in steps)
+    first, last = min(steps), max(steps, key=lambda step: step[1])
+    span = last[1] - first[0]
+    if signals.EDGE_WIDEN_SHARE.crossed(max(first[1] - first[0], last[1] - last[0]) / span):
+        return None
+    return first[0], last[1]
 
 
 def _span_block(one):
@@ -250,7 +325,8 @@ def _span_block(one):
     span = write_span(one)
     if span is None:
         return None
-    return {"ranks": [{"rank": 0, "start": span[0], "end": span[1], "error": None, "measured_as": "write span on the step grid"}],
+    measured_as = "write span between the collector's runs" if one.edges()["measured_by"] == "collector runs" else "write span on the step grid"
+    return {"ranks": [{"rank": 0, "start": span[0], "end": span[1], "error": None, "measured_as": measured_as}],
             "clock": None, "harness": None}
 
 
@@ -266,7 +342,7 @@ def client_row(one, mount_point):
 def _nfsd_parsed(one, at):
     """parse_nfsd_stats()'s shape of the server series at the window's first (0) or last (-1) point."""
     def value(name, **labels):
-        found = [series.points[at][1] for series in one.pick(name, **labels) if series.points]
+        found = [points[at][1] for points in (one.span(series) for series in one.pick(name, **labels)) if points]
         return _int(found[0]) if found else None
     io = dict((key, value("server_io", direction=direction)) for key, direction in (("bytes_read", "read"), ("bytes_written", "write")))
     parsed = {"io": dict((key, number) for key, number in io.items() if number is not None)}
@@ -291,8 +367,9 @@ def _disk_counts(one, at):
     for key, field, scale in DISK_FIELDS:
         for found in one.pick(key):
             device = found.labels.get("device")
-            if device and found.points:
-                disks.setdefault(device, {})[field] = _int(found.points[at][1] * scale)
+            points = one.span(found)
+            if device and points:
+                disks.setdefault(device, {})[field] = _int(points[at][1] * scale)
     return dict((device, fields) for device, fields in disks.items() if len(fields) == len(DISK_FIELDS))
 
 
@@ -319,13 +396,14 @@ def server_view(one):
 class ClientRows(Mapping):
     """{host: client_row} for diagnosis/run.py (row(host)); iterated as the hosts, like host/bundle_reader's HostFiles."""
 
-    def __init__(self, answers, mount_point):
+    def __init__(self, answers, mount_point, window=None):
         self._answers = answers
         self._mount_point = mount_point
+        self._window = window
         self._hosts = sorted(set(host for name, found in answers.items() if name.startswith("client_") for host in by_host(found)))
 
     def row(self, host):
-        return client_row(_Host(host, self._answers), self._mount_point)
+        return client_row(_Host(host, self._answers, self._window), self._mount_point)
 
     def __getitem__(self, host):
         if host not in self._hosts:
@@ -349,13 +427,14 @@ def serving(one):
 class ServerViews(Mapping):
     """{host: server_view} of every host with the server families, for diagnosis/run.py (view(host))."""
 
-    def __init__(self, answers):
+    def __init__(self, answers, window=None):
         self._answers = answers
+        self._window = window
         hosts = set(host for name, found in answers.items() if name.startswith("server_") for host in by_host(found))
-        self._hosts = sorted(host for host in hosts if serving(_Host(host, answers)))
+        self._hosts = sorted(host for host in hosts if serving(_Host(host, answers, window)))
 
     def view(self, host):
-        return server_view(_Host(host, self._answers))
+        return server_view(_Host(host, self._answers, self._window))
 
     def __getitem__(self, host):
         if host not in self._hosts:
@@ -367,3 +446,14 @@ class ServerViews(Mapping):
 
     def __len__(self):
         return len(self._hosts)
+
+
+def window_of(context):
+    """(start, end) of context.yml's prometheus.window, None when it does not say both."""
+    window = (context.get("prometheus") or {}).get("window") if isinstance(context.get("prometheus"), dict) else None
+    if not isinstance(window, dict):
+        return None
+    try:
+        return float(window["start_at"]), float(window["end_at"])
+    except (KeyError, TypeError, ValueError):
+        return None

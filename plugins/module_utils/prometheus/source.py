@@ -87,10 +87,16 @@ def windows(req, fetch):
     """[context.yml prometheus.window] of the request: its own window, or its last N bursts (one query over the range)."""
     start, end = queries.grid(req.start, req.end, req.step)
     if req.last is None:
-        return [queries.window_block(start, end, req.step, "given")]
+        # The window as given: the collector's runs around its edges place it (rows._Host), not the grid's last point.
+        return [queries.window_block(req.start, req.end, req.step, "given")]
     selector = queries.burst_selector(req.mount_point)
     answer = prom_series.parse(fetch(selector, start, end, req.step), "burst search")
     found = queries.last_bursts(answer, req.last)
+    # The collector's runs over the range (on the burst answer's hosts) move each burst's edges off the grid.
+    runs = []
+    for name, run_selector in queries.run_selectors(queries.instances({"burst": answer})):
+        runs = prom_series.parse(fetch(run_selector, start, end, req.step), name)
+    found = [queries.run_edged(burst, runs) for burst in found]
     return [queries.window_block(burst["start_at"], burst["end_at"], req.step, "burst",
                                  dict(burst, range_start_at=start, range_end_at=end, selector=selector)) for burst in found]
 
@@ -98,16 +104,19 @@ def windows(req, fetch):
 def answers(req, window, fetch):
     """([(name, selector)], {name: answer text}) of one window: our families first, node_exporter's on their hosts."""
     asked, texts = [], {}
+    # The window with margins (queries.edge_margin, on the window's grid): the runs around its edges (rows._Host).
+    margin = queries.edge_margin(req.step)
+    start, end = window["start_at"] - margin, window["end_at"] + margin
     for name, selector in queries.client_selectors(req.mount_point) + queries.server_selectors():
         asked.append((name, selector))
-        texts[name] = fetch(selector, window["start_at"], window["end_at"], req.step)
+        texts[name] = fetch(selector, start, end, req.step)
     found = queries.instances(queries.parse_answers(texts))
     if not any(name.startswith("client_") and prom_series.parse(text, name) for name, text in texts.items()):
         raise queries.QueryError("no %s series on %s in the window: is the collector on the clients, and the mount point right?"
                                  % ("ckptio_nfs_client_*", req.mount_point))
-    for name, selector in queries.node_selectors(found):
+    for name, selector in queries.run_selectors(found) + queries.node_selectors(found):
         asked.append((name, selector))
-        texts[name] = fetch(selector, window["start_at"], window["end_at"], req.step)
+        texts[name] = fetch(selector, start, end, req.step)
     return asked, texts
 
 
@@ -138,7 +147,8 @@ def bundle_of(context, texts):
         parsed = queries.parse_answers(texts)
     except prom_series.SeriesError as exc:
         raise BundleError(str(exc))
-    clients = rows.ClientRows(parsed, context.get("mount_point"))
+    window = rows.window_of(context)
+    clients = rows.ClientRows(parsed, context.get("mount_point"), window)
     if not len(clients):
         raise BundleError("the saved answers hold no client series on %s" % context.get("mount_point"))
-    return {"context": context, "clients": clients, "servers": rows.ServerViews(parsed), "problems": []}
+    return {"context": context, "clients": clients, "servers": rows.ServerViews(parsed, window), "problems": []}

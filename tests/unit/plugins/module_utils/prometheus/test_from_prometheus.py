@@ -293,19 +293,31 @@ def _saved_diagnosis(name):
         return json.load(handle)
 
 
-@pytest.mark.parametrize("name, within", [("lab_seed_like_v41", 0.10), ("lab_seed_like_v41_last", 0.15)])
-def test_the_lab_canary_and_prometheus_on_the_same_checkpoint(name, within):
-    """The lab's run (issue 48's "Done when"): a canary while Prometheus scraped every VM every 5 s. The canary's
-    own diagnosis.json (lab_seed_like_v41_canary) against the answers ckptio.nfs.diagnose saved for the canary's
-    window (lab_seed_like_v41: 1.52 MB/s, 3.1 % below the canary's 1.57) and for the last write burst found in the
-    hour before (lab_seed_like_v41_last: 1.36 MB/s, 13.3 % below - the collectors, starved of their one TCG vCPU,
-    published the last 10 MB 12-30 s late, so the burst is 148 s where the ranks took 128 s)."""
-    canary = _saved_diagnosis("lab_seed_like_v41_canary")
+# (bundle, the canary's own diagnosis, achieved within, pace measured): bundles ckptio.nfs.diagnose saved of the lab's
+# TSDBs (NOTES.txt) over the canary's window, and over the last write burst of the hour before (the grid's edges).
+LAB = [("lab_seed_like_v41", "lab_seed_like_v41_canary", 0.10, False), ("lab_healthy", "lab_healthy_canary", 0.10, False),
+       ("lab_seed_like_v41_last", "lab_seed_like_v41_canary", 0.15, True)]
+
+
+@pytest.mark.parametrize("name, canary_name, within, pace_measured", LAB)
+def test_the_lab_canary_and_prometheus_on_the_same_checkpoint(name, canary_name, within, pace_measured):
+    """The lab's runs (issue 48's "Done when"): a canary while Prometheus scraped every VM every 5 s. The canary's own
+    diagnosis.json against the answers ckptio.nfs.diagnose saved for the canary's window: the collector's runs around
+    its edges (collector_last_run) give 1.568 MB/s on seed_like_v41 (canary 1.568; 1.52 before, from the grid's edges)
+    and 3.870 MB/s on healthy (canary 3.870; 2.13 before: the mount age's 222 s rise divided 268 MB a client, and the
+    grid's last point missed the last 2.4 MB). Both runs' edges lie outside the window by more than a tenth of it
+    (healthy: nfs2 ran 97.9 s before the start, 49.6 s after the end): distorted_edges, no verdict, and no pace (a
+    write span's first or last step wider than a tenth of it). The last write burst of the hour before
+    (lab_seed_like_v41_last, the grid's edges): 1.36 MB/s, 13.3 % below - the collectors, starved of their one TCG
+    vCPU, published the last 10 MB 12-30 s late, so the burst is 148 s where the ranks took 128 s."""
+    canary = _saved_diagnosis(canary_name)
     ours = diagnose(load_bundle(os.path.join(SAVED, name)))
     assert ours["limiting_layer"] == canary["limiting_layer"] == "server_cpu"
     assert pace_hosts(ours) == pace_hosts(canary) == []
-    assert ours["pace"]["measured"] and canary["pace"]["measured"]
+    assert canary["pace"]["measured"] and ours["pace"]["measured"] == pace_measured
     assert abs(ours["achieved_bytes_per_second"] / canary["achieved_bytes_per_second"] - 1) < within
+    flags = [flag["kind"] for flag in ours["capture"]["flags"]]
+    assert ("distorted_edges" in flags) == (not pace_measured) and (ours["verdict"] == "no_target") == (not pace_measured)
     # nfs2 and nfs3 export the server families at 0 threads (nfsd module loaded): clients, not servers
     assert sorted(ours["servers"]) == ["nfs1"]
     # What the series do not count is not measured, never 0: no row on transport connects or metadata ops' share.
@@ -313,6 +325,17 @@ def test_the_lab_canary_and_prometheus_on_the_same_checkpoint(name, within):
     assert not [signal for signal in signals if "connect_count" in signal or signal.startswith("metadata ops' share")]
     assert [signal for signal in signals if signal.startswith("metadata ops' share")] == [] != [
         row for row in canary["evidence"] if row["signal"].startswith("metadata ops' share")]
+
+
+def test_the_healthy_runs_edges_are_the_collectors_runs():
+    """lab_healthy: nfs2's collector did not run from 97.9 s before the window to 49.3 s into it; its last run inside
+    was 0.2 s before the end, short of the last 2,359,296 bytes. The edges are said per client."""
+    bundle = load_bundle(os.path.join(SAVED, "lab_healthy"))
+    deltas = dict((host, bundle["clients"][host][0]["delta"]) for host in bundle["clients"])
+    assert [deltas[host]["write_bytes"] for host in ("nfs2", "nfs3")] == [268435456, 268435456]
+    edges = deltas["nfs2"]["edges"]
+    assert edges["measured_by"] == "collector runs" and not edges["end_missing"]
+    assert round(edges["before_start_seconds"], 1) == 97.9 and round(edges["after_end_seconds"], 1) == 49.6
 
 
 def test_per_op_figures_the_series_lack_are_unmeasured_not_zero():

@@ -181,3 +181,114 @@ def test_selectors_are_raw_and_quote_the_mount_point():
     assert names["client_bytes"] == 'ckptio_nfs_client_bytes_total{mountpoint="/mnt/a\\"b"}'
     assert all("(" not in selector for _name, selector in queries.client_selectors("/m") + queries.node_selectors(["a:9100"]))
     assert dict(queries.node_selectors(["nfs2:9100", "a.b:9100"]))["node_cpu"] == 'node_cpu_seconds_total{instance=~"a\\\\.b:9100|nfs2:9100"}'
+
+
+def _stale_runs_answers(runs, bytes_at, age_at, step=5.0, start=940.0, end=1160.0):
+    """{name: [Series]} of one client nfs2 whose collector ran at `runs` only: every grid point holds the values of the
+    newest run at or before it (what node_exporter serves between runs), as on the lab's starved 1-vCPU VMs."""
+    grid = [start + index * step for index in range(int((end - start) / step) + 1)]
+    newest = [max(run for run in runs if run <= at) for at in grid]
+    labels = {"instance": "nfs2:9100", "mountpoint": "/mnt/nfs", "export": "nfs1:/srv/nfs"}
+
+    def one(name, values, **extra):
+        return series.Series(name, dict(labels, **extra), tuple(zip(grid, values)))
+    return {
+        "client_bytes": [one("client_bytes", [bytes_at[run] for run in newest], direction="write"),
+                         one("client_bytes", [0.0 for _run in newest], direction="read")],
+        "client_age": [one("client_age", [age_at + run for run in newest])],
+        "collector_last_run": [series.Series("collector_last_run", {"instance": "nfs2:9100"}, tuple(zip(grid, newest)))],
+    }
+
+
+def test_the_window_edges_are_the_collector_runs_around_it_not_the_grid_points():
+    """Window 1000..1100, runs at 900, 1050, 1098 and 1130 (none from 100 s before the start to 50 s after it, the last
+    inside 2 s before the end: the lab's healthy run). The bytes at the start are the run at 900's, at the end the run
+    at 1130's (the run at 1098 had not seen the last 10 MB); the seconds are the window's 100, not the mount age's
+    rise between the grid points (198 s before) - the edges are said, and they are far outside the window."""
+    runs = (880.0, 900.0, 1050.0, 1098.0, 1130.0, 1150.0)
+    bytes_at = {880.0: 0.0, 900.0: 0.0, 1050.0: 50e6, 1098.0: 90e6, 1130.0: 100e6, 1150.0: 100e6}
+    view, excluded, _canary, _evidence = rows.ClientRows(_stale_runs_answers(runs, bytes_at, 5000.0), "/mnt/nfs",
+                                                         (1000.0, 1100.0)).row("nfs2")
+    assert excluded is None
+    delta = view["delta"]
+    assert delta["write_bytes"] == 100000000
+    assert delta["interval_seconds"] == 100.0 and delta["write_mb_per_second"] == 1.0
+    assert delta["edges"] == {"measured_by": "collector runs", "start_run_at": 900.0, "end_run_at": 1130.0,
+                              "before_start_seconds": 100.0, "after_end_seconds": 30.0,
+                              "start_missing": False, "end_missing": False}
+    # Its writes began somewhere in 150 s without a run: no span is placed (the pace is not measured on it).
+    assert rows.write_span(rows._Host("nfs2", _stale_runs_answers(runs, bytes_at, 5000.0), (1000.0, 1100.0))) is None
+
+
+def test_a_write_span_is_placed_on_the_runs_times_not_the_grid_points():
+    """Runs every 7 s on a 5 s grid, writes from 1000 to 1095: the span is the runs' 996..1101, no grid point's."""
+    runs = tuple(940.0 + 7 * index for index in range(32))
+    bytes_at = dict((run, min(max(run - 1000.0, 0.0), 95.0) * 1e6) for run in runs)
+    one = rows._Host("nfs2", _stale_runs_answers(runs, bytes_at, 5000.0), (1000.0, 1100.0))
+    assert rows.write_span(one) == (996.0, 1101.0)
+
+
+def test_without_a_run_after_the_end_the_newest_run_is_taken_and_said():
+    runs = (900.0, 1050.0, 1098.0)
+    bytes_at = {900.0: 0.0, 1050.0: 50e6, 1098.0: 90e6}
+    view, _excluded, _canary, _evidence = rows.ClientRows(_stale_runs_answers(runs, bytes_at, 5000.0), "/mnt/nfs",
+                                                          (1000.0, 1100.0)).row("nfs2")
+    assert view["delta"]["write_bytes"] == 90000000
+    assert view["delta"]["edges"]["end_missing"] and view["delta"]["edges"]["end_run_at"] == 1098.0
+
+
+def test_without_the_run_series_the_edges_are_the_grid_points_inside_the_window():
+    runs = (900.0, 1050.0, 1098.0, 1130.0)
+    bytes_at = {900.0: 0.0, 1050.0: 50e6, 1098.0: 90e6, 1130.0: 100e6}
+    answers = _stale_runs_answers(runs, bytes_at, 5000.0)
+    del answers["collector_last_run"]
+    view, _excluded, _canary, _evidence = rows.ClientRows(answers, "/mnt/nfs", (1000.0, 1100.0)).row("nfs2")
+    assert view["delta"]["write_bytes"] == 90000000 and view["delta"]["interval_seconds"] == 198.0
+    assert view["delta"]["edges"]["measured_by"] == "grid"
+
+
+def test_the_margin_is_four_steps_or_a_minute_in_whole_steps():
+    assert queries.edge_margin(5.0) == 60.0 and queries.edge_margin(15.0) == 60.0 and queries.edge_margin(30.0) == 120.0
+    assert queries.edge_margin(7.0) == 63.0
+
+
+def _runs_answer(runs_of, step=15.0, count=14):
+    """The collector_last_run answer: each host's grid point holds its newest run at or before it."""
+    items = []
+    for host, runs in runs_of.items():
+        grid = [1000.0 + index * step for index in range(count)]
+        items.append({"metric": {"__name__": "ckptio_nfs_collector_last_run_timestamp_seconds", "instance": "%s:9100" % host},
+                      "values": [[at, repr(max(run for run in runs if run <= at))] for at in grid]})
+    return series.parse(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": items}}), "runs")
+
+
+def test_a_bursts_edges_are_the_collectors_runs_around_its_writes():
+    """The grid finds the burst (1015..1060); its edges are then the runs whose values the grid points hold: the newest
+    run before the writes (nfs2's at 1002, nfs3's at 1011: the earliest) and the first run holding the last bytes
+    (nfs2's at 1057, nfs3's at 1048: the latest), with the runs' gaps around them said (the resolution)."""
+    values = [0, 0, 100, 300, 400, 400, 401, 401, 401, 401, 501, 501, 600, 600]
+    runs = {"nfs2": (990.0, 1002.0, 1022.0, 1040.0, 1057.0, 1200.0), "nfs3": (990.0, 1011.0, 1024.0, 1048.0, 1080.0, 1200.0)}
+    burst = queries.bursts(_burst_answer(values))[0]
+    edged = queries.run_edged(burst, _runs_answer(runs))
+    assert (edged["start_at"], edged["end_at"]) == (1002.0, 1057.0)
+    assert (edged["grid_start_at"], edged["grid_end_at"]) == (1015.0, 1060.0)
+    assert edged["edges"] == "collector runs" and edged["resolution_seconds"] == {"start": 20.0, "end": 24.0}
+    # without the run series (an older collector) the grid's edges stay, and say so
+    assert queries.run_edged(burst, [])["edges"] == "grid"
+
+
+def test_edges_wider_than_a_tenth_of_the_window_flag_the_figure_as_distorted():
+    from ansible_collections.ckptio.nfs.plugins.module_utils.diagnosis import run
+
+    def client(host, before, after, end_missing=False):
+        return {"host": host, "delta": {"edges": {"measured_by": "collector runs", "before_start_seconds": before,
+                                                  "after_end_seconds": after, "end_missing": end_missing}}}
+    window = {"seconds": 100.0}
+    assert run._edge_flags(window, [client("nfs2", 4.0, 5.0), client("nfs3", 1.0, 1.0)]) == []
+    flags = run._edge_flags(window, [client("nfs2", 4.0, 5.0), client("nfs3", 9.0, 2.0, True)])
+    assert [flag["kind"] for flag in flags] == ["distorted_edges", "no_run_after_end"] and "on nfs3" in flags[0]["message"]
+    assert run.distorted({"flags": flags}) and not run.distorted({"flags": flags[1:]})
+    burst = dict(window, burst={"resolution_seconds": {"start": 8.0, "end": 5.0}})
+    assert [flag["kind"] for flag in run._edge_flags(burst, [])] == ["distorted_edges"]
+    # grid edges (an older collector): nothing to flag on
+    assert run._edge_flags(window, [{"host": "nfs2", "delta": {"edges": {"measured_by": "grid"}}}]) == []
