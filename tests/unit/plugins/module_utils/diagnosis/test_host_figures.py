@@ -28,8 +28,9 @@ PINNED = {1: "1dac9d4649502bd2e086ff8ba9d7a5b44133ecf30c8de7886a389d7cf58a7375",
           # moved again by new captures alone: issue 48's v48_bookworm_* (without them, ae9e7e4f...), then issue 47's
           # v47_trixie_* (without them, 578fa6a1...), then v47_bullseye_* (without them, 6b3ba662...)
           2: "91274c4699162f01eeaf7735042e9d1bd09ae6af015aa640a4c3b04322c2a987",
-          # issue 47's not-seen reasons from the canary's notes (host_figures.FORMAT says what changed)
-          3: "d82dda743ea50c96a9b02def520db7c09de9448c087a75a584c43bb7ffc3ea37"}
+          # issue 47's not-seen reasons from the canary's notes (host_figures.FORMAT says what changed); moved by a new
+          # capture alone: v48_bookworm_seed_like_v41_nice0 (without it, d82dda74...)
+          3: "c776f85c7e097330a602ab2211bc56d6d680a689644df487337a0fb07b39737f"}
 
 
 def _client_files(directory):

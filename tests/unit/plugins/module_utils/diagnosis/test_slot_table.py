@@ -232,3 +232,16 @@ def test_a_requested_cap_is_not_shown_as_the_table_s_size():
     text = _capture("v48_bookworm_healthy")["slot_table"]["text"]
     assert "of 160" not in text
     assert "31 session slots in use at most; 160 requested, the server's grant unmeasured" in text
+
+
+def test_a_weak_server_cpu_estimate_yields_to_a_slot_table_seen_full():
+    """v48_bookworm_seed_like_v41_nice0 (the lab's 2-session-slot baseline, 2026-12-06 10:53Z, with Prometheus beside
+    it): the server's CPU share is an upper estimate (its samples span 135 s around an 86 s checkpoint, with more busy
+    time than the checkpoint lasted) at 100 %, while the session table was seen full in most samples with hundreds of
+    RPCs waiting for a slot. Prometheus measured the server 80 % busy over the window itself. Direct evidence names the
+    limit; an upper estimate may contribute, never outrank it."""
+    result = _capture("v48_bookworm_seed_like_v41_nice0")
+    assert result["limiting_layer"] == "client_rpc_slots"
+    assert "direct evidence for client RPC slots" in result["slot_table"]["text"]
+    row = [row for row in result["evidence"] if row["signal"] == "CPU busy during the checkpoint on nfs1"][0]
+    assert "upper estimate" in row["explanation"]

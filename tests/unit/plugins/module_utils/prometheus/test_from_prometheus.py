@@ -346,3 +346,20 @@ def test_per_op_figures_the_series_lack_are_unmeasured_not_zero():
     ours = diagnose(load_bundle(os.path.join(SAVED, "lab_seed_like_v41")))
     assert [mount["write_timeouts"] for mount in canary["clients"].values()] == [0, 0]
     assert [mount["write_timeouts"] for mount in ours["clients"].values()] == [None, None]
+
+
+def test_the_lab_run_with_the_collector_at_the_workload_s_priority():
+    """The lab's 2-slot baseline again (2026-12-06 10:53Z, scripts/lab-prometheus.sh, collector without Nice=19): its
+    runs lay 0.3-1.6 s before the canary's window and 1.9-3.8 s after it, so the figure carries a verdict - the same
+    as the canary's own bundle (v48_bookworm_seed_like_v41_nice0): tune, client RPC slots, 2.33 MB/s both. The pace
+    is not measured from the series: a client's first rising step spans 9-11 s of an 80-90 s write span, more than
+    signals.EDGE_WIDEN_SHARE of it."""
+    ours = diagnose(load_bundle(os.path.join(SAVED, "lab_seed_like_v41_nice0")))
+    canary = diagnose(load_bundle(os.path.join(SAVED, "..", "captures", "v48_bookworm_seed_like_v41_nice0")))
+    assert (ours["verdict"], ours["limiting_layer"]) == (canary["verdict"], canary["limiting_layer"]) == ("tune", "client_rpc_slots")
+    assert abs(ours["achieved_bytes_per_second"] / canary["achieved_bytes_per_second"] - 1) < 0.10
+    assert not ours["capture"]["flags"]
+    edges = [client["edges"] for client in ours["clients"].values()]
+    assert all(edge["measured_by"] == "collector runs" and edge["before_start_seconds"] + edge["after_end_seconds"] < 6
+               for edge in edges)
+    assert pace_hosts(canary) == [] and not ours["pace"]["measured"]
