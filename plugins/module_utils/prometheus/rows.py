@@ -42,6 +42,15 @@ def by_host(answer):
     return hosts
 
 
+def grouped(answers):
+    """{host: {name: [Series]}} of every answer ({name: [Series]}), grouped in one pass."""
+    hosts = {}
+    for name, found in answers.items():
+        for host, series in by_host(found).items():
+            hosts.setdefault(host, {})[name] = series
+    return hosts
+
+
 class _Host:
     """One host's series of every answer, and what they did over the window [start, end].
 
@@ -52,9 +61,10 @@ class _Host:
     collector_last_run series (an older collector), and for node_exporter's own families (read at the scrape),
     the grid points inside the window are taken, as before the answers had margins."""
 
-    def __init__(self, host, answers, window=None):
+    def __init__(self, host, answers, window=None, series=None):
         self.host = host
-        self.series = dict((name, by_host(found).get(host, [])) for name, found in answers.items())
+        # series: this host's {name: [Series]} of grouped(answers), when the caller grouped them once for every host.
+        self.series = series if series is not None else grouped(answers).get(host, {})
         self.resets = []
         self.window = window
         found = self.series.get(RUN_SERIES) or []
@@ -393,28 +403,42 @@ def server_view(one):
     return view
 
 
-class ClientRows(Mapping):
-    """{host: client_row} for diagnosis/run.py (row(host)); iterated as the hosts, like host/bundle_reader's HostFiles."""
+class _Hosts(Mapping):
+    """{host: value} over the hosts some of whose answers' names start with prefix, the answers grouped by host once
+    (a _Host of each host reads its own series, not every answer again); iterated as the hosts, like
+    host/bundle_reader's HostFiles."""
 
-    def __init__(self, answers, mount_point, window=None):
-        self._answers = answers
-        self._mount_point = mount_point
+    def __init__(self, answers, prefix, window=None):
         self._window = window
-        self._hosts = sorted(set(host for name, found in answers.items() if name.startswith("client_") for host in by_host(found)))
+        self._series = grouped(answers)
+        self._hosts = sorted(host for host, series in self._series.items() if any(name.startswith(prefix) for name in series))
 
-    def row(self, host):
-        return client_row(_Host(host, self._answers, self._window), self._mount_point)
+    def _host(self, host):
+        return _Host(host, None, self._window, self._series[host])
 
     def __getitem__(self, host):
         if host not in self._hosts:
             raise KeyError(host)
-        return self.row(host)
+        return self._value(host)
 
     def __iter__(self):
         return iter(self._hosts)
 
     def __len__(self):
         return len(self._hosts)
+
+
+class ClientRows(_Hosts):
+    """{host: client_row} for diagnosis/run.py (row(host))."""
+
+    def __init__(self, answers, mount_point, window=None):
+        super().__init__(answers, "client_", window)
+        self._mount_point = mount_point
+
+    def row(self, host):
+        return client_row(self._host(host), self._mount_point)
+
+    _value = row
 
 
 def serving(one):
@@ -424,28 +448,17 @@ def serving(one):
     return bool(one.last("server_threads")) or bool(one.increase("server_calls"))
 
 
-class ServerViews(Mapping):
-    """{host: server_view} of every host with the server families, for diagnosis/run.py (view(host))."""
+class ServerViews(_Hosts):
+    """{host: server_view} of every host with the server families whose nfsd serves, for diagnosis/run.py (view(host))."""
 
     def __init__(self, answers, window=None):
-        self._answers = answers
-        self._window = window
-        hosts = set(host for name, found in answers.items() if name.startswith("server_") for host in by_host(found))
-        self._hosts = sorted(host for host in hosts if serving(_Host(host, answers, window)))
+        super().__init__(answers, "server_", window)
+        self._hosts = [host for host in self._hosts if serving(self._host(host))]
 
     def view(self, host):
-        return server_view(_Host(host, self._answers, self._window))
+        return server_view(self._host(host))
 
-    def __getitem__(self, host):
-        if host not in self._hosts:
-            raise KeyError(host)
-        return self.view(host)
-
-    def __iter__(self):
-        return iter(self._hosts)
-
-    def __len__(self):
-        return len(self._hosts)
+    _value = view
 
 
 def window_of(context):
