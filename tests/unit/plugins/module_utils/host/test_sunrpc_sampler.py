@@ -195,7 +195,10 @@ def test_trace_is_set_up_before_the_window_switched_at_its_edges_and_read_once_a
                                "was full)" % max(256, 16384 // os.cpu_count())]
     cost = result["cost"]
     assert cost["window_cpu_seconds"] <= cost["cpu_seconds"] + cost["trace_cpu_seconds"]
-    assert cost["trace_cpu_seconds"] >= cost["before_window_cpu_seconds"] + cost["after_window_cpu_seconds"] > 0
+    # Each figure is rounded to 0.1 ms on its own (sunrpc_sampler's cost): the parts' sum may exceed the rounded total by
+    # one unit of that rounding, no more (the compat stage failed on 0.0125 + 0.0011 > 0.0136 in floating point).
+    parts = cost["before_window_cpu_seconds"] + cost["after_window_cpu_seconds"]
+    assert round(parts - cost["trace_cpu_seconds"], 4) <= 0.0001 and parts > 0
     sampler.end()  # twice is harmless
 
 
